@@ -1,0 +1,34 @@
+# morl_robot: two commands on a fresh Debian machine with Python 3.11 -- `make demo`, `make test`.
+# Each creates .venv (project installed editable with ROS 2 from the ros-* wheels) if needed.
+PYTHON ?= $(shell command -v python3.11 || command -v python3)
+VENV   := .venv
+BIN    := $(VENV)/bin
+STAMP  := $(VENV)/.installed
+# Every test run gets its own DDS domain and keeps discovery on this machine.
+ROS_ENV := ROS_AUTOMATIC_DISCOVERY_RANGE=LOCALHOST RMW_IMPLEMENTATION=rmw_fastrtps_cpp
+PYTEST_ARGS ?=
+
+.PHONY: venv test demo bench lint clean
+
+$(STAMP): setup.py
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet -e '.[ros,test]'
+	touch $(STAMP)
+
+venv: $(STAMP)
+
+test: $(STAMP)
+	$(ROS_ENV) $(BIN)/python -m pytest -q $(PYTEST_ARGS)
+
+demo: $(STAMP)
+	$(ROS_ENV) $(BIN)/morl-robot demo
+
+bench: $(STAMP)
+	$(BIN)/morl-robot bench env
+
+lint: $(STAMP)
+	$(BIN)/ruff check morl_robot tests launch
+
+clean:
+	rm -rf $(VENV) build install log *.egg-info

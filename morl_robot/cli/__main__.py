@@ -1,0 +1,5 @@
+import sys
+
+from morl_robot.cli import main
+
+sys.exit(main())

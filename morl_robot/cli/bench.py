@@ -1,0 +1,30 @@
+"""``morl-robot bench NAME``: benchmarks that print their figures (never timed unit tests).
+
+Each benchmark lives in ``morl_robot.bench.<name>`` and exposes ``add_arguments(parser)`` and
+``run(args) -> int``.
+"""
+from __future__ import annotations
+
+import argparse
+import importlib
+
+BENCHMARKS = {
+    "env": "environment steps/s per task vs. raw mujoco.mj_step",
+    "learner": "MO-MPO learner updates/s and share of time in torch kernels",
+}
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    parser = sub.add_parser("bench", help="run a benchmark and print its figures")
+    bench_sub = parser.add_subparsers(dest="benchmark", metavar="BENCHMARK")
+    bench_sub.required = True
+    for name, help_text in BENCHMARKS.items():
+        try:
+            module = importlib.import_module(f"morl_robot.bench.{name}")
+        except ModuleNotFoundError as exc:
+            if exc.name == f"morl_robot.bench.{name}":
+                continue
+            raise
+        p = bench_sub.add_parser(name, help=help_text)
+        module.add_arguments(p)
+        p.set_defaults(func=module.run)

@@ -1,0 +1,99 @@
+"""The one robot interface shared by the MuJoCo backend and the ros2_control hardware backend.
+
+A :class:`Robot` is driven at a fixed control period: ``send_command`` sets what the actuators
+track, ``advance`` lets one control period pass (physics substeps in simulation, a rate-keeping
+wait on hardware) and ``read_state`` returns the newest timestamped state.  Tasks only ever see
+this interface, so a task never knows whether its robot is simulated.
+"""
+from __future__ import annotations
+
+import abc
+from typing import Any, Mapping
+
+import numpy as np
+
+from morl_robot.robots.spec import ControlMode, RobotSpec, RobotState
+
+
+class Robot(abc.ABC):
+    """A robot (simulated or real) behind a uniform, timestamped, mode-checked interface."""
+
+    spec: RobotSpec
+    control_period: float  # s
+
+    def __init__(self, spec: RobotSpec, control_period: float) -> None:
+        if control_period <= 0:
+            raise ValueError(f"control_period must be positive, got {control_period}")
+        self.spec = spec
+        self.control_period = control_period
+        self._mode = spec.default_control_mode
+
+    # --- control mode --------------------------------------------------------------------
+    @property
+    def control_mode(self) -> ControlMode:
+        return self._mode
+
+    def set_control_mode(self, mode: ControlMode | str) -> None:
+        """Switch how commands are interpreted; raises for a mode the robot does not declare."""
+        mode = ControlMode(mode)
+        if mode not in self.spec.control_modes:
+            from morl_robot.errors import CommandError
+
+            raise CommandError(
+                f"robot '{self.spec.name}' does not support control mode '{mode.value}'; "
+                f"supported: {[m.value for m in self.spec.control_modes]}"
+            )
+        self._on_mode_change(mode)
+        self._mode = mode
+
+    def _on_mode_change(self, mode: ControlMode) -> None:
+        """Backend hook: reconfigure actuators for ``mode``."""
+
+    # --- the loop ------------------------------------------------------------------------
+    def send_command(self, command: np.ndarray) -> None:
+        """Validate (size, finiteness, mode) and apply a command in the active control mode."""
+        arr = self.spec.validate_command(command, self._mode)
+        self._apply(arr)
+
+    @abc.abstractmethod
+    def _apply(self, command: np.ndarray) -> None:
+        """Backend: apply an already validated command of shape (command_size,)."""
+
+    @abc.abstractmethod
+    def advance(self) -> None:
+        """Let one control period pass with the current command held."""
+
+    @abc.abstractmethod
+    def read_state(self) -> RobotState:
+        """The newest state reading."""
+
+    def step(self, command: np.ndarray) -> RobotState:
+        """``send_command`` + ``advance`` + ``read_state``."""
+        self.send_command(command)
+        self.advance()
+        return self.read_state()
+
+    @abc.abstractmethod
+    def hold_command(self) -> np.ndarray:
+        """The command that holds the robot still in the active mode (zero velocity, current
+        position targets, zero effort beyond gravity compensation)."""
+
+    @abc.abstractmethod
+    def reset(
+        self,
+        seed: int | None = None,
+        joint_positions: Mapping[str, float] | None = None,
+        scene: Mapping[str, Any] | None = None,
+    ) -> RobotState:
+        """Bring the robot to a start configuration.  ``joint_positions`` by joint name;
+        ``scene`` sets named task-object joints (simulation; hardware needs a person or a
+        fixture for that and says so)."""
+
+    def close(self) -> None:
+        """Release the backend's resources."""
+
+    def __enter__(self) -> "Robot":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()

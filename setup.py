@@ -1,0 +1,86 @@
+"""ament_python package definition for morl_robot.
+
+Works both in a ROS 2 colcon workspace (``colcon build``; rclpy and the message packages come
+from the ROS install) and standalone on plain Python 3.11 (``pip install -e .[ros,test]``; ROS 2
+comes from the ``ros-*`` wheels on PyPI).  Versions are pinned to a set known to work together.
+"""
+from glob import glob
+import os
+
+from setuptools import find_packages, setup
+
+PACKAGE = "morl_robot"
+
+
+def share_tree(folder: str) -> list[tuple[str, list[str]]]:
+    """Every file under ``folder`` (sub-folders kept) as ament share data_files entries."""
+    entries: dict[str, list[str]] = {}
+    for path in glob(os.path.join(folder, "**", "*"), recursive=True):
+        if os.path.isfile(path):
+            target = os.path.join("share", PACKAGE, os.path.dirname(path))
+            entries.setdefault(target, []).append(path)
+    return sorted(entries.items())
+
+
+CORE_REQUIRES = [
+    "numpy==2.4.6",
+    "pyyaml==6.0.3",
+    "mujoco==4.0.0",
+    "gymnasium==1.4.0",
+    "torch==2.13.0",
+    "onnx==1.23.2",
+    "onnxruntime==1.31.1",
+    "matplotlib==3.11.2",
+    "tqdm==4.70.1",
+    "tensorboard==2.21.0",
+]
+
+# ROS 2 (Kilted-era) from the PyPI wheels; in a colcon workspace these come from the ROS install.
+ROS_REQUIRES = [
+    "ros-rclpy==9.1.2",
+    "ros-rmw-fastrtps-cpp==9.3.3",
+    "ros-std-msgs==5.5.1",
+    "ros-sensor-msgs==5.5.1",
+    "ros-geometry-msgs==5.5.1",
+    "ros-std-srvs==5.5.1",
+    "ros-diagnostic-msgs==5.5.1",
+    "ros-trajectory-msgs==5.5.1",
+    "ros-rosgraph-msgs==2.3.0",
+    "ros-lifecycle-msgs==2.3.0",
+    "ros-builtin-interfaces==2.3.0",
+]
+
+TEST_REQUIRES = [
+    "pytest==9.2.0",
+    "hypothesis==6.170.15",
+    "pymoo==0.6.2",
+    "mo-gymnasium==1.3.2",
+    "ruff==0.17.6",
+]
+
+setup(
+    name=PACKAGE,
+    version="0.1.0",
+    packages=find_packages(exclude=["tests", "tests.*"]),
+    data_files=[
+        ("share/ament_index/resource_index/packages", [f"resource/{PACKAGE}"]),
+        (f"share/{PACKAGE}", ["package.xml"]),
+    ]
+    + share_tree("launch")
+    + share_tree("config")
+    + share_tree("sim"),
+    python_requires=">=3.10",
+    install_requires=CORE_REQUIRES,
+    extras_require={"ros": ROS_REQUIRES, "test": TEST_REQUIRES},
+    zip_safe=False,
+    maintainer="morl_robot maintainers",
+    maintainer_email="morl-robot@example.org",
+    description="Multi-objective RL (MO-MPO) on real and simulated robots with ROS 2 and MuJoCo",
+    license="Apache-2.0",
+    tests_require=["pytest"],
+    entry_points={
+        "console_scripts": [
+            "morl-robot = morl_robot.cli:main",
+        ],
+    },
+)
