@@ -89,6 +89,12 @@ class Robot(abc.ABC):
         ``scene`` sets named task-object joints (simulation; hardware needs a person or a
         fixture for that and says so)."""
 
+    def landmark(self, name: str) -> np.ndarray:
+        """Pose (7,) [m, quaternion wxyz] of a named fixed landmark of the work cell (e.g. the
+        hole of a peg-in-hole fixture) in the robot base frame: an MJCF site in simulation, a
+        calibrated pose on hardware."""
+        raise NotImplementedError(f"{type(self).__name__} has no landmarks")
+
     def close(self) -> None:
         """Release the backend's resources."""
 

@@ -36,6 +36,7 @@ class CartesianConfig:
     max_angular_velocity: float = 0.5  # rad/s
     damping: float = 0.05  # damped least-squares lambda (rad-equivalent)
     joint_limit_margin: float = 0.05  # rad kept from the hard limits
+    max_tracking_error: float = 0.05  # rad: integrated targets never lead the joints by more
 
 
 @dataclass

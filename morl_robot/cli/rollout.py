@@ -1,0 +1,33 @@
+"""``morl-robot rollout --task NAME --steps N [--seed S] [--policy random|zero]``: run a task in
+simulation and print one JSON object (task, steps, episodes, returns by objective,
+terminations by reason, steps_per_second)."""
+from __future__ import annotations
+
+import argparse
+import json
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("rollout", help="run a task in simulation with a fixed policy, print a JSON summary")
+    p.add_argument("--task", required=True, help="task name (see `morl-robot tasks`)")
+    p.add_argument("--steps", type=int, default=1000, help="environment steps (default 1000)")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--policy", default="random", help="random | zero")
+    p.add_argument("--config", default=None, help="task YAML to use instead of config/tasks/<task>.yaml")
+    p.add_argument("--model", default="builtin", choices=["builtin", "menagerie"], help="robot model source")
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from morl_robot.envs.mo_env import MORobotEnv
+    from morl_robot.envs.rollout import rollout
+
+    if args.steps < 1:
+        raise SystemExit("morl-robot rollout: error: --steps must be at least 1")
+    env = MORobotEnv(args.task, config_file=args.config, model_source=args.model)
+    try:
+        summary = rollout(env, args.steps, seed=args.seed, policy=args.policy)
+    finally:
+        env.close()
+    print(json.dumps(summary.to_dict()))
+    return 0

@@ -1,0 +1,127 @@
+"""Gymnasium environments for the robot tasks, following MO-Gymnasium's conventions.
+
+``step`` returns a numpy reward vector of shape (K,); the env has a ``reward_space``
+(Box of shape (K,)) and ``objective_names``; ``info`` carries the sensor readings (wrench,
+tactile, scene sensors), the task's diagnostics, and ``termination`` — the reason the episode
+ended (``force_threshold``, ``success``, ``time_limit``) or None.
+"""
+from __future__ import annotations
+
+import os
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+from gymnasium import spaces
+
+from morl_robot.robots.base import Robot
+from morl_robot.robots.config import load_robot_config
+from morl_robot.robots.mujoco_robot import MujocoRobot
+from morl_robot.tasks.base import Task
+from morl_robot.tasks.registry import load_task
+
+
+def make_sim_robot(task: Task, model_source: str = "builtin") -> MujocoRobot:
+    """The MuJoCo robot a task runs on, with the task's scene, timestep and control period."""
+    robot = MujocoRobot(
+        load_robot_config(task.robot_name),
+        scene=task.config.scene,
+        control_period=task.config.control_period,
+        timestep=task.config.timestep,
+        model_source=model_source,
+    )
+    robot.set_control_mode(task.control_mode)
+    return robot
+
+
+class MORobotEnv(gym.Env[np.ndarray, np.ndarray]):
+    """A multi-objective task on a robot (MuJoCo by default, or any :class:`Robot`)."""
+
+    metadata = {"render_modes": ["rgb_array"], "render_fps": 20}
+
+    def __init__(
+        self,
+        task: str | Task,
+        robot: Robot | None = None,
+        config_file: str | os.PathLike[str] | None = None,
+        overrides: dict[str, Any] | None = None,
+        render_mode: str | None = None,
+        model_source: str = "builtin",
+    ) -> None:
+        self.task = task if isinstance(task, Task) else load_task(task, config_file, overrides)
+        self.robot = robot if robot is not None else make_sim_robot(self.task, model_source)
+        self.robot.reset()
+        self.objective_names = self.task.objective_names
+        self.reward_dim = self.task.num_objectives
+        self.metadata = {**self.metadata, "render_fps": int(round(self.task.control_rate))}
+        d = len(self.task.action_labels)
+        self.action_space = spaces.Box(-1.0, 1.0, shape=(d,), dtype=np.float32)
+        self.observation_labels = self.task.observation_labels(self.robot)
+        self.observation_space = spaces.Box(-np.inf, np.inf, shape=(len(self.observation_labels),), dtype=np.float64)
+        self.reward_space = spaces.Box(
+            np.asarray(self.task.reward_lower, dtype=np.float64),
+            np.asarray(self.task.reward_upper, dtype=np.float64),
+            dtype=np.float64,
+        )
+        self.render_mode = render_mode
+        self._renderer = None
+        self._state = None
+        self._steps = 0
+
+    @property
+    def action_labels(self) -> tuple[str, ...]:
+        return self.task.action_labels
+
+    def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> tuple[np.ndarray, dict[str, Any]]:
+        super().reset(seed=seed)
+        self.robot.reset()
+        joints, scene = self.task.initial_configuration(self.robot, self.np_random)
+        state = self.robot.reset(joint_positions=joints, scene=scene)
+        self.task.begin_episode(self.robot, state)
+        self._state = state
+        self._steps = 0
+        return self.task.observe(state), self._info(state, None, {})
+
+    def step(self, action: np.ndarray) -> tuple[np.ndarray, np.ndarray, bool, bool, dict[str, Any]]:
+        if self._state is None:
+            raise RuntimeError("call reset() before step()")
+        action = np.asarray(action, dtype=np.float64)
+        if action.shape != self.action_space.shape:
+            raise ValueError(f"action must have shape {self.action_space.shape} [{', '.join(self.action_labels)}], got {action.shape}")
+        if not np.all(np.isfinite(action)):
+            raise ValueError(f"action has non-finite values: {action}")
+        command = self.task.command(action, self.robot, self._state)
+        state = self.robot.step(command)
+        self._steps += 1
+        outcome = self.task.evaluate(state, action)
+        self._state = state
+        terminated = outcome.termination is not None
+        truncated = not terminated and self._steps >= self.task.max_steps
+        reason = outcome.termination or ("time_limit" if truncated else None)
+        return self.task.observe(state), outcome.reward, terminated, truncated, self._info(state, reason, outcome.info)
+
+    def _info(self, state: Any, reason: str | None, extra: dict[str, Any]) -> dict[str, Any]:
+        info: dict[str, Any] = {"stamp": state.stamp, "termination": reason, **extra}
+        if state.wrench is not None:
+            info["wrench"] = state.wrench
+        if state.tactile is not None:
+            info["tactile"] = state.tactile
+        for k, v in state.sensors.items():
+            info[k] = v
+        return info
+
+    def render(self) -> np.ndarray | None:
+        if self.render_mode != "rgb_array" or not isinstance(self.robot, MujocoRobot):
+            return None
+        import mujoco
+
+        if self._renderer is None:
+            self._renderer = mujoco.Renderer(self.robot.model, 480, 640)
+        self._renderer.update_scene(self.robot.data)
+        return self._renderer.render()
+
+    def close(self) -> None:
+        if self._renderer is not None:
+            self._renderer.close()
+            self._renderer = None
+        self.robot.close()

@@ -1,0 +1,26 @@
+"""Register the Gymnasium ids on ``import morl_robot`` (string entry points: importing the
+package stays cheap; MuJoCo loads on ``gymnasium.make``)."""
+from __future__ import annotations
+
+ENV_IDS: dict[str, str] = {
+    "morl_robot/SawyerPegInHole-v0": "sawyer_peg_in_hole",
+    "morl_robot/ShadowTouch-v0": "shadow_touch",
+    "morl_robot/ShadowTurn-v0": "shadow_turn",
+    "morl_robot/ShadowOrient-v0": "shadow_orient",
+}
+
+
+def register_envs() -> None:
+    import gymnasium
+
+    for env_id, task in ENV_IDS.items():
+        if env_id in gymnasium.registry:
+            continue
+        # The task itself truncates at its episode duration ('time_limit'); the passive checker
+        # is off because the reward is a vector (MO-Gymnasium convention).
+        gymnasium.register(
+            id=env_id,
+            entry_point="morl_robot.envs.mo_env:MORobotEnv",
+            kwargs={"task": task},
+            disable_env_checker=True,
+        )

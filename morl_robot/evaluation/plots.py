@@ -1,0 +1,207 @@
+"""Figures for reports (matplotlib, Agg backend, PNG files).
+
+* :func:`plot_pareto_fronts`: return vectors of one or more algorithms, each algorithm's
+  non-dominated front highlighted (staircase in 2-D), optional true front and reference point.
+  K = 2: one panel; K ≥ 3: one panel per pair of objectives (projections).  Cf. MO-MPO
+  (Abdolmaleki et al., 2020) Fig. 5 for Deep Sea Treasure.
+* :func:`plot_learning_curves`: per-objective returns against environment steps from a training
+  run's ``metrics.csv`` (one panel per objective).
+* :func:`plot_action_probabilities`: grouped bars of a categorical policy's action
+  probabilities per setting (MO-MPO Fig. 3).
+
+Every function writes the file and returns its path; nothing is shown on screen.
+"""
+from __future__ import annotations
+
+import csv
+import itertools
+import os
+import re
+from pathlib import Path
+from typing import Mapping, Sequence
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
+from numpy.typing import ArrayLike  # noqa: E402
+
+from morl_robot.evaluation.pareto import pareto_front  # noqa: E402
+
+__all__ = ["plot_pareto_fronts", "plot_learning_curves", "plot_action_probabilities", "read_metrics_csv"]
+
+_COLOURS = plt.rcParams["axes.prop_cycle"].by_key()["color"]
+
+
+def _colour(index: int) -> str:
+    return _COLOURS[index % len(_COLOURS)]
+
+
+def _save(fig: plt.Figure, path: str | os.PathLike[str]) -> Path:
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.stem}.tmp{path.suffix}")
+    fig.savefig(tmp, dpi=120, bbox_inches="tight")
+    plt.close(fig)
+    os.replace(tmp, path)
+    return path
+
+
+def plot_pareto_fronts(
+    points_by_algorithm: Mapping[str, ArrayLike],
+    path: str | os.PathLike[str],
+    ref: ArrayLike | None = None,
+    objective_names: Sequence[str] | None = None,
+    true_front: ArrayLike | None = None,
+    title: str | None = None,
+    counts: bool = True,
+) -> Path:
+    """Scatter each algorithm's return vectors (P_a, K) and highlight its Pareto front.
+
+    ``counts``: marker area grows with the number of runs that reached the same point (as in
+    MO-MPO Fig. 5).  ``true_front`` (T, K) is drawn as stars, ``ref`` (K,) as a cross.
+    """
+    arrays = {name: np.atleast_2d(np.asarray(p, dtype=float)) for name, p in points_by_algorithm.items()}
+    arrays = {n: a for n, a in arrays.items() if a.size}
+    k_values = {a.shape[1] for a in arrays.values()}
+    if true_front is not None:
+        k_values.add(np.atleast_2d(np.asarray(true_front)).shape[1])
+    if len(k_values) != 1:
+        raise ValueError(f"all point sets must have the same number of objectives, got {sorted(k_values)}")
+    k = k_values.pop()
+    if k < 2:
+        raise ValueError("a Pareto plot needs at least two objectives")
+    names = list(objective_names) if objective_names else [f"objective {i + 1}" for i in range(k)]
+    pairs = list(itertools.combinations(range(k), 2))
+    cols = min(3, len(pairs))
+    rows = int(np.ceil(len(pairs) / cols))
+    fig, axes = plt.subplots(rows, cols, figsize=(5.0 * cols, 4.2 * rows), squeeze=False)
+    for ax, (i, j) in zip(axes.flat, pairs):
+        if true_front is not None:
+            tf = np.atleast_2d(np.asarray(true_front, dtype=float))
+            ax.scatter(tf[:, i], tf[:, j], marker="*", s=160, facecolors="none", edgecolors="k",
+                       linewidths=1.0, label="true front", zorder=4)
+        for index, (algo, pts) in enumerate(arrays.items()):
+            colour = _colour(index)
+            uniq, n_hits = np.unique(pts[:, [i, j]], axis=0, return_counts=True)
+            sizes = 18 + 18 * (n_hits - 1) if counts else 18
+            ax.scatter(uniq[:, 0], uniq[:, 1], s=sizes, color=colour, alpha=0.35, linewidths=0)
+            front = pareto_front(pts)  # (F, K): the K-objective front, projected on (i, j)
+            ax.scatter(front[:, i], front[:, j], s=36, color=colour, edgecolors="k", linewidths=0.6,
+                       label=f"{algo} ({len(front)} on front)", zorder=3)
+            if k == 2 and len(front) > 1:
+                ax.step(front[:, 0], front[:, 1], where="pre", color=colour, alpha=0.6, linewidth=1.0)
+        if ref is not None:
+            r = np.asarray(ref, dtype=float)
+            ax.scatter([r[i]], [r[j]], marker="x", s=60, color="k", label="reference point", zorder=5)
+        ax.set_xlabel(names[i])
+        ax.set_ylabel(names[j])
+        ax.grid(alpha=0.3)
+    for ax in list(axes.flat)[len(pairs):]:
+        ax.axis("off")
+    axes.flat[0].legend(fontsize=8, loc="best")
+    if title:
+        fig.suptitle(title)
+    return _save(fig, path)
+
+
+def read_metrics_csv(path: str | os.PathLike[str]) -> dict[str, np.ndarray]:
+    """Read a ``metrics.csv`` (header row, numeric cells) into columns; blank cells are NaN."""
+    with open(path, newline="") as handle:
+        reader = csv.DictReader(handle)
+        rows = list(reader)
+        fields = reader.fieldnames or []
+    out: dict[str, np.ndarray] = {}
+    for name in fields:
+        values = []
+        for row in rows:
+            cell = row.get(name, "")
+            try:
+                values.append(float(cell) if cell not in ("", None) else np.nan)
+            except ValueError:
+                values.append(np.nan)
+        out[name] = np.asarray(values, dtype=float)
+    return out
+
+
+_STEP_COLUMNS = ("env_steps", "step", "steps", "total_steps", "actor_steps", "learner_steps")
+_RETURN_PATTERN = re.compile(r"^(eval[_/])?(episode[_/])?returns?[_/\[]", re.IGNORECASE)
+
+
+def plot_learning_curves(
+    metrics_csv: str | os.PathLike[str],
+    path: str | os.PathLike[str],
+    step_column: str | None = None,
+    return_columns: Sequence[str] | None = None,
+    title: str | None = None,
+) -> Path:
+    """Per-objective returns against steps from ``metrics_csv``; one panel per objective.
+
+    ``step_column`` defaults to the first of env_steps/step/steps/total_steps/… present;
+    ``return_columns`` default to the columns named like ``return_<objective>``,
+    ``return/<objective>`` or ``eval_return_<objective>``.  Rows where a column is blank are skipped
+    for that column.
+    """
+    data = read_metrics_csv(metrics_csv)
+    if step_column is None:
+        step_column = next((c for c in _STEP_COLUMNS if c in data), None)
+        if step_column is None:
+            raise ValueError(f"{metrics_csv}: no step column (looked for {', '.join(_STEP_COLUMNS)})")
+    if return_columns is None:
+        return_columns = [c for c in data if _RETURN_PATTERN.match(c)]
+    if not return_columns:
+        raise ValueError(f"{metrics_csv}: no return columns (columns: {', '.join(data)})")
+    steps = data[step_column]
+    n = len(return_columns)
+    fig, axes = plt.subplots(1, n, figsize=(4.5 * n, 3.6), squeeze=False)
+    for index, (ax, column) in enumerate(zip(axes.flat, return_columns)):
+        y = data[column]
+        ok = np.isfinite(steps) & np.isfinite(y)
+        ax.plot(steps[ok], y[ok], color=_colour(index), linewidth=1.2)
+        ax.set_title(column)
+        ax.set_xlabel(step_column)
+        ax.set_ylabel("return")
+        ax.grid(alpha=0.3)
+    if title:
+        fig.suptitle(title)
+    return _save(fig, path)
+
+
+def plot_action_probabilities(
+    probabilities: Mapping[str, Mapping[str, float]],
+    path: str | os.PathLike[str],
+    title: str | None = None,
+    ax_groups: Mapping[str, Mapping[str, Mapping[str, float]]] | None = None,
+) -> Path:
+    """Grouped bars: for each setting (outer key) the probability of each action (inner key).
+
+    ``ax_groups`` (panel title → settings → action → probability) draws several panels in one
+    figure instead, e.g. one per algorithm × reward scale as in MO-MPO Fig. 3.
+    """
+    panels = dict(ax_groups) if ax_groups is not None else {title or "": probabilities}
+    n = len(panels)
+    cols = min(2, n)
+    rows = int(np.ceil(n / cols))
+    fig, axes = plt.subplots(rows, cols, figsize=(5.5 * cols, 3.4 * rows), squeeze=False)
+    for ax, (panel_title, settings) in zip(axes.flat, panels.items()):
+        setting_names = list(settings)
+        actions = list(next(iter(settings.values()))) if settings else []
+        width = 0.8 / max(1, len(actions))
+        x = np.arange(len(setting_names))
+        for a_index, action in enumerate(actions):
+            heights = [settings[s][action] for s in setting_names]
+            ax.bar(x + (a_index - (len(actions) - 1) / 2) * width, heights, width, label=action,
+                   color=_colour(a_index))
+        ax.set_xticks(x)
+        ax.set_xticklabels(setting_names)
+        ax.set_ylim(0, 1.02)
+        ax.set_ylabel("action probability")
+        ax.set_title(panel_title)
+        ax.grid(axis="y", alpha=0.3)
+    for ax in list(axes.flat)[n:]:
+        ax.axis("off")
+    axes.flat[0].legend(fontsize=8)
+    if ax_groups is not None and title:
+        fig.suptitle(title)
+    return _save(fig, path)

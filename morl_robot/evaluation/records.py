@@ -1,0 +1,72 @@
+"""Result files: JSON written atomically, numpy values made JSON-safe.
+
+A results file is either the old complete version or the new complete version, never a torn
+write: the text goes to a temporary file in the same folder, is flushed and fsync'ed, and then
+``os.replace`` swaps it in (atomic on POSIX and Windows within one file system).
+"""
+from __future__ import annotations
+
+import json
+import math
+import os
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+__all__ = ["to_jsonable", "write_json_atomic", "read_json"]
+
+
+def to_jsonable(value: Any) -> Any:
+    """Recursively convert numpy arrays/scalars, tuples, Paths and dataclass-like objects into
+    plain JSON types.  Non-finite floats become ``None`` (JSON has no NaN/Infinity)."""
+    if isinstance(value, dict):
+        return {str(k): to_jsonable(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [to_jsonable(v) for v in value]
+    if isinstance(value, np.ndarray):
+        return to_jsonable(value.tolist())
+    if isinstance(value, (np.bool_, bool)):
+        return bool(value)
+    if isinstance(value, (np.integer, int)):
+        return int(value)
+    if isinstance(value, (np.floating, float)):
+        f = float(value)
+        return f if math.isfinite(f) else None
+    if isinstance(value, Path):
+        return str(value)
+    if hasattr(value, "to_dict"):
+        return to_jsonable(value.to_dict())
+    return value
+
+
+def write_json_atomic(path: str | os.PathLike[str], data: Any, indent: int = 2) -> Path:
+    """Write ``data`` as JSON to ``path`` atomically (temp file + fsync + ``os.replace``).
+
+    Creates the parent folder.  Returns the final path.
+    """
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    text = json.dumps(to_jsonable(data), indent=indent, sort_keys=False, allow_nan=False)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w") as handle:
+            handle.write(text)
+            handle.write("\n")
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except FileNotFoundError:
+            pass
+        raise
+    return path
+
+
+def read_json(path: str | os.PathLike[str]) -> Any:
+    """Read a JSON results file."""
+    with open(path) as handle:
+        return json.load(handle)

@@ -1,0 +1,293 @@
+"""Preference sweeps: train one single-policy learner per preference setting, gather the returns.
+
+MO-MPO is a single-policy method; a Pareto front is traced by running it for many settings of the
+per-objective KL bounds ε_k (Abdolmaleki et al., 2020, §5.2 and §8: "producing a Pareto front of
+policies requires iterating over a relatively large number of ε's"), and scalarized MPO by
+running it over many weight vectors.  :func:`run_sweep` does that in parallel:
+
+* a ``spawn`` multiprocessing pool (safe with torch and MuJoCo), each worker with
+  ``torch.set_num_threads(1)`` and single-threaded BLAS, so P processes use P cores;
+* a tqdm progress bar;
+* every return vector kept with the :class:`Setting` that produced it, failures kept as data
+  (the traceback text) instead of aborting the sweep;
+* the non-dominated front (with its settings) and its hypervolume;
+* optionally the result written atomically to JSON after every finished setting, so a sweep cut
+  short by ``time_limit_s`` or a crash leaves a valid partial file.
+
+``train_and_evaluate`` must be picklable (a module-level function or a ``functools.partial`` of
+one) because workers are spawned.  It returns the policy's mean return vector (K,).
+"""
+from __future__ import annotations
+
+import multiprocessing as mp
+import os
+import time
+import traceback
+from dataclasses import dataclass, field
+from typing import Any, Callable, Mapping, Sequence
+
+import numpy as np
+from numpy.typing import NDArray
+
+from morl_robot.evaluation.hypervolume import hypervolume
+from morl_robot.evaluation.pareto import pareto_mask
+from morl_robot.evaluation.records import write_json_atomic
+
+__all__ = ["Setting", "SweepRecord", "SweepResult", "run_sweep", "settings_grid"]
+
+_SINGLE_THREAD_ENV = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS")
+
+
+@dataclass(frozen=True)
+class Setting:
+    """One preference setting of a sweep.
+
+    ``name`` identifies the setting in reports; ``params`` holds what the training function needs
+    (e.g. ``{"algorithm": "mo-mpo", "epsilons": [0.01, 0.012]}``); ``seed`` the run's seed.
+    """
+
+    name: str
+    params: Mapping[str, Any] = field(default_factory=dict)
+    seed: int = 0
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"name": self.name, "params": dict(self.params), "seed": self.seed}
+
+
+@dataclass
+class SweepRecord:
+    """The outcome of one setting: its return vector (K,) or the error that stopped it."""
+
+    setting: Setting
+    returns: NDArray[np.float64] | None
+    error: str | None
+    seconds: float
+
+    @property
+    def ok(self) -> bool:
+        return self.returns is not None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "setting": self.setting.to_dict(),
+            "returns": None if self.returns is None else self.returns.tolist(),
+            "error": self.error,
+            "seconds": self.seconds,
+        }
+
+
+@dataclass
+class SweepResult:
+    """All records of a sweep plus its non-dominated front and hypervolume.
+
+    ``returns`` (R, K) and ``settings`` cover the successful records in completion order;
+    ``front`` (F, K) holds the distinct non-dominated return vectors, ``front_settings[i]`` the
+    settings that reached ``front[i]`` (several settings can reach the same point).
+    ``ref`` (K,) is the reference point the hypervolume used.
+    """
+
+    records: list[SweepRecord]
+    ref: NDArray[np.float64] | None
+    wall_time_s: float
+    processes: int
+    not_run: list[Setting] = field(default_factory=list)
+
+    @property
+    def ok_records(self) -> list[SweepRecord]:
+        return [r for r in self.records if r.ok]
+
+    @property
+    def returns(self) -> NDArray[np.float64]:
+        ok = self.ok_records
+        if not ok:
+            return np.zeros((0, 0 if self.ref is None else len(self.ref)))
+        return np.stack([r.returns for r in ok])  # type: ignore[misc]
+
+    @property
+    def settings(self) -> list[Setting]:
+        return [r.setting for r in self.ok_records]
+
+    @property
+    def front(self) -> NDArray[np.float64]:
+        rets = self.returns
+        return rets[pareto_mask(rets)] if rets.shape[0] else rets
+
+    @property
+    def front_settings(self) -> list[list[Setting]]:
+        rets, sets = self.returns, self.settings
+        return [[s for r, s in zip(rets, sets) if np.array_equal(r, p)] for p in self.front]
+
+    @property
+    def hypervolume(self) -> float | None:
+        if self.ref is None or self.returns.shape[0] == 0:
+            return None
+        return hypervolume(self.returns, self.ref)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "processes": self.processes,
+            "wall_time_s": self.wall_time_s,
+            "ref": None if self.ref is None else self.ref.tolist(),
+            "hypervolume": self.hypervolume,
+            "front": self.front.tolist(),
+            "front_settings": [[s.name for s in group] for group in self.front_settings],
+            "records": [r.to_dict() for r in self.records],
+            "failures": sum(not r.ok for r in self.records),
+            "not_run": [s.to_dict() for s in self.not_run],
+        }
+
+
+def _init_worker() -> None:
+    """Pool initializer: one thread per worker (torch and BLAS)."""
+    for name in _SINGLE_THREAD_ENV:
+        os.environ[name] = "1"
+    try:
+        import torch
+
+        torch.set_num_threads(1)
+    except ImportError:  # pragma: no cover - torch is a core dependency
+        pass
+
+
+def _run_one(
+    job: tuple[int, Setting, Callable[[Setting], Any]],
+) -> tuple[int, list[float] | None, str | None, float]:
+    """Worker body: run one setting, return (index, returns, error, seconds)."""
+    index, setting, fn = job
+    start = time.perf_counter()
+    try:
+        out = np.asarray(fn(setting), dtype=np.float64).reshape(-1)
+        if not np.all(np.isfinite(out)):
+            raise ValueError(f"non-finite return vector {out.tolist()}")
+        return index, out.tolist(), None, time.perf_counter() - start
+    except Exception:  # noqa: BLE001 - failures are recorded as data
+        return index, None, traceback.format_exc(), time.perf_counter() - start
+
+
+def run_sweep(
+    settings: Sequence[Setting],
+    train_and_evaluate: Callable[[Setting], NDArray[np.float64]],
+    processes: int = 1,
+    ref: Sequence[float] | NDArray[np.float64] | None = None,
+    out_path: str | os.PathLike[str] | None = None,
+    time_limit_s: float | None = None,
+    progress: bool = True,
+    description: str = "sweep",
+) -> SweepResult:
+    """Run ``train_and_evaluate(setting) -> returns (K,)`` for every setting and gather the front.
+
+    ``processes`` ≤ 1 runs in this process (no pool; torch threads set to 1 for the duration).
+    ``ref`` (K,) is the hypervolume reference point; ``None`` leaves the hypervolume unset.
+    ``out_path``: a JSON file rewritten atomically after each finished setting.
+    ``time_limit_s``: stop after this many seconds; unfinished settings are listed in
+    ``SweepResult.not_run`` (workers still running are terminated).
+    """
+    settings = list(settings)
+    ref_arr = None if ref is None else np.asarray(ref, dtype=np.float64).reshape(-1)
+    processes = max(1, min(int(processes), len(settings))) if settings else 1
+    start = time.perf_counter()
+    done: dict[int, SweepRecord] = {}
+
+    def snapshot() -> SweepResult:
+        pending = [s for i, s in enumerate(settings) if i not in done]
+        return SweepResult(
+            records=[done[i] for i in sorted(done)],
+            ref=ref_arr,
+            wall_time_s=time.perf_counter() - start,
+            processes=processes,
+            not_run=pending,
+        )
+
+    def record(index: int, rets: list[float] | None, err: str | None, secs: float) -> None:
+        done[index] = SweepRecord(
+            setting=settings[index],
+            returns=None if rets is None else np.asarray(rets, dtype=np.float64),
+            error=err,
+            seconds=secs,
+        )
+        if out_path is not None:
+            write_json_atomic(out_path, snapshot().to_dict())
+
+    bar = _progress_bar(len(settings), description, progress)
+    jobs = [(i, s, train_and_evaluate) for i, s in enumerate(settings)]
+    try:
+        if processes == 1:
+            _run_inline(jobs, record, bar, start, time_limit_s)
+        else:
+            _run_pool(jobs, processes, record, bar, start, time_limit_s)
+    finally:
+        bar.close()
+    result = snapshot()
+    if out_path is not None:
+        write_json_atomic(out_path, result.to_dict())
+    return result
+
+
+def _progress_bar(total: int, description: str, enabled: bool) -> Any:
+    from tqdm import tqdm
+
+    return tqdm(total=total, desc=description, disable=not enabled, dynamic_ncols=True)
+
+
+def _run_inline(
+    jobs: list[tuple[int, Setting, Callable[[Setting], Any]]],
+    record: Callable[[int, list[float] | None, str | None, float], None],
+    bar: Any,
+    start: float,
+    time_limit_s: float | None,
+) -> None:
+    import torch
+
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        for job in jobs:
+            if time_limit_s is not None and time.perf_counter() - start > time_limit_s:
+                break
+            record(*_run_one(job))
+            bar.update(1)
+    finally:
+        torch.set_num_threads(threads)
+
+
+def _run_pool(
+    jobs: list[tuple[int, Setting, Callable[[Setting], Any]]],
+    processes: int,
+    record: Callable[[int, list[float] | None, str | None, float], None],
+    bar: Any,
+    start: float,
+    time_limit_s: float | None,
+) -> None:
+    ctx = mp.get_context("spawn")
+    pool = ctx.Pool(processes=processes, initializer=_init_worker)
+    try:
+        results = pool.imap_unordered(_run_one, jobs, chunksize=1)
+        for _ in range(len(jobs)):
+            if time_limit_s is None:
+                item = results.next()
+            else:
+                remaining = time_limit_s - (time.perf_counter() - start)
+                if remaining <= 0:
+                    break
+                try:
+                    item = results.next(timeout=remaining)
+                except mp.TimeoutError:
+                    break
+            record(*item)
+            bar.update(1)
+    finally:
+        pool.terminate()
+        pool.join()
+
+
+def settings_grid(name_format: str, seed: int = 0, **axes: Sequence[Any]) -> list[Setting]:
+    """Cartesian product of parameter ``axes`` as settings named ``name_format.format(**params)``."""
+    import itertools
+
+    keys = list(axes)
+    out = []
+    for values in itertools.product(*(axes[k] for k in keys)):
+        params = dict(zip(keys, values))
+        out.append(Setting(name=name_format.format(**params), params=params, seed=seed))
+    return out
+

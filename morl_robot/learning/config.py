@@ -1,0 +1,202 @@
+"""Learner configuration: typed dataclasses loaded from ``config/learner/*.yaml``.
+
+Defaults are the MO-MPO reference values (NOTES.md section 1; Abdolmaleki et al. 2020): N=20
+sampled actions, batch 512, Adam 1e-4 (policy, critic) and 1e-2 (duals), grad-norm clip 40,
+ε_k = 0.1, ε_mean = 1e-3, ε_stddev = 1e-5, discount 0.99, hard target copies every 200 updates,
+Retrace on sequences of 8 (or n-step TD with n = 5), policy MLP (300, 200), critic MLP (400, 300).
+
+Load with :func:`load_learner_config` (errors name the file and the key).  The number of
+objectives is only known when the learner is built; :meth:`MPOConfig.check_objectives` then
+checks the per-objective lists (``epsilons``, ``scalarization_weights``, ``objective_names``).
+"""
+from __future__ import annotations
+
+import dataclasses
+import os
+from dataclasses import dataclass, field
+from typing import Any, Literal, Optional
+
+from morl_robot.configuration import fail, from_mapping, load_config, to_mapping
+
+
+@dataclass
+class NetworkConfig:
+    """Network sizes (paper appendix / NOTES.md: policy (300, 200), critic (400, 300))."""
+
+    policy_hidden: list[int] = field(default_factory=lambda: [300, 200])
+    critic_hidden: list[int] = field(default_factory=lambda: [400, 300])
+    #: ``separate``: K independent critics (one batched kernel per layer); ``shared``: one torso
+    #: with K output heads.  See :mod:`morl_robot.learning.networks`.
+    critic_architecture: Literal["separate", "shared"] = "separate"
+    min_std: float = 1e-4
+    init_std: float = 0.7
+
+    def validate(self) -> None:
+        for key in ("policy_hidden", "critic_hidden"):
+            sizes = getattr(self, key)
+            if not sizes or any(s <= 0 for s in sizes):
+                fail("", f"networks.{key}", f"expected a non-empty list of positive layer sizes, got {sizes}")
+        if self.min_std <= 0:
+            fail("", "networks.min_std", f"must be > 0, got {self.min_std}")
+        if self.init_std <= self.min_std:
+            fail("", "networks.init_std", f"must be > min_std ({self.min_std}), got {self.init_std}")
+
+
+@dataclass
+class ReplayConfig:
+    """Sequence replay (see :mod:`morl_robot.learning.replay`)."""
+
+    capacity: int = 1_000_000
+    #: sampled sequences per inserted transition (reverb's SampleToInsertRatio, in items).
+    samples_per_insert: float = 32.0
+    #: transitions in the replay before the first update.
+    min_size_to_sample: int = 1000
+    #: how far (in sampled items) the ratio may drift before collection or learning waits.
+    error_buffer: float = 2048.0
+
+    def validate(self) -> None:
+        if self.capacity < 2:
+            fail("", "replay.capacity", f"must be >= 2, got {self.capacity}")
+        if self.samples_per_insert <= 0:
+            fail("", "replay.samples_per_insert", f"must be > 0, got {self.samples_per_insert}")
+        if self.min_size_to_sample < 1:
+            fail("", "replay.min_size_to_sample", f"must be >= 1, got {self.min_size_to_sample}")
+        if self.error_buffer < 0:
+            fail("", "replay.error_buffer", f"must be >= 0, got {self.error_buffer}")
+
+
+@dataclass
+class TrainingConfig:
+    """The training loop of :func:`morl_robot.learning.training.train`."""
+
+    eval_every: int = 10_000  # environment steps between evaluations (0: only at the end)
+    eval_episodes: int = 5
+    checkpoint_every: int = 10_000  # environment steps between checkpoints (0: only at the end)
+    keep_checkpoints: int = 2
+    checkpoint_replay: bool = False
+    log_every: int = 100  # learner updates between metric rows
+    tensorboard: bool = True
+
+    def validate(self) -> None:
+        for key in ("eval_every", "checkpoint_every"):
+            if getattr(self, key) < 0:
+                fail("", f"training.{key}", f"must be >= 0, got {getattr(self, key)}")
+        if self.eval_episodes < 1:
+            fail("", "training.eval_episodes", f"must be >= 1, got {self.eval_episodes}")
+        if self.keep_checkpoints < 1:
+            fail("", "training.keep_checkpoints", f"must be >= 1, got {self.keep_checkpoints}")
+        if self.log_every < 1:
+            fail("", "training.log_every", f"must be >= 1, got {self.log_every}")
+
+
+@dataclass
+class MPOConfig:
+    """MO-MPO (``algorithm: mo_mpo``) or scalarized MPO (``algorithm: scalarized_mpo``)."""
+
+    algorithm: Literal["mo_mpo", "scalarized_mpo"] = "mo_mpo"
+    #: objective names (log keys ``temperature/{name}`` …); empty: ``objective_0`` …
+    objective_names: list[str] = field(default_factory=list)
+    #: ε_k per objective (MO-MPO); empty: ``default_epsilon`` for every objective.
+    epsilons: list[float] = field(default_factory=list)
+    default_epsilon: float = 0.1
+    #: scalarized MPO: weights w_k (empty: uniform 1/K) and its single ε.
+    scalarization_weights: list[float] = field(default_factory=list)
+    epsilon: float = 0.1
+    #: M-step trust region (decoupled mean / covariance; categorical: ``epsilon_categorical``).
+    epsilon_mean: float = 1e-3
+    epsilon_stddev: float = 1e-5
+    epsilon_categorical: float = 1e-3
+    per_dim_constraining: bool = True
+    #: E-step temperature: gradient steps on the dual (warm-started) or an exact solve per update.
+    temperature_solver: Literal["gradient", "exact"] = "gradient"
+    initial_temperature: float = 10.0
+    initial_alpha_mean: float = 10.0
+    initial_alpha_stddev: float = 1000.0
+    num_samples: int = 20
+    #: discrete actions: enumerate all actions in the E-step (exact) instead of sampling N.
+    enumerate_discrete: bool = True
+    batch_size: int = 512
+    critic_target: Literal["retrace", "n_step"] = "retrace"
+    sequence_length: int = 8
+    n_step: int = 5
+    retrace_lambda: float = 1.0
+    discount: float = 0.99
+    policy_lr: float = 1e-4
+    critic_lr: float = 1e-4
+    dual_lr: float = 1e-2
+    grad_clip: float = 40.0
+    target_update_period: int = 200
+    networks: NetworkConfig = field(default_factory=NetworkConfig)
+    replay: ReplayConfig = field(default_factory=ReplayConfig)
+    training: TrainingConfig = field(default_factory=TrainingConfig)
+
+    def validate(self) -> None:
+        for i, e in enumerate(self.epsilons):
+            if e < 0:
+                fail("", f"epsilons[{i}]", f"ε_k must be >= 0 (0 ignores the objective), got {e}")
+        positive = ("default_epsilon", "epsilon", "epsilon_mean", "epsilon_stddev", "epsilon_categorical",
+                    "initial_temperature", "initial_alpha_mean", "initial_alpha_stddev",
+                    "policy_lr", "critic_lr", "dual_lr", "grad_clip")
+        for key in positive:
+            if getattr(self, key) <= 0:
+                fail("", key, f"must be > 0, got {getattr(self, key)}")
+        for i, w in enumerate(self.scalarization_weights):
+            if w < 0:
+                fail("", f"scalarization_weights[{i}]", f"weights must be >= 0, got {w}")
+        if self.scalarization_weights and sum(self.scalarization_weights) <= 0:
+            fail("", "scalarization_weights", "at least one weight must be > 0")
+        for key in ("num_samples", "batch_size", "sequence_length", "n_step", "target_update_period"):
+            if getattr(self, key) < 1:
+                fail("", key, f"must be >= 1, got {getattr(self, key)}")
+        if self.critic_target == "n_step" and self.n_step > self.sequence_length:
+            fail("", "n_step", f"must be <= sequence_length ({self.sequence_length}), got {self.n_step}")
+        if not 0.0 <= self.discount <= 1.0:
+            fail("", "discount", f"must be in [0, 1], got {self.discount}")
+        if not 0.0 <= self.retrace_lambda <= 1.0:
+            fail("", "retrace_lambda", f"must be in [0, 1], got {self.retrace_lambda}")
+        if len(set(self.objective_names)) != len(self.objective_names):
+            fail("", "objective_names", f"names must be unique, got {self.objective_names}")
+
+    # -- per-objective lists, checked once K is known ------------------------------------------
+
+    def check_objectives(self, num_objectives: int, source: str = "") -> None:
+        """Raise :class:`~morl_robot.errors.ConfigError` if a per-objective list has the wrong length."""
+        if num_objectives < 1:
+            fail(source, "objective_names", f"need at least one objective, got {num_objectives}")
+        for key in ("objective_names", "epsilons", "scalarization_weights"):
+            values = getattr(self, key)
+            if values and len(values) != num_objectives:
+                fail(source, key, f"expected {num_objectives} values (one per objective), got {len(values)}: {values}")
+
+    def names(self, num_objectives: int) -> list[str]:
+        self.check_objectives(num_objectives)
+        return list(self.objective_names) or [f"objective_{k}" for k in range(num_objectives)]
+
+    def epsilons_for(self, num_objectives: int) -> list[float]:
+        self.check_objectives(num_objectives)
+        return list(self.epsilons) or [self.default_epsilon] * num_objectives
+
+    def weights_for(self, num_objectives: int) -> list[float]:
+        self.check_objectives(num_objectives)
+        w = list(self.scalarization_weights) or [1.0] * num_objectives
+        total = sum(w)
+        return [x / total for x in w]
+
+    def replace(self, **changes: Any) -> "MPOConfig":
+        """A copy with top-level fields changed (validated)."""
+        new = dataclasses.replace(self, **changes)
+        new.validate()
+        return new
+
+
+def load_learner_config(path: str | os.PathLike[str], overrides: Optional[dict[str, Any]] = None) -> MPOConfig:
+    """Load ``config/learner/<name>.yaml`` into :class:`MPOConfig` (errors name file and key)."""
+    return load_config(MPOConfig, path, overrides)
+
+
+def config_from_dict(data: dict[str, Any], source: str = "<dict>") -> MPOConfig:
+    return from_mapping(MPOConfig, data, source=source)
+
+
+def config_to_dict(config: MPOConfig) -> dict[str, Any]:
+    return to_mapping(config)

@@ -1,0 +1,225 @@
+"""Policy and critic networks for MO-MPO (Abdolmaleki et al. 2020, section 4 and appendix B).
+
+* :class:`GaussianPolicy` — MLP (300, 200) whose first layer is Linear → LayerNorm → tanh (acme's
+  LayerNormMLP; later layers ELU), then a diagonal Gaussian head: ``mean = tanh(·)`` so the mean
+  lies in the normalised action box [-1, 1], ``std = softplus(·)·(init_std/softplus(0)) + min_std``.
+  Samples are clipped to [-1, 1] before they reach the environment or the critic.
+* :class:`CategoricalPolicy` — the same torso with logits over A actions (the toy domains).
+* :class:`Critic` — K action-value functions ``Q_k(s, a)`` (Q-decomposition, paper section 4.1),
+  input ``[obs, action]`` (discrete actions one-hot), LayerNorm torso (400, 300).
+
+Critic design: K networks, not one network with K heads (``critic_architecture: separate``, the
+default).  The paper trains ``Q_k(s, a; φ_k)`` with separate parameters, and MO-MPO's point is
+invariance to the *scale* of each reward: with a shared torso the squared TD errors of an objective
+whose rewards are 100x larger dominate the shared features' gradients (and Adam's normalisation
+cannot undo that inside one parameter tensor), which reintroduces the scale dependence that the
+per-objective ε_k removes.  The K networks are evaluated as one ensemble: every layer's weights are
+stacked ``[K, in, out]`` and applied with one batched matmul, so on CPU it costs about K× the FLOPs
+of one critic but no extra Python/kernel-launch overhead.  ``critic_architecture: shared`` (one
+torso, K heads, ~1× FLOPs) is available for speed when the objectives' scales are alike.
+
+Shapes: observations ``[..., O]``, actions ``[..., D]`` (continuous, in [-1, 1]) or ``[...]``
+integer (discrete); critic output ``[..., K]``.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any, Literal, Sequence
+
+import numpy as np
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+Tensor = torch.Tensor
+
+
+@dataclass(frozen=True)
+class ActionSpec:
+    """What the policy outputs: ``kind='box'`` with ``dim`` dims in [-1, 1] or ``kind='discrete'``
+    with ``num_actions`` choices."""
+
+    kind: Literal["box", "discrete"]
+    dim: int = 0
+    num_actions: int = 0
+
+    @staticmethod
+    def box(dim: int) -> "ActionSpec":
+        return ActionSpec("box", dim=int(dim))
+
+    @staticmethod
+    def discrete(num_actions: int) -> "ActionSpec":
+        return ActionSpec("discrete", num_actions=int(num_actions))
+
+    @staticmethod
+    def from_space(space: Any) -> "ActionSpec":
+        """From a Gymnasium ``Box`` (should be normalised to [-1, 1]) or ``Discrete`` space."""
+        from gymnasium import spaces
+
+        if isinstance(space, spaces.Discrete):
+            return ActionSpec.discrete(int(space.n))
+        if isinstance(space, spaces.Box):
+            return ActionSpec.box(int(np.prod(space.shape)))
+        raise TypeError(f"unsupported action space {space!r}: expected Box or Discrete")
+
+    @property
+    def is_discrete(self) -> bool:
+        return self.kind == "discrete"
+
+    @property
+    def input_dim(self) -> int:
+        """Width of the action as a critic input (one-hot for discrete)."""
+        return self.num_actions if self.is_discrete else self.dim
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"kind": self.kind, "dim": self.dim, "num_actions": self.num_actions}
+
+
+def _uniform_init(weight: Tensor, bias: Tensor, fan_in: int) -> None:
+    bound = 1.0 / math.sqrt(fan_in)
+    with torch.no_grad():
+        weight.uniform_(-bound, bound)
+        bias.uniform_(-bound, bound)
+
+
+class LayerNormMLP(nn.Module):
+    """Linear → LayerNorm → tanh, then (Linear → ELU) for the remaining hidden layers."""
+
+    def __init__(self, in_dim: int, hidden: Sequence[int]):
+        super().__init__()
+        layers: list[nn.Module] = [nn.Linear(in_dim, hidden[0]), nn.LayerNorm(hidden[0]), nn.Tanh()]
+        for a, b in zip(hidden[:-1], hidden[1:]):
+            layers += [nn.Linear(a, b), nn.ELU()]
+        self.net = nn.Sequential(*layers)
+        self.out_dim = int(hidden[-1])
+
+    def forward(self, x: Tensor) -> Tensor:
+        return self.net(x)
+
+
+class GaussianPolicy(nn.Module):
+    """π_θ(a|s) = N(mean(s), diag(std(s)²)), mean in (-1, 1)."""
+
+    def __init__(self, obs_dim: int, action_dim: int, hidden: Sequence[int] = (300, 200),
+                 min_std: float = 1e-4, init_std: float = 0.7):
+        super().__init__()
+        self.torso = LayerNormMLP(obs_dim, hidden)
+        self.mean_head = nn.Linear(self.torso.out_dim, action_dim)
+        self.std_head = nn.Linear(self.torso.out_dim, action_dim)
+        self.min_std = float(min_std)
+        self.std_scale = float(init_std - min_std) / math.log(2.0)  # softplus(0) = log 2
+        with torch.no_grad():  # start near mean 0, std init_std
+            self.mean_head.weight.mul_(1e-2)
+            self.mean_head.bias.zero_()
+            self.std_head.weight.mul_(1e-2)
+            self.std_head.bias.zero_()
+
+    def forward(self, obs: Tensor) -> tuple[Tensor, Tensor]:
+        """``[..., O]`` → ``(mean [..., D], std [..., D])``."""
+        h = self.torso(obs)
+        mean = torch.tanh(self.mean_head(h))
+        std = F.softplus(self.std_head(h)) * self.std_scale + self.min_std
+        return mean, std
+
+    def deterministic_action(self, obs: Tensor) -> Tensor:
+        return self.forward(obs)[0]
+
+
+class CategoricalPolicy(nn.Module):
+    """π_θ(a|s) = softmax(logits(s))."""
+
+    def __init__(self, obs_dim: int, num_actions: int, hidden: Sequence[int] = (300, 200)):
+        super().__init__()
+        self.torso = LayerNormMLP(obs_dim, hidden)
+        self.logits_head = nn.Linear(self.torso.out_dim, num_actions)
+        with torch.no_grad():  # start (nearly) uniform
+            self.logits_head.weight.mul_(1e-2)
+            self.logits_head.bias.zero_()
+
+    def forward(self, obs: Tensor) -> Tensor:
+        """``[..., O]`` → logits ``[..., A]``."""
+        return self.logits_head(self.torso(obs))
+
+    def deterministic_action(self, obs: Tensor) -> Tensor:
+        return torch.argmax(self.forward(obs), dim=-1)
+
+
+class EnsembleLinear(nn.Module):
+    """``M`` independent linear layers applied as one batched matmul: ``[M, R, in] → [M, R, out]``
+    (an input ``[R, in]`` is shared by all members)."""
+
+    def __init__(self, members: int, in_dim: int, out_dim: int):
+        super().__init__()
+        self.weight = nn.Parameter(torch.empty(members, in_dim, out_dim))
+        self.bias = nn.Parameter(torch.empty(members, 1, out_dim))
+        _uniform_init(self.weight, self.bias, in_dim)
+
+    def forward(self, x: Tensor) -> Tensor:
+        if x.dim() == 2:
+            return torch.matmul(x, self.weight) + self.bias  # broadcast [R,in] @ [M,in,out]
+        return torch.baddbmm(self.bias, x, self.weight)
+
+
+class EnsembleLayerNorm(nn.Module):
+    """Per-member LayerNorm over the last dim with per-member affine parameters."""
+
+    def __init__(self, members: int, dim: int):
+        super().__init__()
+        self.weight = nn.Parameter(torch.ones(members, 1, dim))
+        self.bias = nn.Parameter(torch.zeros(members, 1, dim))
+        self.dim = dim
+
+    def forward(self, x: Tensor) -> Tensor:
+        return torch.addcmul(self.bias, F.layer_norm(x, (self.dim,)), self.weight)
+
+
+class Critic(nn.Module):
+    """K action-value functions: ``(obs [..., O], action features [..., A_in]) → Q [..., K]``.
+
+    ``architecture='separate'``: K independent MLPs (an ensemble of K members, one output each);
+    ``'shared'``: one MLP with K outputs.  See the module docstring for why separate is the default.
+    """
+
+    def __init__(self, obs_dim: int, action_input_dim: int, num_objectives: int,
+                 hidden: Sequence[int] = (400, 300), architecture: Literal["separate", "shared"] = "separate"):
+        super().__init__()
+        self.num_objectives = int(num_objectives)
+        self.architecture = architecture
+        members = num_objectives if architecture == "separate" else 1
+        outputs = 1 if architecture == "separate" else num_objectives
+        sizes = [obs_dim + action_input_dim, *hidden]
+        self.first = EnsembleLinear(members, sizes[0], sizes[1])
+        self.norm = EnsembleLayerNorm(members, sizes[1])
+        self.hidden = nn.ModuleList(EnsembleLinear(members, a, b) for a, b in zip(sizes[1:-1], sizes[2:]))
+        self.out = EnsembleLinear(members, sizes[-1], outputs)
+        with torch.no_grad():
+            self.out.weight.mul_(1e-2)
+            self.out.bias.zero_()
+
+    def forward(self, obs: Tensor, action: Tensor) -> Tensor:
+        lead = obs.shape[:-1]
+        x = torch.cat([obs, action], dim=-1).reshape(-1, obs.shape[-1] + action.shape[-1])  # [R, in]
+        h = torch.tanh(self.norm(self.first(x)))  # [M, R, h1]
+        for layer in self.hidden:
+            h = F.elu(layer(h))
+        q = self.out(h)  # [M, R, out]
+        if self.architecture == "separate":
+            q = q.squeeze(-1).transpose(0, 1)  # [R, K]
+        else:
+            q = q.squeeze(0)  # [R, K]
+        return q.reshape(*lead, self.num_objectives)
+
+
+def action_features(action: Tensor, spec: ActionSpec) -> Tensor:
+    """Critic input for an action: the (clipped) vector for ``box``, one-hot for ``discrete``."""
+    if spec.is_discrete:
+        return F.one_hot(action.long(), spec.num_actions).to(torch.float32)
+    return torch.clamp(action, -1.0, 1.0)
+
+
+def make_policy(obs_dim: int, spec: ActionSpec, hidden: Sequence[int], min_std: float = 1e-4,
+                init_std: float = 0.7) -> nn.Module:
+    if spec.is_discrete:
+        return CategoricalPolicy(obs_dim, spec.num_actions, hidden)
+    return GaussianPolicy(obs_dim, spec.dim, hidden, min_std=min_std, init_std=init_std)

@@ -1,0 +1,404 @@
+"""The MuJoCo backend of the robot interface.
+
+One physics timestep (``model.opt.timestep``) and a separate control period: each ``advance``
+runs ``substeps = control_period / timestep`` physics steps in one ``mj_step(nstep=…)`` call, so
+the per-step wrapper cost is paid once per control period.  Control modes reconfigure the MJCF
+actuators in place (their gain/bias/ctrlrange), so no Python runs inside the substeps:
+
+* position: the MJCF position servos as written (kp, kv from the model)
+* velocity: velocity servos, force = kv_v (u − q̇), kv_v from the robot YAML
+* effort: direct motor torque, force = u (gravity compensation still routed through actuators)
+* cartesian_velocity: resolved-rate (:mod:`morl_robot.robots.kinematics`) at the control rate,
+  integrated into position-servo targets that lead the measured joints by at most
+  ``max_tracking_error``.
+
+Determinism: the same model, seed and command sequence give the same trajectory.
+"""
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any, Mapping
+
+import mujoco
+import numpy as np
+
+from morl_robot.errors import ConfigError, UnknownNameError
+from morl_robot.resources import sim_path
+from morl_robot.robots.base import Robot
+from morl_robot.robots.config import RobotConfig
+from morl_robot.robots.kinematics import quat_error, resolved_rate
+from morl_robot.robots.spec import (
+    POSE_LABELS,
+    WRENCH_LABELS,
+    ActuatorSpec,
+    CartesianSpec,
+    ControlMode,
+    JointSpec,
+    RobotSpec,
+    RobotState,
+    SensorSpec,
+)
+
+_SENSOR_UNITS = {
+    mujoco.mjtSensor.mjSENS_TOUCH: "N",
+    mujoco.mjtSensor.mjSENS_FORCE: "N",
+    mujoco.mjtSensor.mjSENS_TORQUE: "N·m",
+    mujoco.mjtSensor.mjSENS_JOINTPOS: "rad",
+    mujoco.mjtSensor.mjSENS_JOINTVEL: "rad/s",
+    mujoco.mjtSensor.mjSENS_FRAMEPOS: "m",
+    mujoco.mjtSensor.mjSENS_FRAMEQUAT: "1",
+}
+
+
+def menagerie_root() -> Path | None:
+    """MuJoCo Menagerie checkout, if the user has one (``$MENAGERIE_ROOT`` or the
+    ``mujoco-menagerie`` cache folder); never required."""
+    env = os.environ.get("MENAGERIE_ROOT")
+    candidates = [Path(env)] if env else []
+    candidates.append(Path.home() / ".cache" / "mujoco-menagerie")
+    for c in candidates:
+        if c.is_dir():
+            return c
+    return None
+
+
+def _name(model: mujoco.MjModel, obj: mujoco.mjtObj, idx: int) -> str:
+    return mujoco.mj_id2name(model, obj, idx) or ""
+
+
+def _id(model: mujoco.MjModel, obj: mujoco.mjtObj, name: str, what: str, source: str) -> int:
+    idx = mujoco.mj_name2id(model, obj, name)
+    if idx < 0:
+        raise ConfigError(f"{source}: the model has no {what} named '{name}'")
+    return idx
+
+
+def build_spec(model: mujoco.MjModel, config: RobotConfig, source: str) -> RobotSpec:
+    """The robot's spec: names and velocity limits from its YAML, ranges and force limits from
+    the compiled MJCF (one source for each fact)."""
+    joints = []
+    for jc in config.joints:
+        jid = _id(model, mujoco.mjtObj.mjOBJ_JOINT, jc.name, "joint", source)
+        lo, hi = (float(v) for v in model.jnt_range[jid])
+        effort = float(model.jnt_actfrcrange[jid][1]) if model.jnt_actfrclimited[jid] else None
+        joints.append(JointSpec(jc.name, lo, hi, jc.velocity_limit, effort))
+    vel = {j.name: j.velocity_limit for j in joints}
+    actuators = []
+    for an in config.actuators:
+        aid = _id(model, mujoco.mjtObj.mjOBJ_ACTUATOR, an, "actuator", source)
+        coupled = _actuator_joints(model, aid)
+        lo, hi = (float(v) for v in model.actuator_ctrlrange[aid])
+        if model.actuator_forcelimited[aid]:
+            force = float(model.actuator_forcerange[aid][1])
+        else:
+            force = float(np.inf)
+            for jn in coupled:
+                jid = mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_JOINT, jn)
+                if model.jnt_actfrclimited[jid]:
+                    force = float(model.jnt_actfrcrange[jid][1])
+        vlim = sum(vel.get(j, 0.0) for j in coupled) or 1.0
+        actuators.append(ActuatorSpec(an, coupled, lo, hi, vlim, force))
+        if not np.isfinite(force):
+            raise ConfigError(f"{source}: actuator '{an}' has no force limit (forcerange or actuatorfrcrange)")
+    sensors: list[SensorSpec] = []
+    if config.wrench is not None:
+        _id(model, mujoco.mjtObj.mjOBJ_SENSOR, config.wrench.force_sensor, "force sensor", source)
+        _id(model, mujoco.mjtObj.mjOBJ_SENSOR, config.wrench.torque_sensor, "torque sensor", source)
+        sensors.append(SensorSpec("wrench", "wrench", WRENCH_LABELS, ("N",) * 3 + ("N·m",) * 3, config.wrench.frame))
+    if config.tactile is not None:
+        for sn in config.tactile.sensors:
+            _id(model, mujoco.mjtObj.mjOBJ_SENSOR, sn, "touch sensor", source)
+        sensors.append(
+            SensorSpec("tactile", "tactile", tuple(config.tactile.sensors), ("N",) * len(config.tactile.sensors), config.tactile.frame)
+        )
+    robot_sensor_names = set()
+    if config.wrench is not None:
+        robot_sensor_names |= {config.wrench.force_sensor, config.wrench.torque_sensor}
+    if config.tactile is not None:
+        robot_sensor_names |= set(config.tactile.sensors)
+    for sid in range(model.nsensor):
+        name = _name(model, mujoco.mjtObj.mjOBJ_SENSOR, sid)
+        if not name or name in robot_sensor_names:
+            continue
+        dim = int(model.sensor_dim[sid])
+        unit = _SENSOR_UNITS.get(model.sensor_type[sid], "")
+        labels = tuple(f"{name}[{i}]" for i in range(dim)) if dim > 1 else (name,)
+        sensors.append(SensorSpec(name, "scene", labels, (unit,) * dim, "world"))
+    cartesian = None
+    if config.cartesian is not None:
+        _id(model, mujoco.mjtObj.mjOBJ_SITE, config.cartesian.site, "site", source)
+        c = config.cartesian
+        cartesian = CartesianSpec(c.site, c.base_frame, c.max_linear_velocity, c.max_angular_velocity)
+    modes = tuple(ControlMode(m) for m in config.control_modes)
+    return RobotSpec(
+        name=config.name,
+        joints=tuple(joints),
+        actuators=tuple(actuators),
+        control_modes=modes,
+        default_control_mode=ControlMode(config.default_control_mode),
+        sensors=tuple(sensors),
+        cartesian=cartesian,
+    )
+
+
+def _actuator_joints(model: mujoco.MjModel, aid: int) -> tuple[str, ...]:
+    trn = model.actuator_trntype[aid]
+    target = int(model.actuator_trnid[aid][0])
+    if trn == mujoco.mjtTrn.mjTRN_JOINT:
+        return (_name(model, mujoco.mjtObj.mjOBJ_JOINT, target),)
+    if trn == mujoco.mjtTrn.mjTRN_TENDON:
+        adr, num = int(model.tendon_adr[target]), int(model.tendon_num[target])
+        return tuple(
+            _name(model, mujoco.mjtObj.mjOBJ_JOINT, int(model.wrap_objid[w]))
+            for w in range(adr, adr + num)
+            if model.wrap_type[w] == mujoco.mjtWrap.mjWRAP_JOINT
+        )
+    return ()
+
+
+class MujocoRobot(Robot):
+    """A robot simulated in MuJoCo, from its robot YAML and an MJCF scene that includes it."""
+
+    def __init__(
+        self,
+        config: RobotConfig,
+        scene: str | os.PathLike[str] | None = None,
+        control_period: float = 0.05,
+        timestep: float | None = None,
+        model_source: str = "builtin",
+    ) -> None:
+        path = self._resolve_model(config, scene, model_source)
+        try:
+            model = mujoco.MjModel.from_xml_path(str(path))
+        except ValueError as exc:  # mujoco reports XML/compile errors as ValueError
+            raise ConfigError(f"{path}: MJCF does not compile: {exc}") from None
+        if timestep is not None:
+            if timestep <= 0:
+                raise ConfigError(f"timestep must be positive, got {timestep}")
+            model.opt.timestep = timestep
+        substeps = control_period / model.opt.timestep
+        if substeps < 1 or abs(substeps - round(substeps)) > 1e-6:
+            raise ConfigError(
+                f"control_period {control_period} s must be a whole multiple of the physics timestep "
+                f"{model.opt.timestep} s"
+            )
+        self.model = model
+        self.data = mujoco.MjData(model)
+        self.model_path = path
+        self.substeps = int(round(substeps))
+        self.config = config
+        super().__init__(build_spec(model, config, str(path)), control_period)
+        self._index(config)
+        self._kp_gain = model.actuator_gainprm[self._act, 0].copy()
+        self._kp_bias = model.actuator_biasprm[self._act, :3].copy()
+        self._ctrlrange0 = model.actuator_ctrlrange[self._act].copy()
+        self._ctrllimited0 = model.actuator_ctrllimited[self._act].copy()
+        self._kv_vel = (
+            np.asarray(config.velocity_gains, dtype=float)
+            if config.velocity_gains
+            else np.maximum(-self._kp_bias[:, 2], 1.0) * 4.0
+        )
+        self._target = np.zeros(len(self._act))  # integrated position targets (cartesian mode)
+        self._orientation_goal: np.ndarray | None = None
+        self._on_mode_change(self.control_mode)
+        mujoco.mj_forward(model, self.data)
+
+    @staticmethod
+    def _resolve_model(config: RobotConfig, scene: Any, model_source: str) -> Path:
+        if model_source == "menagerie":
+            root = menagerie_root()
+            if root is None or config.model.menagerie is None:
+                raise ConfigError(
+                    "model_source 'menagerie' needs MuJoCo Menagerie (set MENAGERIE_ROOT) and a "
+                    f"'model.menagerie' entry in the {config.name} robot YAML"
+                )
+            return root / config.model.menagerie
+        if model_source != "builtin":
+            raise ConfigError(f"unknown model_source '{model_source}'; allowed: builtin, menagerie")
+        path = Path(scene) if scene is not None else sim_path(config.model.mjcf)
+        if not path.is_absolute() and not path.exists():
+            path = sim_path(path)
+        if not path.exists():
+            raise ConfigError(f"MJCF file not found: {path}")
+        return path
+
+    def _index(self, config: RobotConfig) -> None:
+        m = self.model
+        jids = [mujoco.mj_name2id(m, mujoco.mjtObj.mjOBJ_JOINT, j.name) for j in self.spec.joints]
+        self._jids = np.array(jids)
+        self._qadr = m.jnt_qposadr[self._jids].copy()
+        self._dadr = m.jnt_dofadr[self._jids].copy()
+        self._act = np.array([mujoco.mj_name2id(m, mujoco.mjtObj.mjOBJ_ACTUATOR, a) for a in self.spec.actuator_names])
+        self._jlo = np.array([j.lower for j in self.spec.joints])
+        self._jhi = np.array([j.upper for j in self.spec.joints])
+        self._jvel = np.array([j.velocity_limit for j in self.spec.joints])
+
+        def sensor_slice(name: str) -> slice:
+            sid = mujoco.mj_name2id(m, mujoco.mjtObj.mjOBJ_SENSOR, name)
+            adr = int(m.sensor_adr[sid])
+            return slice(adr, adr + int(m.sensor_dim[sid]))
+
+        self._force = self._torque = None
+        if config.wrench is not None:
+            self._force = sensor_slice(config.wrench.force_sensor)
+            self._torque = sensor_slice(config.wrench.torque_sensor)
+        self._tactile = None
+        if config.tactile is not None:
+            self._tactile = np.concatenate([np.arange(sensor_slice(s).start, sensor_slice(s).stop) for s in config.tactile.sensors])
+        self._scene = {s.name: sensor_slice(s.name) for s in self.spec.sensors if s.kind == "scene"}
+        self._site = None
+        if config.cartesian is not None:
+            self._site = mujoco.mj_name2id(m, mujoco.mjtObj.mjOBJ_SITE, config.cartesian.site)
+            self._jacp = np.zeros((3, m.nv))
+            self._jacr = np.zeros((3, m.nv))
+        # actuators driven straight by one arm joint (for the Cartesian mode's position targets)
+        self._act_joint = np.array(
+            [self.spec.joint_names.index(a.joints[0]) if len(a.joints) == 1 else -1 for a in self.spec.actuators]
+        )
+
+    # --- modes ---------------------------------------------------------------------------
+    def _on_mode_change(self, mode: ControlMode) -> None:
+        m, a = self.model, self._act
+        if mode in (ControlMode.POSITION, ControlMode.CARTESIAN_VELOCITY):
+            m.actuator_gainprm[a, 0] = self._kp_gain
+            m.actuator_biasprm[a, :3] = self._kp_bias
+            m.actuator_ctrlrange[a] = self._ctrlrange0
+            m.actuator_ctrllimited[a] = self._ctrllimited0
+        elif mode == ControlMode.VELOCITY:
+            m.actuator_gainprm[a, 0] = self._kv_vel
+            m.actuator_biasprm[a, :3] = np.stack([np.zeros_like(self._kv_vel), np.zeros_like(self._kv_vel), -self._kv_vel], 1)
+            lim = np.array([s.velocity_limit for s in self.spec.actuators])
+            m.actuator_ctrlrange[a] = np.stack([-lim, lim], 1)
+            m.actuator_ctrllimited[a] = 1
+        elif mode == ControlMode.EFFORT:
+            m.actuator_gainprm[a, 0] = 1.0
+            m.actuator_biasprm[a, :3] = 0.0
+            lim = np.array([s.force_limit for s in self.spec.actuators])
+            m.actuator_ctrlrange[a] = np.stack([-lim, lim], 1)
+            m.actuator_ctrllimited[a] = 1
+        if hasattr(self, "data"):
+            self.data.ctrl[a] = self._hold_for(mode)
+            self._target = self._actuator_positions()
+            self._orientation_goal = None
+
+    def _actuator_positions(self) -> np.ndarray:
+        return self.data.actuator_length[self._act].copy()
+
+    def _hold_for(self, mode: ControlMode) -> np.ndarray:
+        if mode in (ControlMode.POSITION, ControlMode.CARTESIAN_VELOCITY):
+            return self._actuator_positions()
+        return np.zeros(len(self._act))
+
+    def hold_command(self) -> np.ndarray:
+        if self.control_mode == ControlMode.CARTESIAN_VELOCITY:
+            return np.zeros(6)
+        return self._hold_for(self.control_mode)
+
+    # --- the loop ------------------------------------------------------------------------
+    def _apply(self, command: np.ndarray) -> None:
+        if self.control_mode == ControlMode.CARTESIAN_VELOCITY:
+            self.data.ctrl[self._act] = self._cartesian_targets(command)
+        else:
+            self.data.ctrl[self._act] = command  # MuJoCo clamps to ctrlrange (the mode's limits)
+
+    def _cartesian_targets(self, twist: np.ndarray) -> np.ndarray:
+        """Resolved-rate step: twist (6,) → joint position targets (A,)."""
+        assert self._site is not None and self.config.cartesian is not None
+        c = self.config.cartesian
+        lo, hi = self.spec.command_bounds(ControlMode.CARTESIAN_VELOCITY)
+        twist = np.clip(twist, lo, hi)
+        mujoco.mj_jacSite(self.model, self.data, self._jacp, self._jacr, self._site)
+        jac = np.vstack([self._jacp[:, self._dadr], self._jacr[:, self._dadr]])
+        q = self.data.qpos[self._qadr]
+        qdot = resolved_rate(jac, twist, q, self._jlo, self._jhi, self._jvel, self.control_period, c.damping, c.joint_limit_margin)
+        target = self._target.copy()
+        mask = self._act_joint >= 0
+        idx = self._act_joint[mask]
+        lead = c.max_tracking_error
+        new = target[mask] + qdot[idx] * self.control_period
+        new = np.clip(new, q[idx] - lead, q[idx] + lead)
+        new = np.clip(new, self._jlo[idx] + c.joint_limit_margin * 0.5, self._jhi[idx] - c.joint_limit_margin * 0.5)
+        target[mask] = new
+        self._target = target
+        return target
+
+    def advance(self) -> None:
+        mujoco.mj_step(self.model, self.data, nstep=self.substeps)
+
+    def read_state(self) -> RobotState:
+        d = self.data
+        wrench = None
+        if self._force is not None:
+            wrench = np.concatenate([d.sensordata[self._force], d.sensordata[self._torque]])
+        tactile = d.sensordata[self._tactile].copy() if self._tactile is not None else None
+        ee = None
+        if self._site is not None:
+            quat = np.empty(4)
+            mujoco.mju_mat2Quat(quat, d.site_xmat[self._site])
+            ee = np.concatenate([d.site_xpos[self._site], quat])
+        return RobotState(
+            stamp=float(d.time),
+            position=d.qpos[self._qadr].copy(),
+            velocity=d.qvel[self._dadr].copy(),
+            effort=d.qfrc_actuator[self._dadr].copy(),
+            wrench=wrench,
+            tactile=tactile,
+            ee_pose=ee,
+            sensors={k: d.sensordata[s].copy() for k, s in self._scene.items()},
+        )
+
+    def ee_pose_labels(self) -> tuple[str, ...]:
+        return POSE_LABELS
+
+    def hold_orientation_twist(self, state: RobotState, gain: float = 2.0) -> np.ndarray:
+        """Angular velocity (3,) that steers the end effector back to the orientation it had at
+        reset (used when a task controls only the translational part of the twist)."""
+        if state.ee_pose is None:
+            return np.zeros(3)
+        if self._orientation_goal is None:
+            self._orientation_goal = state.ee_pose[3:].copy()
+        return gain * quat_error(self._orientation_goal, state.ee_pose[3:])
+
+    def reset(
+        self,
+        seed: int | None = None,
+        joint_positions: Mapping[str, float] | None = None,
+        scene: Mapping[str, Any] | None = None,
+        keyframe: str | None = "home",
+    ) -> RobotState:
+        m, d = self.model, self.data
+        key = mujoco.mj_name2id(m, mujoco.mjtObj.mjOBJ_KEY, keyframe) if keyframe else -1
+        if key >= 0:
+            mujoco.mj_resetDataKeyframe(m, d, key)
+        else:
+            mujoco.mj_resetData(m, d)
+        for name, value in (joint_positions or {}).items():
+            if name not in self.spec.joint_names:
+                raise UnknownNameError(f"unknown joint '{name}' for robot '{self.spec.name}'; joints: {list(self.spec.joint_names)}")
+            d.qpos[self._qadr[self.spec.joint_names.index(name)]] = value
+        for name, value in (scene or {}).items():
+            jid = mujoco.mj_name2id(m, mujoco.mjtObj.mjOBJ_JOINT, name)
+            if jid < 0:
+                raise UnknownNameError(f"the scene has no joint named '{name}'")
+            adr = int(m.jnt_qposadr[jid])
+            val = np.atleast_1d(np.asarray(value, dtype=float))
+            d.qpos[adr : adr + len(val)] = val
+        d.qvel[:] = 0.0
+        mujoco.mj_forward(m, d)
+        self._orientation_goal = None
+        if self.control_mode in (ControlMode.POSITION, ControlMode.CARTESIAN_VELOCITY):
+            d.ctrl[self._act] = self._actuator_positions()
+        else:
+            d.ctrl[self._act] = 0.0
+        self._target = self._actuator_positions()
+        return self.read_state()
+
+    def landmark(self, name: str) -> np.ndarray:
+        sid = _id(self.model, mujoco.mjtObj.mjOBJ_SITE, name, "site", str(self.model_path))
+        quat = np.empty(4)
+        mujoco.mju_mat2Quat(quat, self.data.site_xmat[sid])
+        return np.concatenate([self.data.site_xpos[sid], quat])
+
+    def body_id(self, name: str) -> int:
+        return _id(self.model, mujoco.mjtObj.mjOBJ_BODY, name, "body", str(self.model_path))

@@ -1,0 +1,108 @@
+"""The multi-objective task interface (MO-MPO paper, section 6).
+
+A task turns a robot's timestamped state into an observation vector and a reward vector with one
+entry per objective, decides when an episode ends and why, and maps the policy's normalised
+action in [-1, 1]^D to a robot command in its control mode.  A task sees only the
+:class:`~morl_robot.robots.base.Robot` interface and its :class:`RobotState`, never the simulator,
+so the same task runs on the MuJoCo backend and on hardware.
+"""
+from __future__ import annotations
+
+import abc
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+import numpy as np
+
+from morl_robot.configuration import fail
+from morl_robot.robots.base import Robot
+from morl_robot.robots.spec import ControlMode, RobotState
+
+
+@dataclass
+class TaskConfig:
+    """Fields every task has (``config/tasks/<task>.yaml``)."""
+
+    robot: str  # robot YAML name (config/robots/<robot>.yaml)
+    scene: str  # MJCF scene relative to sim/
+    control_period: float  # s between policy actions
+    episode_duration: float  # s; the episode is truncated after this ('time_limit')
+    timestep: float | None = None  # physics timestep override (s); None = the MJCF's
+
+    def validate(self) -> None:
+        if self.control_period <= 0:
+            fail("", "control_period", f"must be positive, got {self.control_period}")
+        if self.episode_duration < self.control_period:
+            fail("", "episode_duration", f"must be at least one control period ({self.control_period} s)")
+
+
+@dataclass(frozen=True)
+class Transition:
+    """What one task step produced: reward (K,), termination reason or None, extra info."""
+
+    reward: np.ndarray
+    termination: str | None
+    info: dict[str, Any]
+
+
+class Task(abc.ABC):
+    """One multi-objective task on one robot; holds per-episode state (frame stacks, latches)."""
+
+    name: ClassVar[str]
+    robot_name: ClassVar[str]
+    objective_names: ClassVar[tuple[str, ...]]
+    #: per-step reward range, (lower (K,), upper (K,)), documented in the README
+    reward_lower: ClassVar[tuple[float, ...]]
+    reward_upper: ClassVar[tuple[float, ...]]
+    control_mode: ClassVar[ControlMode]
+
+    def __init__(self, config: TaskConfig) -> None:
+        self.config = config
+
+    # --- sizes and names ------------------------------------------------------------------
+    @property
+    def num_objectives(self) -> int:
+        return len(self.objective_names)
+
+    @property
+    def max_steps(self) -> int:
+        return int(round(self.config.episode_duration / self.config.control_period))
+
+    @property
+    def control_rate(self) -> float:
+        return 1.0 / self.config.control_period
+
+    @property
+    @abc.abstractmethod
+    def action_labels(self) -> tuple[str, ...]:
+        """Names of the policy action components (normalised to [-1, 1])."""
+
+    @abc.abstractmethod
+    def observation_labels(self, robot: Robot) -> tuple[str, ...]:
+        """Names of the observation vector's components, in order."""
+
+    # --- episode --------------------------------------------------------------------------
+    @abc.abstractmethod
+    def initial_configuration(self, robot: Robot, rng: np.random.Generator) -> tuple[dict[str, float], dict[str, Any]]:
+        """Randomised start: (joint positions by name, scene joint values by name)."""
+
+    def begin_episode(self, robot: Robot, state: RobotState) -> None:
+        """Reset per-episode state after the robot has been reset to ``state``."""
+
+    @abc.abstractmethod
+    def command(self, action: np.ndarray, robot: Robot, state: RobotState) -> np.ndarray:
+        """Robot command (in ``control_mode``) for normalised ``action`` (D,) in [-1, 1]."""
+
+    @abc.abstractmethod
+    def observe(self, state: RobotState) -> np.ndarray:
+        """Observation (O,) float64 for ``state``."""
+
+    @abc.abstractmethod
+    def evaluate(self, state: RobotState, action: np.ndarray) -> Transition:
+        """Reward vector (K,), termination reason and info after the step that led to ``state``."""
+
+
+def scale_action(action: np.ndarray, lower: np.ndarray, upper: np.ndarray) -> np.ndarray:
+    """Map a normalised action in [-1, 1] (clipped) affinely onto [lower, upper]."""
+    a = np.clip(action, -1.0, 1.0)
+    return lower + (a + 1.0) * 0.5 * (upper - lower)

@@ -1,0 +1,176 @@
+"""Sawyer peg-in-hole (MO-MPO paper, section 6 "Sawyer Peg-in-Hole").
+
+Objectives (per control step):
+
+* ``task`` ∈ [0, 1] (unitless), shaped toward positioning the peg above the hole and increasing
+  with insertion.  With p the peg tip and h the hole opening (landmark ``hole_top``):
+  d_xy = ‖p_xy − h_xy‖, z = p_z − h_z, depth = clip(−z / hole_depth, 0, 1) when d_xy < align_tol
+  (else 0):
+
+      task = ½ (1 − tanh(√(d_xy² + max(z − pre_height, 0)²) / σ)) + ½ depth
+
+* ``wrist_force`` ∈ [−force_reward_clip, 0] (N): minus the ℓ1 norm of the Cartesian forces at
+  the wrist F/T sensor, tared at the start of the episode (as real F/T sensors are biased with
+  the tool attached), clipped below at ``-force_reward_clip``.
+
+Termination: ``force_threshold`` when the tared force norm ‖F‖₂ exceeds ``force_threshold`` N
+(the paper protects the hardware this way).  Truncation: ``time_limit`` after
+``episode_duration``.  ``info['success']`` is set once depth ≥ ``success_depth``.
+
+Action: end-effector Cartesian velocity of the peg tip along ``action_axes`` (default vx, vy,
+vz; normalised to [-1, 1] of the robot's Cartesian limits); the axes left out hold the start
+orientation / do not move.  Observation (stacked over ``frame_stack`` steps, newest first):
+peg-tip pose (7), joint positions (7), joint velocities (7), tared wrist wrench (6), last
+action (D).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, ClassVar
+
+import numpy as np
+
+from morl_robot.configuration import fail
+from morl_robot.robots.base import Robot
+from morl_robot.robots.spec import CARTESIAN_LABELS, POSE_LABELS, WRENCH_LABELS, ControlMode, RobotState
+from morl_robot.tasks.base import Task, TaskConfig, Transition
+
+
+@dataclass
+class SawyerPegInHoleConfig(TaskConfig):
+    action_axes: list[str] = field(default_factory=lambda: ["vx", "vy", "vz"])
+    frame_stack: int = 3
+    hole_landmark: str = "hole_top"
+    hole_bottom_landmark: str = "hole_bottom"
+    align_tolerance: float = 0.004  # m: lateral offset within which depth counts
+    pre_insert_height: float = 0.005  # m above the opening the shaping aims at
+    shaping_scale: float = 0.05  # m (σ)
+    success_depth: float = 0.9  # fraction of the hole depth
+    force_threshold: float = 30.0  # N, tared ‖F‖₂ that ends the episode
+    force_reward_clip: float = 90.0  # N, lower clip of the wrist_force reward
+    init_joint_noise: float = 0.04  # rad, uniform noise on every joint at reset
+    orientation_gain: float = 2.0  # 1/s, holding the start orientation
+
+    def validate(self) -> None:
+        super().validate()
+        for i, axis in enumerate(self.action_axes):
+            if axis not in CARTESIAN_LABELS:
+                fail("", f"action_axes[{i}]", f"got {axis!r}; allowed values: {', '.join(CARTESIAN_LABELS)}")
+        if len(set(self.action_axes)) != len(self.action_axes) or not self.action_axes:
+            fail("", "action_axes", "must be a non-empty list without repeats")
+        if self.frame_stack < 1:
+            fail("", "frame_stack", f"must be >= 1, got {self.frame_stack}")
+        if self.force_threshold <= 0:
+            fail("", "force_threshold", f"must be positive (N), got {self.force_threshold}")
+
+
+class SawyerPegInHole(Task):
+    name: ClassVar[str] = "sawyer_peg_in_hole"
+    robot_name: ClassVar[str] = "sawyer"
+    objective_names: ClassVar[tuple[str, ...]] = ("task", "wrist_force")
+    control_mode: ClassVar[ControlMode] = ControlMode.CARTESIAN_VELOCITY
+    config: SawyerPegInHoleConfig
+
+    def __init__(self, config: SawyerPegInHoleConfig) -> None:
+        super().__init__(config)
+        self._axes = np.array([CARTESIAN_LABELS.index(a) for a in config.action_axes])
+        self._frames: list[np.ndarray] = []
+        self._last_action = np.zeros(len(self._axes))
+        self._bias = np.zeros(6)
+        self._hole = np.zeros(7)
+        self._hole_depth = 0.05
+        self._success = False
+
+    @property
+    def reward_lower(self) -> tuple[float, ...]:  # type: ignore[override]
+        return (0.0, -self.config.force_reward_clip)
+
+    @property
+    def reward_upper(self) -> tuple[float, ...]:  # type: ignore[override]
+        return (1.0, 0.0)
+
+    @property
+    def action_labels(self) -> tuple[str, ...]:
+        return tuple(self.config.action_axes)
+
+    def _frame_labels(self, robot: Robot) -> list[str]:
+        j = robot.spec.joint_names
+        return (
+            [f"ee_{p}" for p in POSE_LABELS]
+            + [f"{n}/position" for n in j]
+            + [f"{n}/velocity" for n in j]
+            + [f"wrench_{w}" for w in WRENCH_LABELS]
+            + [f"last_action_{a}" for a in self.action_labels]
+        )
+
+    def observation_labels(self, robot: Robot) -> tuple[str, ...]:
+        base = self._frame_labels(robot)
+        return tuple(f"t-{k}/{label}" for k in range(self.config.frame_stack) for label in base)
+
+    def initial_configuration(self, robot: Robot, rng: np.random.Generator) -> tuple[dict[str, float], dict[str, Any]]:
+        # Start from the scene's 'home' keyframe plus uniform joint noise.
+        home = robot.read_state().position
+        noise = rng.uniform(-self.config.init_joint_noise, self.config.init_joint_noise, size=home.shape)
+        return {n: float(q) for n, q in zip(robot.spec.joint_names, home + noise)}, {}
+
+    def begin_episode(self, robot: Robot, state: RobotState) -> None:
+        assert state.wrench is not None and state.ee_pose is not None
+        self._bias = state.wrench.copy()  # tare the F/T sensor, tool attached, robot still
+        self._hole = robot.landmark(self.config.hole_landmark)
+        self._hole_depth = float(self._hole[2] - robot.landmark(self.config.hole_bottom_landmark)[2])
+        self._last_action = np.zeros(len(self._axes))
+        self._success = False
+        frame = self._frame(state)
+        self._frames = [frame] * self.config.frame_stack
+        self._robot = robot
+
+    def command(self, action: np.ndarray, robot: Robot, state: RobotState) -> np.ndarray:
+        a = np.clip(np.asarray(action, dtype=np.float64), -1.0, 1.0)
+        self._last_action = a
+        _, hi = robot.spec.command_bounds(ControlMode.CARTESIAN_VELOCITY)
+        twist = np.zeros(6)
+        twist[self._axes] = a * hi[self._axes]
+        if not np.isin([3, 4, 5], self._axes).all():
+            hold = robot.hold_orientation_twist(state, self.config.orientation_gain)  # type: ignore[attr-defined]
+            for i in (3, 4, 5):
+                if i not in self._axes:
+                    twist[i] = np.clip(hold[i - 3], -hi[i], hi[i])
+        return twist
+
+    def tared_wrench(self, state: RobotState) -> np.ndarray:
+        assert state.wrench is not None
+        return state.wrench - self._bias
+
+    def _frame(self, state: RobotState) -> np.ndarray:
+        assert state.ee_pose is not None
+        return np.concatenate(
+            [state.ee_pose, state.position, state.velocity, self.tared_wrench(state), self._last_action]
+        )
+
+    def observe(self, state: RobotState) -> np.ndarray:
+        return np.concatenate(self._frames)
+
+    def evaluate(self, state: RobotState, action: np.ndarray) -> Transition:
+        c = self.config
+        self._frames = [self._frame(state)] + self._frames[:-1]
+        assert state.ee_pose is not None
+        p, h = state.ee_pose[:3], self._hole[:3]
+        d_xy = float(np.linalg.norm(p[:2] - h[:2]))
+        z = float(p[2] - h[2])
+        above = max(z - c.pre_insert_height, 0.0)
+        align = 1.0 - np.tanh(np.hypot(d_xy, above) / c.shaping_scale)
+        depth = float(np.clip(-z / self._hole_depth, 0.0, 1.0)) if d_xy < c.align_tolerance else 0.0
+        task = 0.5 * align + 0.5 * depth
+        force = self.tared_wrench(state)[:3]
+        force_l1 = float(np.abs(force).sum())
+        force_norm = float(np.linalg.norm(force))
+        reward = np.array([task, -min(force_l1, c.force_reward_clip)])
+        self._success = self._success or depth >= c.success_depth
+        termination = "force_threshold" if force_norm > c.force_threshold else None
+        info = {
+            "insertion_depth": depth * self._hole_depth,
+            "lateral_error": d_xy,
+            "force_norm": force_norm,
+            "success": self._success,
+        }
+        return Transition(reward, termination, info)

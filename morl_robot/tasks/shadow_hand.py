@@ -1,0 +1,232 @@
+"""Shadow Dexterous Hand tasks (MO-MPO paper, section 6 "Shadow Hand"): touch, turn, orient.
+
+Shared by all three:
+
+* Observation (63 with the 15 touch sensors, as in the paper): joint angles (24, rad), joint
+  velocities (24, rad/s), touch sensors (15, N).
+* Action (20): absolute position targets of the 20 motors, normalised to [-1, 1] of each motor's
+  range (a coupled J0 motor targets J1 + J2).
+* ``pain`` ∈ [−pain_clip, 0] (N), our definition of the penalty for colliding at high speed
+  (after Huang et al. 2019, who define non-gentleness as excessive impact force): an impact shows
+  on a touch sensor as a fast rise of its normal force, whose size grows with the approach speed
+  (impulse ≈ m·Δv over the control period).  Per step, over the 15 touch sensors i,
+
+      pain = −min(pain_clip, Σ_i max(0, F_i(t) − F_i(t−1) − impact_threshold))
+
+  so pressing slowly is free and slapping costs in proportion to the impact force.  It needs only
+  the tactile array, so it is computed identically on the real hand.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+import numpy as np
+
+from morl_robot.configuration import fail
+from morl_robot.robots.base import Robot
+from morl_robot.robots.spec import ControlMode, RobotState
+from morl_robot.tasks.base import Task, TaskConfig, Transition, scale_action
+
+
+@dataclass
+class ShadowHandConfig(TaskConfig):
+    impact_threshold: float = 1.0  # N of force rise per control step that is not yet pain
+    pain_clip: float = 20.0  # N, lower clip of the pain reward
+    init_joint_noise: float = 0.05  # rad, uniform noise on the finger joints at reset
+
+    def validate(self) -> None:
+        super().validate()
+        if self.impact_threshold < 0:
+            fail("", "impact_threshold", f"must be >= 0 N, got {self.impact_threshold}")
+        if self.pain_clip <= 0:
+            fail("", "pain_clip", f"must be positive, got {self.pain_clip}")
+
+
+def pain_penalty(tactile: np.ndarray, previous: np.ndarray, impact_threshold: float, clip: float) -> float:
+    """Impact-force pain (N, ≤ 0) from two consecutive tactile readings (T,)."""
+    rise = np.maximum(tactile - previous - impact_threshold, 0.0)
+    return -min(float(rise.sum()), clip)
+
+
+class ShadowHandTask(Task):
+    """Common observation/action/pain of the three hand tasks."""
+
+    robot_name: ClassVar[str] = "shadow_hand"
+    control_mode: ClassVar[ControlMode] = ControlMode.POSITION
+    config: ShadowHandConfig
+
+    def __init__(self, config: ShadowHandConfig) -> None:
+        super().__init__(config)
+        self._prev_tactile: np.ndarray | None = None
+        self._actuators: tuple[str, ...] = ()
+
+    @property
+    def action_labels(self) -> tuple[str, ...]:
+        return self._actuators or tuple(f"a{i}" for i in range(20))
+
+    def bind(self, robot: Robot) -> None:
+        self._actuators = robot.spec.actuator_names
+        self._lo, self._hi = robot.spec.command_bounds(ControlMode.POSITION)
+
+    def observation_labels(self, robot: Robot) -> tuple[str, ...]:
+        j = robot.spec.joint_names
+        return tuple([f"{n}/position" for n in j] + [f"{n}/velocity" for n in j] + list(robot.spec.sensor("tactile").labels))
+
+    def initial_configuration(self, robot: Robot, rng: np.random.Generator) -> tuple[dict[str, float], dict[str, Any]]:
+        home = robot.read_state().position
+        lo = np.array([j.lower for j in robot.spec.joints])
+        hi = np.array([j.upper for j in robot.spec.joints])
+        q = home + rng.uniform(-self.config.init_joint_noise, self.config.init_joint_noise, size=home.shape)
+        q = np.clip(q, lo, hi)
+        # coupled J1/J2 pairs start equal, as the coupling holds them
+        names = robot.spec.joint_names
+        for f in ("FF", "MF", "RF", "LF"):
+            i1, i2 = names.index(f"rh_{f}J1"), names.index(f"rh_{f}J2")
+            q[i1] = q[i2] = 0.5 * (q[i1] + q[i2])
+        return {n: float(v) for n, v in zip(names, q)}, self.scene_configuration(robot, rng)
+
+    def scene_configuration(self, robot: Robot, rng: np.random.Generator) -> dict[str, Any]:
+        return {}
+
+    def begin_episode(self, robot: Robot, state: RobotState) -> None:
+        self.bind(robot)
+        assert state.tactile is not None
+        self._prev_tactile = state.tactile.copy()
+
+    def command(self, action: np.ndarray, robot: Robot, state: RobotState) -> np.ndarray:
+        return scale_action(np.asarray(action, dtype=np.float64), self._lo, self._hi)
+
+    def observe(self, state: RobotState) -> np.ndarray:
+        assert state.tactile is not None
+        return np.concatenate([state.position, state.velocity, state.tactile])
+
+    def pain(self, state: RobotState) -> float:
+        assert state.tactile is not None and self._prev_tactile is not None
+        p = pain_penalty(state.tactile, self._prev_tactile, self.config.impact_threshold, self.config.pain_clip)
+        self._prev_tactile = state.tactile.copy()
+        return p
+
+
+# --- touch ---------------------------------------------------------------------------------
+@dataclass
+class ShadowTouchConfig(ShadowHandConfig):
+    press_force: float = 5.0  # N on the block that counts as success (paper: > 5 N)
+    block_sensor: str = "block_touch"
+
+
+class ShadowTouch(ShadowHandTask):
+    """``task`` = 1 (sparse) on the step the block is pressed with more than ``press_force`` N,
+    which ends the episode ('success'); ``pain`` as above; 5 s episodes."""
+
+    name: ClassVar[str] = "shadow_touch"
+    objective_names: ClassVar[tuple[str, ...]] = ("task", "pain")
+    config: ShadowTouchConfig
+
+    @property
+    def reward_lower(self) -> tuple[float, ...]:  # type: ignore[override]
+        return (0.0, -self.config.pain_clip)
+
+    @property
+    def reward_upper(self) -> tuple[float, ...]:  # type: ignore[override]
+        return (1.0, 0.0)
+
+    def evaluate(self, state: RobotState, action: np.ndarray) -> Transition:
+        force = float(state.sensors[self.config.block_sensor][0])
+        success = force > self.config.press_force
+        reward = np.array([1.0 if success else 0.0, self.pain(state)])
+        return Transition(reward, "success" if success else None, {"block_force": force, "success": success})
+
+
+# --- turn ----------------------------------------------------------------------------------
+@dataclass
+class ShadowTurnConfig(ShadowHandConfig):
+    dial_joint: str = "dial_hinge"
+    dial_sensor: str = "dial_angle"
+    target_angle: float = 0.0  # rad
+    tolerance: float = 0.15  # rad: |wrap(angle − target)| within this is success
+    min_start_offset: float = 0.6  # rad: random starts are at least this far from the target
+
+
+def wrap_angle(x: float) -> float:
+    return float((x + np.pi) % (2 * np.pi) - np.pi)
+
+
+class ShadowTurn(ShadowHandTask):
+    """``task`` = 1 (sparse) when the dial, started at a random angle, reaches the target angle
+    within ``tolerance``; that ends the episode ('success'); ``pain`` as above; 5 s episodes."""
+
+    name: ClassVar[str] = "shadow_turn"
+    objective_names: ClassVar[tuple[str, ...]] = ("task", "pain")
+    config: ShadowTurnConfig
+
+    @property
+    def reward_lower(self) -> tuple[float, ...]:  # type: ignore[override]
+        return (0.0, -self.config.pain_clip)
+
+    @property
+    def reward_upper(self) -> tuple[float, ...]:  # type: ignore[override]
+        return (1.0, 0.0)
+
+    def scene_configuration(self, robot: Robot, rng: np.random.Generator) -> dict[str, Any]:
+        c = self.config
+        offset = rng.uniform(c.min_start_offset, np.pi) * rng.choice([-1.0, 1.0])
+        return {c.dial_joint: wrap_angle(c.target_angle + offset)}
+
+    def evaluate(self, state: RobotState, action: np.ndarray) -> Transition:
+        angle = float(state.sensors[self.config.dial_sensor][0])
+        error = abs(wrap_angle(angle - self.config.target_angle))
+        success = error < self.config.tolerance
+        reward = np.array([1.0 if success else 0.0, self.pain(state)])
+        return Transition(reward, "success" if success else None, {"dial_angle": angle, "dial_error": error, "success": success})
+
+
+# --- orient --------------------------------------------------------------------------------
+@dataclass
+class ShadowOrientConfig(ShadowHandConfig):
+    peg_touch_sensor: str = "peg_touch"
+    peg_pos_sensor: str = "peg_pos"
+    peg_quat_sensor: str = "peg_quat"
+    peg_axis: list[float] | None = None  # long axis in the peg frame; default z
+    lift_height: float = 0.05  # m above the resting height for a full ``lift`` reward
+    touch_force: float = 0.05  # N on the peg that counts as touching
+
+
+def rotate(quat_wxyz: np.ndarray, v: np.ndarray) -> np.ndarray:
+    """Rotate vector v (3,) by unit quaternion (w, x, y, z)."""
+    w, x, y, z = quat_wxyz
+    u = np.array([x, y, z])
+    return v + 2.0 * np.cross(u, np.cross(u, v) + w * v)
+
+
+class ShadowOrient(ShadowHandTask):
+    """Three aligned objectives, each in [0, 1] per step; 10 s episodes, no early end.
+
+    * ``touch`` = 1 while the peg's touch sensor reads more than ``touch_force`` N, else 0;
+    * ``lift`` = clip((z − z₀) / lift_height, 0, 1), z₀ the peg's height at the episode start;
+    * ``orient`` = |â · ẑ|, â the peg's long axis in the world: 1 when it stands perpendicular to
+      the ground, 0 when it lies flat.
+    """
+
+    name: ClassVar[str] = "shadow_orient"
+    objective_names: ClassVar[tuple[str, ...]] = ("touch", "lift", "orient")
+    config: ShadowOrientConfig
+
+    reward_lower: ClassVar[tuple[float, ...]] = (0.0, 0.0, 0.0)
+    reward_upper: ClassVar[tuple[float, ...]] = (1.0, 1.0, 1.0)
+
+    def begin_episode(self, robot: Robot, state: RobotState) -> None:
+        super().begin_episode(robot, state)
+        self._z0 = float(state.sensors[self.config.peg_pos_sensor][2])
+
+    def evaluate(self, state: RobotState, action: np.ndarray) -> Transition:
+        c = self.config
+        self.pain(state)  # keeps the tactile history current; orient has no pain objective
+        touching = float(state.sensors[c.peg_touch_sensor][0]) > c.touch_force
+        height = float(state.sensors[c.peg_pos_sensor][2]) - self._z0
+        lift = float(np.clip(height / c.lift_height, 0.0, 1.0))
+        axis = np.asarray(c.peg_axis if c.peg_axis is not None else [0.0, 0.0, 1.0])
+        world_axis = rotate(state.sensors[c.peg_quat_sensor], axis / np.linalg.norm(axis))
+        orient = float(min(abs(world_axis[2]), 1.0))
+        reward = np.array([1.0 if touching else 0.0, lift, orient])
+        return Transition(reward, None, {"peg_height": height, "peg_verticality": orient, "touching": touching})
