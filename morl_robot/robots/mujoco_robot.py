@@ -250,12 +250,19 @@ class MujocoRobot(Robot):
         self._site = None
         if config.cartesian is not None:
             self._site = mujoco.mj_name2id(m, mujoco.mjtObj.mjOBJ_SITE, config.cartesian.site)
-            self._jacp = np.zeros((3, m.nv))
-            self._jacr = np.zeros((3, m.nv))
+            self._jac = np.zeros((6, m.nv))  # rows: translational (3), rotational (3)
+            c = config.cartesian
+            self._twist_hi = np.array([c.max_linear_velocity] * 3 + [c.max_angular_velocity] * 3)
         # actuators driven straight by one arm joint (for the Cartesian mode's position targets)
         self._act_joint = np.array(
             [self.spec.joint_names.index(a.joints[0]) if len(a.joints) == 1 else -1 for a in self.spec.actuators]
         )
+        self._cart_mask = self._act_joint >= 0
+        self._cart_idx = self._act_joint[self._cart_mask]
+        if config.cartesian is not None:
+            half = config.cartesian.joint_limit_margin * 0.5
+            self._cart_lo = self._jlo[self._cart_idx] + half
+            self._cart_hi = self._jhi[self._cart_idx] - half
 
     # --- modes ---------------------------------------------------------------------------
     def _on_mode_change(self, mode: ControlMode) -> None:
@@ -306,19 +313,19 @@ class MujocoRobot(Robot):
         """Resolved-rate step: twist (6,) → joint position targets (A,)."""
         assert self._site is not None and self.config.cartesian is not None
         c = self.config.cartesian
-        lo, hi = self.spec.command_bounds(ControlMode.CARTESIAN_VELOCITY)
-        twist = np.clip(twist, lo, hi)
-        mujoco.mj_jacSite(self.model, self.data, self._jacp, self._jacr, self._site)
-        jac = np.vstack([self._jacp[:, self._dadr], self._jacr[:, self._dadr]])
+        hi = self._twist_hi
+        twist = np.minimum(np.maximum(twist, -hi), hi)
+        mujoco.mj_jacSite(self.model, self.data, self._jac[:3], self._jac[3:], self._site)
+        jac = self._jac[:, self._dadr]
         q = self.data.qpos[self._qadr]
         qdot = resolved_rate(jac, twist, q, self._jlo, self._jhi, self._jvel, self.control_period, c.damping, c.joint_limit_margin)
         target = self._target.copy()
-        mask = self._act_joint >= 0
-        idx = self._act_joint[mask]
+        mask, idx = self._cart_mask, self._cart_idx
         lead = c.max_tracking_error
         new = target[mask] + qdot[idx] * self.control_period
-        new = np.clip(new, q[idx] - lead, q[idx] + lead)
-        new = np.clip(new, self._jlo[idx] + c.joint_limit_margin * 0.5, self._jhi[idx] - c.joint_limit_margin * 0.5)
+        qi = q[idx]
+        new = np.minimum(np.maximum(new, qi - lead), qi + lead)
+        new = np.minimum(np.maximum(new, self._cart_lo), self._cart_hi)
         target[mask] = new
         self._target = target
         return target

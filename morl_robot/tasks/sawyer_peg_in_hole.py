@@ -25,6 +25,8 @@ action (D).
 """
 from __future__ import annotations
 
+import math
+
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
@@ -80,6 +82,8 @@ class SawyerPegInHole(Task):
         self._hole = np.zeros(7)
         self._hole_depth = 0.05
         self._success = False
+        self._held_axes = np.array([i for i in (3, 4, 5) if i not in self._axes], dtype=int)
+        self._twist_hi = np.zeros(6)
 
     @property
     def reward_lower(self) -> tuple[float, ...]:  # type: ignore[override]
@@ -120,21 +124,21 @@ class SawyerPegInHole(Task):
         self._hole_depth = float(self._hole[2] - robot.landmark(self.config.hole_bottom_landmark)[2])
         self._last_action = np.zeros(len(self._axes))
         self._success = False
+        self._twist_hi = robot.spec.command_bounds(ControlMode.CARTESIAN_VELOCITY)[1]
         frame = self._frame(state)
         self._frames = [frame] * self.config.frame_stack
         self._robot = robot
 
     def command(self, action: np.ndarray, robot: Robot, state: RobotState) -> np.ndarray:
-        a = np.clip(np.asarray(action, dtype=np.float64), -1.0, 1.0)
+        a = np.minimum(np.maximum(np.asarray(action, dtype=np.float64), -1.0), 1.0)
         self._last_action = a
-        _, hi = robot.spec.command_bounds(ControlMode.CARTESIAN_VELOCITY)
+        hi = self._twist_hi
         twist = np.zeros(6)
         twist[self._axes] = a * hi[self._axes]
-        if not np.isin([3, 4, 5], self._axes).all():
+        if self._held_axes.size:
             hold = robot.hold_orientation_twist(state, self.config.orientation_gain)  # type: ignore[attr-defined]
-            for i in (3, 4, 5):
-                if i not in self._axes:
-                    twist[i] = np.clip(hold[i - 3], -hi[i], hi[i])
+            h = self._held_axes
+            twist[h] = np.minimum(np.maximum(hold[h - 3], -hi[h]), hi[h])
         return twist
 
     def tared_wrench(self, state: RobotState) -> np.ndarray:
@@ -155,15 +159,15 @@ class SawyerPegInHole(Task):
         self._frames = [self._frame(state)] + self._frames[:-1]
         assert state.ee_pose is not None
         p, h = state.ee_pose[:3], self._hole[:3]
-        d_xy = float(np.linalg.norm(p[:2] - h[:2]))
+        d_xy = math.hypot(p[0] - h[0], p[1] - h[1])
         z = float(p[2] - h[2])
         above = max(z - c.pre_insert_height, 0.0)
-        align = 1.0 - np.tanh(np.hypot(d_xy, above) / c.shaping_scale)
-        depth = float(np.clip(-z / self._hole_depth, 0.0, 1.0)) if d_xy < c.align_tolerance else 0.0
+        align = 1.0 - math.tanh(math.hypot(d_xy, above) / c.shaping_scale)
+        depth = min(max(-z / self._hole_depth, 0.0), 1.0) if d_xy < c.align_tolerance else 0.0
         task = 0.5 * align + 0.5 * depth
-        force = self.tared_wrench(state)[:3]
-        force_l1 = float(np.abs(force).sum())
-        force_norm = float(np.linalg.norm(force))
+        fx, fy, fz = (state.wrench[:3] - self._bias[:3]).tolist()  # type: ignore[index]
+        force_l1 = abs(fx) + abs(fy) + abs(fz)
+        force_norm = math.sqrt(fx * fx + fy * fy + fz * fz)
         reward = np.array([task, -min(force_l1, c.force_reward_clip)])
         self._success = self._success or depth >= c.success_depth
         termination = "force_threshold" if force_norm > c.force_threshold else None

@@ -1,0 +1,135 @@
+"""The four tasks as Gymnasium envs: registration, spaces, reward ranges, determinism,
+terminations."""
+import gymnasium as gym
+import numpy as np
+import pytest
+
+import morl_robot  # noqa: F401  (registers the envs)
+from morl_robot.envs.mo_env import MORobotEnv
+from morl_robot.envs.registration import ENV_IDS
+from morl_robot.tasks.shadow_hand import pain_penalty
+
+EXPECTED = {
+    "sawyer_peg_in_hole": (("task", "wrist_force"), 3, 90),
+    "shadow_touch": (("task", "pain"), 20, 63),
+    "shadow_turn": (("task", "pain"), 20, 63),
+    "shadow_orient": (("touch", "lift", "orient"), 20, 63),
+}
+
+
+@pytest.mark.parametrize("env_id, task", list(ENV_IDS.items()))
+def test_registered_env_follows_mo_gymnasium(env_id, task):
+    env = gym.make(env_id)
+    names, act, obs_dim = EXPECTED[task]
+    u = env.unwrapped
+    assert u.objective_names == names and u.reward_space.shape == (len(names),)
+    assert env.action_space.shape == (act,) and env.observation_space.shape == (obs_dim,)
+    assert len(u.observation_labels) == obs_dim
+    obs, info = env.reset(seed=0)
+    assert obs.shape == (obs_dim,) and np.all(np.isfinite(obs))
+    obs, reward, terminated, truncated, info = env.step(env.action_space.sample())
+    assert isinstance(reward, np.ndarray) and reward.shape == (len(names),)
+    assert "termination" in info
+    env.close()
+
+
+@pytest.mark.parametrize("task", list(EXPECTED))
+def test_rewards_within_documented_range(task):
+    env = MORobotEnv(task)
+    lo, hi = env.reward_space.low, env.reward_space.high
+    rng = np.random.default_rng(0)
+    env.reset(seed=0)
+    for _ in range(300):
+        _, r, te, tr, _ = env.step(rng.uniform(-1, 1, env.action_space.shape))
+        assert np.all(r >= lo - 1e-9) and np.all(r <= hi + 1e-9), (r, lo, hi)
+        if te or tr:
+            env.reset()
+    env.close()
+
+
+@pytest.mark.parametrize("task", list(EXPECTED))
+def test_same_seed_same_trajectory(task):
+    def run():
+        env = MORobotEnv(task)
+        obs, _ = env.reset(seed=42)
+        rng = np.random.default_rng(7)
+        out = [obs]
+        for _ in range(25):
+            obs, r, *_ = env.step(rng.uniform(-1, 1, env.action_space.shape))
+            out.append(np.concatenate([obs, r]))
+        env.close()
+        return out
+
+    a, b = run(), run()
+    assert all(np.array_equal(x, y) for x, y in zip(a, b))
+
+
+def test_different_seeds_differ():
+    env = MORobotEnv("shadow_turn")
+    a, _ = env.reset(seed=1)
+    ia = env.robot.read_state().sensors["dial_angle"].copy()
+    env.reset(seed=2)
+    ib = env.robot.read_state().sensors["dial_angle"].copy()
+    assert not np.array_equal(ia, ib)
+    env.close()
+
+
+def test_time_limit_truncates():
+    env = MORobotEnv("shadow_touch")
+    env.reset(seed=0)
+    zero = np.zeros(env.action_space.shape)
+    for i in range(env.task.max_steps):
+        _, _, te, tr, info = env.step(zero)
+        if te or tr:
+            break
+    assert tr and info["termination"] == "time_limit" and i == env.task.max_steps - 1
+    env.close()
+
+
+def test_force_threshold_terminates_peg_episode():
+    """Driving the peg down onto the fixture next to the hole exceeds the force threshold."""
+    env = MORobotEnv("sawyer_peg_in_hole", overrides={"force_threshold": 15.0, "episode_duration": 20.0})
+    env.reset(seed=0)
+    hole = env.robot.landmark("hole_top")[:3]
+    reason = None
+    for _ in range(400):
+        tip = env.robot.read_state().ee_pose[:3]
+        goal = hole + np.array([0.03, 0.0, -0.05])  # beside the hole, below the surface
+        err = goal - tip
+        action = np.clip(err / 0.02, -1, 1)
+        _, r, te, tr, info = env.step(action)
+        if te or tr:
+            reason = info["termination"]
+            break
+    assert reason == "force_threshold"
+    assert info["force_norm"] > 15.0
+    env.close()
+
+
+def test_peg_force_below_threshold_does_not_terminate():
+    env = MORobotEnv("sawyer_peg_in_hole", overrides={"force_threshold": 1000.0, "force_reward_clip": 3000.0})
+    env.reset(seed=0)
+    for _ in range(60):
+        _, _, te, _, _ = env.step(np.array([0.0, 0.0, -1.0]))
+        assert not te
+    env.close()
+
+
+def test_pain_penalty_definition():
+    prev = np.zeros(15)
+    slow = np.full(15, 0.5)  # rises below the impact threshold: no pain
+    assert pain_penalty(slow, prev, 1.0, 20.0) == 0.0
+    hit = prev.copy()
+    hit[0] = 4.0  # a 4 N jump in one step on one pad: 3 N above the threshold
+    assert pain_penalty(hit, prev, 1.0, 20.0) == pytest.approx(-3.0)
+    assert pain_penalty(np.full(15, 100.0), prev, 1.0, 20.0) == -20.0  # clipped
+
+
+def test_bad_action_is_rejected():
+    env = MORobotEnv("sawyer_peg_in_hole")
+    env.reset(seed=0)
+    with pytest.raises(ValueError, match=r"action must have shape \(3,\)"):
+        env.step(np.zeros(4))
+    with pytest.raises(ValueError, match="non-finite"):
+        env.step(np.array([0.0, np.nan, 0.0]))
+    env.close()
