@@ -46,24 +46,24 @@ def resolved_rate(
     Never drives a joint past its limit band within ``dt`` and never exceeds ``velocity_limit``.
     """
     n = jacobian.shape[1]
-    lo = lower + margin
-    hi = upper - margin
+    # Joint-limit band as per-joint velocity bounds for this period: a joint inside the band
+    # may move up to its edge; a joint outside it may only move back toward the middle.
+    ub = np.maximum((upper - margin - q) / dt, 0.0)
+    lb = np.minimum((lower + margin - q) / dt, 0.0)
     qdot = damped_least_squares(jacobian, twist, damping)
-    free = np.ones(n, dtype=bool)
-    for _ in range(n):
-        nxt = q + qdot * dt
-        violating = free & (((nxt > hi) & (qdot > 0)) | ((nxt < lo) & (qdot < 0)))
-        if not violating.any():
-            break
-        free &= ~violating
-        # frozen joints contribute nothing; solve again with the rest
-        qdot = damped_least_squares(jacobian * free, twist, damping) * free
-    else:
-        qdot = np.zeros(n)
-    # A joint already inside the margin band may still move away from the limit, never into it.
-    qdot = np.where((q >= hi) & (qdot > 0), 0.0, qdot)
-    qdot = np.where((q <= lo) & (qdot < 0), 0.0, qdot)
-    ratio = float(np.max(np.abs(qdot) / velocity_limit)) if n else 0.0
+    violating = (qdot > ub) | (qdot < lb)
+    if violating.any():
+        free = ~violating
+        for _ in range(n):
+            # frozen joints contribute nothing; solve again with the rest
+            qdot = damped_least_squares(jacobian * free, twist, damping) * free
+            violating = free & ((qdot > ub) | (qdot < lb))
+            if not violating.any():
+                break
+            free &= ~violating
+        else:
+            qdot = np.zeros(n)
+    ratio = float((np.abs(qdot) / velocity_limit).max()) if n else 0.0
     if ratio > 1.0:
         qdot = qdot / ratio
     return qdot
