@@ -30,12 +30,14 @@ def test_tasks_lists_every_task():
 
 
 def test_rollout_prints_one_json_object():
-    out = cli("rollout", "--task", "shadow_touch", "--steps", "120", "--seed", "3", "--policy", "zero").stdout
+    out = cli("rollout", "--task", "sawyer_peg_in_hole", "--steps", "200", "--seed", "3", "--policy", "zero").stdout
     summary = json.loads(out)
     assert set(summary) == {"task", "steps", "episodes", "returns", "terminations", "steps_per_second"}
-    assert summary["task"] == "shadow_touch" and summary["steps"] == 120
-    assert set(summary["returns"]) == {"task", "pain"}
-    assert summary["episodes"] == 1 and summary["terminations"] == {"time_limit": 1}  # 5 s = 100 steps
+    assert summary["task"] == "sawyer_peg_in_hole" and summary["steps"] == 200
+    assert set(summary["returns"]) == {"task", "wrist_force"}
+    # zero twist holds the peg still above the hole: one full 8 s (160-step) episode, no force
+    assert summary["episodes"] == 1 and summary["terminations"] == {"time_limit": 1}
+    assert -1.0 < summary["returns"]["wrist_force"] <= 0.0
 
 
 @pytest.mark.parametrize(

@@ -163,7 +163,7 @@ def test_sites_sensors_and_gravcomp(robot):
     tool = robot.body("tool")
     assert robot.site("ft_sensor").bodyid[0] == tool.id
     assert robot.jnt_bodyid.tolist().count(tool.id) == 0  # welded
-    assert robot.body_gravcomp[tool.id] == 0
+    assert robot.body_gravcomp[tool.id] == 1  # payload compensated; the F/T still reads its weight (static-load test)
     for i in range(7):
         assert robot.body_gravcomp[robot.body(f"right_l{i}").id] == 1
     assert 0.3 <= _tool_mass(robot) <= 0.5

@@ -77,12 +77,28 @@ def test_different_seeds_differ():
 def test_time_limit_truncates():
     env = MORobotEnv("shadow_touch")
     env.reset(seed=0)
-    zero = np.zeros(env.action_space.shape)
+    lo, hi = env.robot.spec.command_bounds(env.robot.control_mode)
+    open_hand = np.clip(2.0 * (0.0 - lo) / (hi - lo) - 1.0, -1, 1)  # motor targets 0: hand open
     for i in range(env.task.max_steps):
-        _, _, te, tr, info = env.step(zero)
+        _, _, te, tr, info = env.step(open_hand)
         if te or tr:
             break
     assert tr and info["termination"] == "time_limit" and i == env.task.max_steps - 1
+    env.close()
+
+
+def test_pressing_the_block_succeeds():
+    """Closing the hand (all motors toward flexion) presses the block past 5 N: 'success'."""
+    env = MORobotEnv("shadow_touch")
+    env.reset(seed=0)
+    reason, total = None, np.zeros(2)
+    for _ in range(env.task.max_steps):
+        _, r, te, tr, info = env.step(np.zeros(env.action_space.shape))
+        total += r
+        if te or tr:
+            reason = info["termination"]
+            break
+    assert reason == "success" and info["block_force"] > 5.0 and total[0] == 1.0
     env.close()
 
 

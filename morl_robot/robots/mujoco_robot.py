@@ -167,7 +167,9 @@ class MujocoRobot(Robot):
         control_period: float = 0.05,
         timestep: float | None = None,
         model_source: str = "builtin",
+        settle_time: float = 0.1,
     ) -> None:
+        self.settle_time = settle_time  # s of physics with the servos holding, at every reset
         path = self._resolve_model(config, scene, model_source)
         try:
             model = mujoco.MjModel.from_xml_path(str(path))
@@ -392,13 +394,22 @@ class MujocoRobot(Robot):
             val = np.atleast_1d(np.asarray(value, dtype=float))
             d.qpos[adr : adr + len(val)] = val
         d.qvel[:] = 0.0
-        mujoco.mj_forward(m, d)
+        mujoco.mj_forward(m, d)  # actuator lengths of the new configuration
         self._orientation_goal = None
         if self.control_mode in (ControlMode.POSITION, ControlMode.CARTESIAN_VELOCITY):
             d.ctrl[self._act] = self._actuator_positions()
         else:
             d.ctrl[self._act] = 0.0
+        # Let the servos take the load before the episode starts (a real robot is at rest when an
+        # episode begins and its F/T sensor is tared), then restart the clock.
+        settle = int(round(self.settle_time / m.opt.timestep))
+        if settle > 0:
+            mujoco.mj_step(m, d, nstep=settle)
+            d.time = 0.0
+            mujoco.mj_forward(m, d)
         self._target = self._actuator_positions()
+        if self.control_mode in (ControlMode.POSITION, ControlMode.CARTESIAN_VELOCITY):
+            d.ctrl[self._act] = self._target
         return self.read_state()
 
     def landmark(self, name: str) -> np.ndarray:
