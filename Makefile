@@ -11,6 +11,9 @@ PYTEST_ARGS ?=
 .PHONY: venv test demo bench lint clean
 
 $(STAMP): setup.py
+	@# Debian's python3 ships venv/ensurepip separately (python3-venv): install it if missing.
+	@$(PYTHON) -c "import ensurepip, venv" 2>/dev/null || { echo "installing python3-venv (apt)"; \
+	  apt-get update -qq && apt-get install -y -qq python3-venv; }
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 	$(BIN)/python -m pip install --quiet -e '.[ros,test]'

@@ -149,3 +149,14 @@ def test_bad_action_is_rejected():
     with pytest.raises(ValueError, match="non-finite"):
         env.step(np.array([0.0, np.nan, 0.0]))
     env.close()
+
+
+def test_orient_objectives_at_rest():
+    """The peg lies flat at the start: not touched, not lifted, not standing (orient ≈ 0)."""
+    env = MORobotEnv("shadow_orient")
+    env.reset(seed=0)
+    lo, hi = env.robot.spec.command_bounds(env.robot.control_mode)
+    open_hand = np.clip(2.0 * (0.0 - lo) / (hi - lo) - 1.0, -1, 1)
+    _, r, *_ = env.step(open_hand)
+    assert r[0] == 0.0 and r[1] < 0.01 and r[2] < 0.05
+    env.close()
