@@ -5,7 +5,8 @@ Both sides integrate the same physics: the env run records the actuator controls
 each control period and the raw side replays them from the same start state with nothing but
 ``data.ctrl[:] = u; mj_step(model, data, nstep=substeps)``, so the ratio is the wrapper's cost
 (task, resolved-rate control, state reading, observation, reward) and not a difference in
-contacts.  Repeats are interleaved and the median is reported (the machines are shared and noisy).
+contacts; episode resets are repeated on the raw side too (keyframe + the same settling
+steps).  Repeats are interleaved and the median is reported (the machines are shared and noisy).
 """
 from __future__ import annotations
 
@@ -25,32 +26,41 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--json", action="store_true")
 
 
-def _env_rate(env, steps: int, rng: np.random.Generator) -> tuple[float, np.ndarray, np.ndarray]:
-    """Env steps/s with random actions; also the start state and per-period controls it used."""
+def _env_rate(env, steps: int, rng: np.random.Generator) -> tuple[float, np.ndarray, np.ndarray, list[int]]:
+    """Env steps/s with random actions; also the start state, the per-period controls it used
+    and the steps after which it reset (the raw side repeats the resets' settling physics)."""
     env.reset(seed=0)
     data = env.robot.data
     start_state = np.concatenate([data.qpos, data.qvel])
     d = env.action_space.shape[0]
     actions = rng.uniform(-1, 1, size=(steps, d))
     ctrls = np.empty((steps, env.robot.model.nu))
+    resets = []
     start = time.perf_counter()
     for i in range(steps):
         _, _, terminated, truncated, _ = env.step(actions[i])
         ctrls[i] = data.ctrl
         if terminated or truncated:
             env.reset()
+            resets.append(i)
     rate = steps / (time.perf_counter() - start)
-    return rate, start_state, ctrls
+    return rate, start_state, ctrls, resets
 
 
-def _raw_rate(model: mujoco.MjModel, substeps: int, start_state: np.ndarray, ctrls: np.ndarray) -> float:
+def _raw_rate(model: mujoco.MjModel, substeps: int, settle: int, start_state: np.ndarray, ctrls: np.ndarray, resets: list[int]) -> float:
     data = mujoco.MjData(model)
     data.qpos[:] = start_state[: model.nq]
     data.qvel[:] = start_state[model.nq :]
+    reset_after = set(resets)
     start = time.perf_counter()
-    for u in ctrls:
+    for i, u in enumerate(ctrls):
         data.ctrl[:] = u
         mujoco.mj_step(model, data, nstep=substeps)
+        if i in reset_after:  # the same physics an env reset runs: keyframe, then settling
+            mujoco.mj_resetDataKeyframe(model, data, 0)
+            mujoco.mj_forward(model, data)
+            if settle:
+                mujoco.mj_step(model, data, nstep=settle)
     return len(ctrls) / (time.perf_counter() - start)
 
 
@@ -66,9 +76,10 @@ def run(args: argparse.Namespace) -> int:
         env_rates, raw_rates = [], []
         _env_rate(env, min(200, args.steps), rng)  # warm-up
         for _ in range(args.repeats):
-            rate, start_state, ctrls = _env_rate(env, args.steps, rng)
+            rate, start_state, ctrls, resets = _env_rate(env, args.steps, rng)
             env_rates.append(rate)
-            raw_rates.append(_raw_rate(robot.model, robot.substeps, start_state, ctrls))
+            settle = int(round(robot.settle_time / robot.model.opt.timestep))
+            raw_rates.append(_raw_rate(robot.model, robot.substeps, settle, start_state, ctrls, resets))
         env_med, raw_med = statistics.median(env_rates), statistics.median(raw_rates)
         rows.append(
             {

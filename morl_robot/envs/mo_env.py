@@ -74,7 +74,10 @@ class MORobotEnv(gym.Env[np.ndarray, np.ndarray]):
 
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> tuple[np.ndarray, dict[str, Any]]:
         super().reset(seed=seed)
-        self.robot.reset()
+        if isinstance(self.robot, MujocoRobot):
+            self.robot.reset(settle=False)  # the home keyframe, which the task perturbs
+        else:
+            self.robot.reset()
         joints, scene = self.task.initial_configuration(self.robot, self.np_random)
         state = self.robot.reset(joint_positions=joints, scene=scene)
         self.task.begin_episode(self.robot, state)

@@ -375,6 +375,7 @@ class MujocoRobot(Robot):
         joint_positions: Mapping[str, float] | None = None,
         scene: Mapping[str, Any] | None = None,
         keyframe: str | None = "home",
+        settle: bool = True,
     ) -> RobotState:
         m, d = self.model, self.data
         key = mujoco.mj_name2id(m, mujoco.mjtObj.mjOBJ_KEY, keyframe) if keyframe else -1
@@ -402,9 +403,9 @@ class MujocoRobot(Robot):
             d.ctrl[self._act] = 0.0
         # Let the servos take the load before the episode starts (a real robot is at rest when an
         # episode begins and its F/T sensor is tared), then restart the clock.
-        settle = int(round(self.settle_time / m.opt.timestep))
-        if settle > 0:
-            mujoco.mj_step(m, d, nstep=settle)
+        nsettle = int(round(self.settle_time / m.opt.timestep)) if settle else 0
+        if nsettle > 0:
+            mujoco.mj_step(m, d, nstep=nsettle)
             d.time = 0.0
             mujoco.mj_forward(m, d)
         self._target = self._actuator_positions()
