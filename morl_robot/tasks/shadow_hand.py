@@ -108,20 +108,11 @@ class ShadowHandTask(Task):
         return p
 
 
-# --- touch ---------------------------------------------------------------------------------
-@dataclass
-class ShadowTouchConfig(ShadowHandConfig):
-    press_force: float = 5.0  # N on the block that counts as success (paper: > 5 N)
-    block_sensor: str = "block_touch"
+class SparseTaskWithPain(ShadowHandTask):
+    """``task`` = 1 (sparse) on the step the goal is reached, which ends the episode
+    ('success'); ``pain`` as in the module docstring."""
 
-
-class ShadowTouch(ShadowHandTask):
-    """``task`` = 1 (sparse) on the step the block is pressed with more than ``press_force`` N,
-    which ends the episode ('success'); ``pain`` as above; 5 s episodes."""
-
-    name: ClassVar[str] = "shadow_touch"
     objective_names: ClassVar[tuple[str, ...]] = ("task", "pain")
-    config: ShadowTouchConfig
 
     @property
     def reward_lower(self) -> tuple[float, ...]:  # type: ignore[override]
@@ -131,11 +122,32 @@ class ShadowTouch(ShadowHandTask):
     def reward_upper(self) -> tuple[float, ...]:  # type: ignore[override]
         return (1.0, 0.0)
 
+    def goal_reached(self, state: RobotState) -> tuple[bool, dict[str, Any]]:
+        """Whether ``state`` achieves the task, and diagnostics for ``info``."""
+        raise NotImplementedError
+
     def evaluate(self, state: RobotState, action: np.ndarray) -> Transition:
-        force = float(state.sensors[self.config.block_sensor][0])
-        success = force > self.config.press_force
+        success, info = self.goal_reached(state)
         reward = np.array([1.0 if success else 0.0, self.pain(state)])
-        return Transition(reward, "success" if success else None, {"block_force": force, "success": success})
+        return Transition(reward, "success" if success else None, {**info, "success": success})
+
+
+# --- touch ---------------------------------------------------------------------------------
+@dataclass
+class ShadowTouchConfig(ShadowHandConfig):
+    press_force: float = 5.0  # N on the block that counts as success (paper: > 5 N)
+    block_sensor: str = "block_touch"
+
+
+class ShadowTouch(SparseTaskWithPain):
+    """Success when the block is pressed with more than ``press_force`` N; 5 s episodes."""
+
+    name: ClassVar[str] = "shadow_touch"
+    config: ShadowTouchConfig
+
+    def goal_reached(self, state: RobotState) -> tuple[bool, dict[str, Any]]:
+        force = float(state.sensors[self.config.block_sensor][0])
+        return force > self.config.press_force, {"block_force": force}
 
 
 # --- turn ----------------------------------------------------------------------------------
@@ -152,33 +164,22 @@ def wrap_angle(x: float) -> float:
     return float((x + np.pi) % (2 * np.pi) - np.pi)
 
 
-class ShadowTurn(ShadowHandTask):
-    """``task`` = 1 (sparse) when the dial, started at a random angle, reaches the target angle
-    within ``tolerance``; that ends the episode ('success'); ``pain`` as above; 5 s episodes."""
+class ShadowTurn(SparseTaskWithPain):
+    """Success when the dial, started at a random angle, is within ``tolerance`` of the target
+    angle; 5 s episodes."""
 
     name: ClassVar[str] = "shadow_turn"
-    objective_names: ClassVar[tuple[str, ...]] = ("task", "pain")
     config: ShadowTurnConfig
-
-    @property
-    def reward_lower(self) -> tuple[float, ...]:  # type: ignore[override]
-        return (0.0, -self.config.pain_clip)
-
-    @property
-    def reward_upper(self) -> tuple[float, ...]:  # type: ignore[override]
-        return (1.0, 0.0)
 
     def scene_configuration(self, robot: Robot, rng: np.random.Generator) -> dict[str, Any]:
         c = self.config
         offset = rng.uniform(c.min_start_offset, np.pi) * rng.choice([-1.0, 1.0])
         return {c.dial_joint: wrap_angle(c.target_angle + offset)}
 
-    def evaluate(self, state: RobotState, action: np.ndarray) -> Transition:
+    def goal_reached(self, state: RobotState) -> tuple[bool, dict[str, Any]]:
         angle = float(state.sensors[self.config.dial_sensor][0])
         error = abs(wrap_angle(angle - self.config.target_angle))
-        success = error < self.config.tolerance
-        reward = np.array([1.0 if success else 0.0, self.pain(state)])
-        return Transition(reward, "success" if success else None, {"dial_angle": angle, "dial_error": error, "success": success})
+        return error < self.config.tolerance, {"dial_angle": angle, "dial_error": error}
 
 
 # --- orient --------------------------------------------------------------------------------
