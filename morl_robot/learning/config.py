@@ -14,7 +14,7 @@ from __future__ import annotations
 import dataclasses
 import os
 from dataclasses import dataclass, field
-from typing import Any, Literal, Optional
+from typing import Any, Literal
 
 from morl_robot.configuration import fail, from_mapping, load_config, to_mapping
 
@@ -182,14 +182,14 @@ class MPOConfig:
         total = sum(w)
         return [x / total for x in w]
 
-    def replace(self, **changes: Any) -> "MPOConfig":
+    def replace(self, **changes: Any) -> MPOConfig:
         """A copy with top-level fields changed (validated)."""
         new = dataclasses.replace(self, **changes)
         new.validate()
         return new
 
 
-def load_learner_config(path: str | os.PathLike[str], overrides: Optional[dict[str, Any]] = None) -> MPOConfig:
+def load_learner_config(path: str | os.PathLike[str], overrides: dict[str, Any] | None = None) -> MPOConfig:
     """Load ``config/learner/<name>.yaml`` into :class:`MPOConfig` (errors name file and key)."""
     return load_config(MPOConfig, path, overrides)
 

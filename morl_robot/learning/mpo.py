@@ -45,7 +45,6 @@ scalar tensors for logging.
 from __future__ import annotations
 
 import math
-from typing import Optional
 
 import numpy as np
 import torch
@@ -59,24 +58,24 @@ LOG_DUAL_FLOOR = -18.0
 DUAL_EPSILON = 1e-8
 
 __all__ = [
-    "LOG_DUAL_FLOOR",
     "DUAL_EPSILON",
+    "LOG_DUAL_FLOOR",
+    "categorical_kl",
+    "categorical_m_step",
     "dual_from_param",
     "dual_param_from_value",
-    "temperature_dual",
     "e_step_weights",
-    "kl_to_prior",
-    "solve_temperature",
-    "multi_objective_e_step",
-    "scalarize_q",
-    "gaussian_log_prob",
     "gaussian_kl_per_dim",
-    "categorical_kl",
-    "lagrange_terms",
+    "gaussian_log_prob",
     "gaussian_m_step",
-    "categorical_m_step",
-    "retrace_targets",
+    "kl_to_prior",
+    "lagrange_terms",
+    "multi_objective_e_step",
     "n_step_targets",
+    "retrace_targets",
+    "scalarize_q",
+    "solve_temperature",
+    "temperature_dual",
 ]
 
 
@@ -105,7 +104,7 @@ def dual_param_from_value(value: float | np.ndarray | Tensor) -> Tensor:
 
 
 def temperature_dual(q: Tensor, temperature: Tensor, epsilon: float | Tensor,
-                     log_prior: Optional[Tensor] = None) -> Tensor:
+                     log_prior: Tensor | None = None) -> Tensor:
     """MPO temperature dual g(η) (paper eq. 4; Algorithm 1 line 10).
 
     Args:
@@ -126,7 +125,7 @@ def temperature_dual(q: Tensor, temperature: Tensor, epsilon: float | Tensor,
 
 
 def e_step_weights(q: Tensor, temperature: Tensor | float,
-                   log_prior: Optional[Tensor] = None) -> Tensor:
+                   log_prior: Tensor | None = None) -> Tensor:
     """Normalised improved-distribution weights ``q_kj`` (paper eq. 3; Algorithm 1 line 12).
 
     Args:
@@ -144,7 +143,7 @@ def e_step_weights(q: Tensor, temperature: Tensor | float,
     return torch.softmax(logits, dim=-2)
 
 
-def kl_to_prior(weights: Tensor, log_prior: Optional[Tensor] = None) -> Tensor:
+def kl_to_prior(weights: Tensor, log_prior: Tensor | None = None) -> Tensor:
     """``mean_B KL(q‖π_old) = mean_B Σ_j w_j (log w_j - log prior_j)``.
 
     ``weights``: ``[N, B]`` (or ``[K, N, B]`` → result ``[K]``).  With sampled actions
@@ -157,7 +156,7 @@ def kl_to_prior(weights: Tensor, log_prior: Optional[Tensor] = None) -> Tensor:
     return kl.mean(dim=-1)
 
 
-def solve_temperature(q: Tensor | np.ndarray, epsilon: float, log_prior: Optional[Tensor | np.ndarray] = None,
+def solve_temperature(q: Tensor | np.ndarray, epsilon: float, log_prior: Tensor | np.ndarray | None = None,
                       *, tol: float = 1e-7, max_iter: int = 200) -> float:
     """Exact minimiser of the convex dual g(η) (paper eq. 4) by bisection on ``log η``.
 
@@ -204,7 +203,7 @@ def solve_temperature(q: Tensor | np.ndarray, epsilon: float, log_prior: Optiona
 
 
 def multi_objective_e_step(q: Tensor, temperatures: Tensor, epsilons: Tensor,
-                           log_prior: Optional[Tensor] = None) -> tuple[Tensor, Tensor, dict[str, Tensor]]:
+                           log_prior: Tensor | None = None) -> tuple[Tensor, Tensor, dict[str, Tensor]]:
     """Per-objective E-step (Algorithm 1 lines 9-13) for all K objectives at once.
 
     Args:
@@ -216,6 +215,8 @@ def multi_objective_e_step(q: Tensor, temperatures: Tensor, epsilons: Tensor,
     Returns:
         ``(weights [K, N, B] (no grad), temperature_loss (scalar, Σ_k g_k(η_k)), stats)``; stats
         has ``kl_q`` ``[K]`` (E-step KL per objective) and ``kl_q_rel`` ``[K]`` (KL / ε_k).
+        An objective with ε_k = 0 gets the η_k → ∞ limit ``q_k = π_old`` (prior weights; its
+        Q-values have no influence, paper section 4.2.1) and no temperature loss.
     """
     q = q.detach()
     k = q.shape[0]
@@ -225,11 +226,17 @@ def multi_objective_e_step(q: Tensor, temperatures: Tensor, epsilons: Tensor,
         lse = torch.logsumexp(logits, dim=1) - math.log(q.shape[1])  # [K, B]
     else:
         lse = torch.logsumexp(logits + log_prior, dim=1)
+    active = epsilons > 0  # [K]
     # Sum over objectives (NOTES.md pitfall: a mean would scale each η_k's gradient by 1/K).
-    loss = torch.sum(temperatures * epsilons + temperatures * lse.mean(dim=-1))
+    per_objective = temperatures * epsilons + temperatures * lse.mean(dim=-1)
+    loss = torch.sum(torch.where(active, per_objective, torch.zeros_like(per_objective)))
     weights = e_step_weights(q, eta.detach(), log_prior)
+    if not bool(active.all()):
+        # ε_k = 0: the η_k → ∞ limit, q_k = π_old (the prior weights); Q_k has no influence.
+        prior = torch.full_like(weights[0], 1.0 / q.shape[1]) if log_prior is None else log_prior.exp()
+        weights = torch.where(active.view(k, 1, 1), weights, prior.unsqueeze(0))
     kl = kl_to_prior(weights, log_prior)  # [K]
-    safe_eps = torch.where(epsilons > 0, epsilons, torch.ones_like(epsilons))
+    safe_eps = torch.where(active, epsilons, torch.ones_like(epsilons))
     stats = {"kl_q": kl.detach(), "kl_q_rel": (kl / safe_eps).detach(), "loss_temperature": loss.detach()}
     return weights, loss, stats
 
@@ -381,7 +388,7 @@ def categorical_m_step(weights: Tensor, actions: Tensor, online_logits: Tensor, 
 
 
 def retrace_targets(q_taken: Tensor, v_next: Tensor, rewards: Tensor, discounts: Tensor,
-                    log_pi: Tensor, log_mu: Tensor, mask: Optional[Tensor] = None,
+                    log_pi: Tensor, log_mu: Tensor, mask: Tensor | None = None,
                     lambda_: float = 1.0) -> Tensor:
     """Retrace targets (Munos et al. 2016; paper section 4.1 / appendix C) on a sequence.
 
@@ -418,7 +425,7 @@ def retrace_targets(q_taken: Tensor, v_next: Tensor, rewards: Tensor, discounts:
 
 
 def n_step_targets(rewards: Tensor, discounts: Tensor, v_next: Tensor, n: int,
-                   mask: Optional[Tensor] = None) -> Tensor:
+                   mask: Tensor | None = None) -> Tensor:
     """n-step TD targets for every step of a sequence (reference code's critic target).
 
     ``G_t = Σ_{j<h} (Π_{i<j} γ_{t+i}) r_{t+j} + (Π_{i<h} γ_{t+i}) V(s_{t+h})`` with horizon

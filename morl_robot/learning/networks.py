@@ -23,14 +23,16 @@ integer (discrete); critic output ``[..., K]``.
 """
 from __future__ import annotations
 
+import itertools
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Literal, Sequence
+from typing import Any, Literal
 
 import numpy as np
 import torch
-import torch.nn as nn
 import torch.nn.functional as F
+from torch import nn
 
 Tensor = torch.Tensor
 
@@ -45,15 +47,15 @@ class ActionSpec:
     num_actions: int = 0
 
     @staticmethod
-    def box(dim: int) -> "ActionSpec":
+    def box(dim: int) -> ActionSpec:
         return ActionSpec("box", dim=int(dim))
 
     @staticmethod
-    def discrete(num_actions: int) -> "ActionSpec":
+    def discrete(num_actions: int) -> ActionSpec:
         return ActionSpec("discrete", num_actions=int(num_actions))
 
     @staticmethod
-    def from_space(space: Any) -> "ActionSpec":
+    def from_space(space: Any) -> ActionSpec:
         """From a Gymnasium ``Box`` (should be normalised to [-1, 1]) or ``Discrete`` space."""
         from gymnasium import spaces
 
@@ -89,7 +91,7 @@ class LayerNormMLP(nn.Module):
     def __init__(self, in_dim: int, hidden: Sequence[int]):
         super().__init__()
         layers: list[nn.Module] = [nn.Linear(in_dim, hidden[0]), nn.LayerNorm(hidden[0]), nn.Tanh()]
-        for a, b in zip(hidden[:-1], hidden[1:]):
+        for a, b in itertools.pairwise(hidden):
             layers += [nn.Linear(a, b), nn.ELU()]
         self.net = nn.Sequential(*layers)
         self.out_dim = int(hidden[-1])
@@ -191,24 +193,45 @@ class Critic(nn.Module):
         sizes = [obs_dim + action_input_dim, *hidden]
         self.first = EnsembleLinear(members, sizes[0], sizes[1])
         self.norm = EnsembleLayerNorm(members, sizes[1])
-        self.hidden = nn.ModuleList(EnsembleLinear(members, a, b) for a, b in zip(sizes[1:-1], sizes[2:]))
+        self.hidden = nn.ModuleList(EnsembleLinear(members, a, b) for a, b in itertools.pairwise(sizes[1:]))
         self.out = EnsembleLinear(members, sizes[-1], outputs)
         with torch.no_grad():
             self.out.weight.mul_(1e-2)
             self.out.bias.zero_()
 
     def forward(self, obs: Tensor, action: Tensor) -> Tensor:
-        lead = obs.shape[:-1]
-        x = torch.cat([obs, action], dim=-1).reshape(-1, obs.shape[-1] + action.shape[-1])  # [R, in]
-        h = torch.tanh(self.norm(self.first(x)))  # [M, R, h1]
-        for layer in self.hidden:
-            h = F.elu(layer(h))
-        q = self.out(h)  # [M, R, out]
+        """Q-values ``[..., K]``.
+
+        ``obs`` is ``[*S, O]`` and ``action`` ``[*P, *S, A_in]``: extra leading action dims (e.g.
+        N sampled actions per state) broadcast against the states.  The first layer is split into
+        its observation and action parts so the observation part is computed once per state, not
+        once per sampled action.
+        """
+        obs_dim = obs.shape[-1]
+        state_shape = obs.shape[:-1]
+        extra = action.shape[: action.dim() - obs.dim()]
+        s = int(np.prod(state_shape)) if len(state_shape) else 1
+        p = int(np.prod(extra)) if len(extra) else 1
+        w = self.first.weight  # [M, O + A, h]
+        h_obs = torch.matmul(obs.reshape(s, obs_dim), w[:, :obs_dim])  # [M, S, h]
+        h_act = torch.matmul(action.reshape(p * s, -1), w[:, obs_dim:])  # [M, P*S, h]
+        m = w.shape[0]
+        if torch.is_grad_enabled():
+            h = (h_act.view(m, p, s, -1) + (h_obs + self.first.bias).unsqueeze(1)).view(m, p * s, -1)
+            h = torch.tanh(self.norm(h))
+            for layer in self.hidden:
+                h = F.elu(layer(h))
+        else:  # inference (target critic on N x T x B samples): in-place, fewer memory passes
+            h = h_act.view(m, p, s, -1).add_((h_obs + self.first.bias).unsqueeze(1)).view(m, p * s, -1)
+            h = F.layer_norm(h, (h.shape[-1],)).mul_(self.norm.weight).add_(self.norm.bias).tanh_()
+            for layer in self.hidden:
+                h = F.elu(layer(h), inplace=True)
+        q = self.out(h)  # [M, P*S, out]
         if self.architecture == "separate":
-            q = q.squeeze(-1).transpose(0, 1)  # [R, K]
+            q = q.squeeze(-1).transpose(0, 1)  # [P*S, K]
         else:
-            q = q.squeeze(0)  # [R, K]
-        return q.reshape(*lead, self.num_objectives)
+            q = q.squeeze(0)  # [P*S, K]
+        return q.reshape(*extra, *state_shape, self.num_objectives)
 
 
 def action_features(action: Tensor, spec: ActionSpec) -> Tensor:

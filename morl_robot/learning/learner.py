@@ -1,0 +1,379 @@
+"""The MO-MPO learner step (Abdolmaleki et al. 2020, Algorithm 1 with sections 4.1-4.2).
+
+One call of :meth:`MOMPOLearner.update` on a :class:`~morl_robot.learning.replay.SequenceBatch`:
+
+1. Policy evaluation (section 4.1): the target policy π_old samples N actions at every state of
+   the sequences (discrete: all A actions are enumerated), the target critic scores them
+   (``[N, T+1, B, K]``), ``V(s) = E_{π_old} Q_k`` bootstraps Retrace targets (default; or n-step
+   TD targets) for all K objectives, and the online critics regress onto them.
+2. E-step (eq. 3-4): per objective, weights ``q_kj ∝ exp(Q_k(s, a_j)/η_k)`` over the same samples at
+   states ``s_0 … s_{T-1}``; η_k takes one Adam step on its dual g(η_k) (warm-started across
+   updates) or is solved exactly (``temperature_solver: exact``).  Scalarized MPO uses
+   ``Σ_k w_k Q_k`` with a single η and ε.  An objective with ε_k = 0 gets the η → ∞ limit,
+   ``q_k = π_old``: its Q-values cannot influence the policy.
+3. M-step (eq. 5): weighted maximum likelihood with the decoupled KL trust region (mean / stddev
+   multipliers α per action dimension) — :func:`~morl_robot.learning.mpo.gaussian_m_step` or
+   :func:`~morl_robot.learning.mpo.categorical_m_step`.
+4. Adam steps (1e-4 policy and critic with grad-norm clip 40, 1e-2 duals, dual log floor -18) and a
+   hard copy of the online networks into the targets every ``target_update_period`` updates.
+
+Statistics (all floats): ``temperature/{name}``, ``kl_q/{name}`` (E-step KL / ε_k),
+``q_min|q_mean|q_max/{name}``, ``target_mean/{name}``, ``loss_critic/{name}``, ``kl_mean``,
+``kl_stddev`` (M-step KLs / their bounds; categorical: ``kl_categorical``), ``alpha_*``,
+``loss/critic``, ``loss/policy``, ``loss/temperature``, ``loss/alpha``, ``loss/kl_penalty``,
+``grad_norm/policy``, ``grad_norm/critic``, ``std_mean`` or ``entropy``.
+"""
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+import numpy as np
+import torch
+from torch import nn
+
+from morl_robot.learning import mpo
+from morl_robot.learning.config import MPOConfig, config_to_dict
+from morl_robot.learning.networks import (
+    ActionSpec,
+    Critic,
+    action_features,
+    make_policy,
+)
+from morl_robot.learning.replay import SequenceBatch
+
+Tensor = torch.Tensor
+
+
+class PolicyActor:
+    """A policy for acting: numpy observation in, ``(action, log_prob)`` out.
+
+    ``act(obs, deterministic)`` returns a float32 action in [-1, 1]^D (box) or an int
+    (discrete) and the behaviour log-probability of that action (Retrace's ``log μ``).
+    ``PolicyActor(obs)`` (call) returns only the deterministic action.
+    """
+
+    def __init__(self, network: nn.Module, spec: ActionSpec, generator: torch.Generator | None = None):
+        self.network = network
+        self.spec = spec
+        self.generator = generator if generator is not None else torch.Generator().manual_seed(0)
+
+    @torch.no_grad()
+    def act(self, obs: np.ndarray, deterministic: bool = False) -> tuple[Any, float]:
+        x = torch.as_tensor(np.asarray(obs, np.float32)).reshape(1, -1)
+        if self.spec.is_discrete:
+            logits = self.network(x)[0]
+            log_p = torch.log_softmax(logits, -1)
+            if deterministic:
+                a = int(torch.argmax(logits))
+            else:
+                a = int(torch.multinomial(log_p.exp(), 1, generator=self.generator))
+            return a, float(log_p[a])
+        mean, std = self.network(x)
+        mean, std = mean[0], std[0]
+        if deterministic:
+            a = mean
+        else:
+            a = mean + std * torch.randn(mean.shape, generator=self.generator)
+        a = torch.clamp(a, -1.0, 1.0)
+        log_p = mpo.gaussian_log_prob(a.unsqueeze(0), mean, std).sum()
+        return a.numpy().astype(np.float32), float(log_p)
+
+    def __call__(self, obs: np.ndarray) -> Any:
+        return self.act(obs, deterministic=True)[0]
+
+
+class MOMPOLearner:
+    """MO-MPO (or scalarized MPO, per ``config.algorithm``) on K objectives.
+
+    Args:
+        obs_dim: observation width O (flat float vector).
+        action_spec: :class:`ActionSpec` (``ActionSpec.box(D)`` in [-1, 1] or ``ActionSpec.discrete(A)``),
+            or a Gymnasium ``Box``/``Discrete`` space.
+        num_objectives: K.
+        config: :class:`MPOConfig` (defaults: the reference values).
+        seed: seeds the networks' initialisation and the learner's sampling generator.
+    """
+
+    def __init__(self, obs_dim: int, action_spec: ActionSpec | Any, num_objectives: int,
+                 config: MPOConfig | None = None, seed: int = 0):
+        self.config = config = config if config is not None else MPOConfig()
+        config.check_objectives(num_objectives)
+        spec = action_spec if isinstance(action_spec, ActionSpec) else ActionSpec.from_space(action_spec)
+        self.spec = spec
+        self.obs_dim, self.num_objectives = int(obs_dim), int(num_objectives)
+        self.objective_names = config.names(num_objectives)
+        self.scalarized = config.algorithm == "scalarized_mpo"
+        torch.manual_seed(seed)
+        self.generator = torch.Generator().manual_seed(seed + 1)
+        self.actor_generator = torch.Generator().manual_seed(seed + 2)
+        net = config.networks
+        self.policy = make_policy(obs_dim, spec, net.policy_hidden, net.min_std, net.init_std)
+        self.critic = Critic(obs_dim, spec.input_dim, num_objectives, net.critic_hidden, net.critic_architecture)
+        self.target_policy = copy.deepcopy(self.policy).requires_grad_(False)
+        self.target_critic = copy.deepcopy(self.critic).requires_grad_(False)
+
+        # Duals (softplus-parameterised, floored at LOG_DUAL_FLOOR).
+        if self.scalarized:
+            self.epsilons = torch.tensor([config.epsilon], dtype=torch.float32)
+            self.scalarization_weights = torch.tensor(config.weights_for(num_objectives), dtype=torch.float32)
+        else:
+            self.epsilons = torch.tensor(config.epsilons_for(num_objectives), dtype=torch.float32)
+            self.scalarization_weights = None
+        num_temps = self.epsilons.numel()
+        self.log_temperature = nn.Parameter(mpo.dual_param_from_value(torch.full((num_temps,), config.initial_temperature)))
+        if spec.is_discrete:
+            self.log_alpha_mean = nn.Parameter(mpo.dual_param_from_value(torch.tensor(config.initial_alpha_mean)))
+            self.log_alpha_stddev = None
+        else:
+            shape = (spec.dim,) if config.per_dim_constraining else ()
+            self.log_alpha_mean = nn.Parameter(mpo.dual_param_from_value(torch.full(shape, config.initial_alpha_mean)))
+            self.log_alpha_stddev = nn.Parameter(mpo.dual_param_from_value(torch.full(shape, config.initial_alpha_stddev)))
+        self.dual_params = [p for p in (self.log_temperature, self.log_alpha_mean, self.log_alpha_stddev) if p is not None]
+
+        self.policy_optimizer = torch.optim.Adam(self.policy.parameters(), lr=config.policy_lr)
+        self.critic_optimizer = torch.optim.Adam(self.critic.parameters(), lr=config.critic_lr)
+        self.dual_optimizer = torch.optim.Adam(self.dual_params, lr=config.dual_lr)
+        self.num_updates = 0
+        self._stat_keys: list[str] | None = None
+
+    # -- acting ------------------------------------------------------------------------------
+
+    def actor(self) -> PolicyActor:
+        """A :class:`PolicyActor` sharing the online policy (acts with the latest parameters)."""
+        return PolicyActor(self.policy, self.spec, self.actor_generator)
+
+    def policy_snapshot(self) -> PolicyActor:
+        """A :class:`PolicyActor` on a frozen copy of the current online policy."""
+        return PolicyActor(copy.deepcopy(self.policy).requires_grad_(False), self.spec,
+                           torch.Generator().manual_seed(int(self.num_updates)))
+
+    def act(self, obs: np.ndarray, deterministic: bool = False) -> tuple[Any, float]:
+        """Action from the online policy and its behaviour log-probability ``log μ(a|s)``."""
+        return self.actor().act(obs, deterministic)
+
+    @property
+    def temperatures(self) -> np.ndarray:
+        return mpo.dual_from_param(self.log_temperature.detach()).numpy().copy()
+
+    # -- the update --------------------------------------------------------------------------
+
+    def _to_tensors(self, batch: SequenceBatch | dict[str, Any]) -> dict[str, Tensor]:
+        data = batch.as_dict() if isinstance(batch, SequenceBatch) else batch
+        return {k: torch.as_tensor(v) for k, v in data.items()}
+
+    @torch.no_grad()
+    def _sample_and_score(self, obs: Tensor) -> dict[str, Tensor]:
+        """Target policy and target critic at all ``[T+1, B]`` states (one big forward pass).
+
+        Returns ``q [N, T+1, B, K]``, the actions they refer to (``[N, T+1, B, D]`` raw Gaussian
+        samples or ``[A, T+1, B]`` indices), ``log_prior [N, T+1, B]`` or None, ``value [T+1, B, K]``
+        and the target policy's parameters.
+        """
+        cfg, spec = self.config, self.spec
+        out: dict[str, Tensor] = {}
+        if spec.is_discrete:
+            logits = self.target_policy(obs)  # [T+1, B, A]
+            out["target_logits"] = logits
+            a_count = spec.num_actions
+            if cfg.enumerate_discrete:
+                idx = torch.arange(a_count).view(a_count, 1, 1).expand(a_count, *obs.shape[:-1])
+                log_prior = torch.log_softmax(logits, -1).permute(2, 0, 1)  # [A, T+1, B]
+            else:
+                probs = torch.softmax(logits, -1).reshape(-1, a_count)
+                idx = torch.multinomial(probs, cfg.num_samples, replacement=True, generator=self.generator)
+                idx = idx.t().reshape(cfg.num_samples, *obs.shape[:-1])
+                log_prior = None
+            q = self.target_critic(obs, action_features(idx, spec))  # [N, T+1, B, K]
+            out["actions"], out["log_prior"] = idx, log_prior
+            value = (q * log_prior.exp().unsqueeze(-1)).sum(0) if log_prior is not None else q.mean(0)
+        else:
+            mean, std = self.target_policy(obs)  # [T+1, B, D]
+            noise = torch.randn((cfg.num_samples, *mean.shape), generator=self.generator)
+            actions = mean + std * noise  # [N, T+1, B, D]
+            q = self.target_critic(obs, action_features(actions, spec))
+            out["actions"], out["log_prior"] = actions, None
+            out["target_mean"], out["target_std"] = mean, std
+            value = q.mean(0)
+        out["q"], out["value"] = q, value
+        return out
+
+    def _target_log_prob(self, scored: dict[str, Tensor], actions: Tensor, T: int) -> Tensor:
+        """``log π_target(a_t|s_t)`` ``[T, B]`` of the taken actions."""
+        if self.spec.is_discrete:
+            log_p = torch.log_softmax(scored["target_logits"][:T], -1)
+            return torch.gather(log_p, -1, actions.long().unsqueeze(-1)).squeeze(-1)
+        a = torch.clamp(actions, -1.0, 1.0)
+        return mpo.gaussian_log_prob(a, scored["target_mean"][:T], scored["target_std"][:T]).sum(-1)
+
+    def update(self, batch: SequenceBatch | dict[str, Any]) -> dict[str, float]:
+        """One learner step on a sequence batch; returns the named statistics as floats."""
+        cfg, spec = self.config, self.spec
+        data = self._to_tensors(batch)
+        obs = data["observations"].float()  # [T+1, B, O]
+        actions = data["actions"]  # [T, B, D] | [T, B]
+        rewards = data["rewards"].float()  # [T, B, K]
+        mask = data["mask"].float()  # [T, B]
+        T = rewards.shape[0]
+        discounts = cfg.discount * (1.0 - data["terminated"].float())  # [T, B]
+
+        # ---- 1. policy evaluation ----------------------------------------------------------
+        scored = self._sample_and_score(obs)
+        with torch.no_grad():
+            q_taken_target = self.target_critic(obs[:T], action_features(actions, spec))  # [T, B, K]
+            v_next = scored["value"][1:]  # [T, B, K]
+            if cfg.critic_target == "retrace":
+                log_pi = self._target_log_prob(scored, actions, T)
+                log_mu = data["behaviour_log_prob"].float()
+                targets = mpo.retrace_targets(q_taken_target, v_next, rewards, discounts, log_pi, log_mu,
+                                              mask, cfg.retrace_lambda)
+            else:
+                targets = mpo.n_step_targets(rewards, discounts, v_next, cfg.n_step, mask)
+        q_online = self.critic(obs[:T], action_features(actions, spec))  # [T, B, K]
+        count = mask.sum().clamp(min=1.0)
+        td_sq = 0.5 * (q_online - targets) ** 2 * mask.unsqueeze(-1)
+        critic_loss_k = td_sq.sum(dim=(0, 1)) / count  # [K]
+        critic_loss = critic_loss_k.sum()  # independent critics: sum over objectives
+
+        # ---- 2. E-step on the valid states s_0 … s_{T-1} ---------------------------------------
+        sel = mask.reshape(-1) > 0  # [T*B]
+        n = scored["q"].shape[0]
+        q_e = scored["q"][:, :T].reshape(n, T * rewards.shape[1], -1)[:, sel]  # [N, S, K]
+        q_e = q_e.permute(2, 0, 1)  # [K, N, S]
+        log_prior = None
+        if scored["log_prior"] is not None:
+            log_prior = scored["log_prior"][:, :T].reshape(n, -1)[:, sel]  # [N, S]
+        q_for_e = mpo.scalarize_q(q_e, self.scalarization_weights) if self.scalarized else q_e
+        if cfg.temperature_solver == "exact":
+            with torch.no_grad():
+                for k in range(q_for_e.shape[0]):
+                    if float(self.epsilons[k]) > 0:
+                        eta = mpo.solve_temperature(q_for_e[k], float(self.epsilons[k]), log_prior)
+                        self.log_temperature[k] = mpo.dual_param_from_value(eta)
+        temperatures = mpo.dual_from_param(self.log_temperature)  # [K'] (K' = 1 if scalarized)
+        weights, temperature_loss, e_stats = mpo.multi_objective_e_step(q_for_e, temperatures, self.epsilons, log_prior)
+        if cfg.temperature_solver == "exact":
+            temperature_loss = temperature_loss.detach()
+
+        # ---- 3. M-step ----------------------------------------------------------------------
+        obs_s = obs[:T].reshape(-1, obs.shape[-1])[sel]  # [S, O]
+        if spec.is_discrete:
+            online_logits = self.policy(obs_s)
+            target_logits = scored["target_logits"][:T].reshape(-1, spec.num_actions)[sel]
+            act_idx = scored["actions"][:, :T].reshape(n, -1)[:, sel]  # [N, S]
+            alpha = mpo.dual_from_param(self.log_alpha_mean)
+            policy_loss, m_stats = mpo.categorical_m_step(weights, act_idx, online_logits, target_logits, alpha,
+                                                          cfg.epsilon_categorical)
+        else:
+            online_mean, online_std = self.policy(obs_s)
+            d = spec.dim
+            target_mean = scored["target_mean"][:T].reshape(-1, d)[sel]
+            target_std = scored["target_std"][:T].reshape(-1, d)[sel]
+            sampled = scored["actions"][:, :T].reshape(n, -1, d)[:, sel]  # [N, S, D]
+            policy_loss, m_stats = mpo.gaussian_m_step(
+                weights, sampled, online_mean, online_std, target_mean, target_std,
+                mpo.dual_from_param(self.log_alpha_mean), mpo.dual_from_param(self.log_alpha_stddev),
+                cfg.epsilon_mean, cfg.epsilon_stddev, cfg.per_dim_constraining)
+
+        # ---- 4. optimise ----------------------------------------------------------------------
+        self.policy_optimizer.zero_grad(set_to_none=True)
+        self.critic_optimizer.zero_grad(set_to_none=True)
+        self.dual_optimizer.zero_grad(set_to_none=True)
+        (critic_loss + policy_loss + temperature_loss).backward()
+        policy_gn = torch.nn.utils.clip_grad_norm_(self.policy.parameters(), cfg.grad_clip)
+        critic_gn = torch.nn.utils.clip_grad_norm_(self.critic.parameters(), cfg.grad_clip)
+        self.policy_optimizer.step()
+        self.critic_optimizer.step()
+        if cfg.temperature_solver == "exact":
+            self.log_temperature.grad = None  # solved exactly; Adam must not move it
+        self.dual_optimizer.step()
+        with torch.no_grad():
+            for p in self.dual_params:
+                p.clamp_(min=mpo.LOG_DUAL_FLOOR)
+        self.num_updates += 1
+        if self.num_updates % cfg.target_update_period == 0:
+            self.update_targets()
+
+        # ---- statistics -------------------------------------------------------------------------
+        with torch.no_grad():
+            stats: dict[str, Tensor] = {
+                "loss/critic": critic_loss.detach(),
+                "loss/policy": m_stats["loss_policy"],
+                "loss/temperature": temperature_loss.detach(),
+                "loss/alpha": m_stats["loss_alpha"],
+                "loss/kl_penalty": m_stats["loss_kl_penalty"],
+                "grad_norm/policy": policy_gn.detach(),
+                "grad_norm/critic": critic_gn.detach(),
+            }
+            for key in ("kl_mean", "kl_stddev", "kl_mean_abs", "kl_stddev_abs", "alpha_mean", "alpha_stddev",
+                        "std_mean", "kl_categorical", "kl_categorical_abs", "alpha_categorical", "entropy"):
+                if key in m_stats:
+                    stats[key] = m_stats[key]
+            temp_names = ["scalarized"] if self.scalarized else self.objective_names
+            for i, name in enumerate(temp_names):
+                stats[f"temperature/{name}"] = temperatures[i].detach()
+                stats[f"kl_q/{name}"] = e_stats["kl_q_rel"][i] if float(self.epsilons[i]) > 0 else e_stats["kl_q"][i] * 0
+            q_min = q_e.amin(dim=(1, 2))
+            q_max = q_e.amax(dim=(1, 2))
+            q_mean = q_e.mean(dim=(1, 2))
+            tmean = (targets * mask.unsqueeze(-1)).sum(dim=(0, 1)) / count
+            for k, name in enumerate(self.objective_names):
+                stats[f"q_min/{name}"] = q_min[k]
+                stats[f"q_mean/{name}"] = q_mean[k]
+                stats[f"q_max/{name}"] = q_max[k]
+                stats[f"target_mean/{name}"] = tmean[k]
+                stats[f"loss_critic/{name}"] = critic_loss_k[k].detach()
+            keys = list(stats)
+            values = torch.stack([v.reshape(()).float() for v in stats.values()]).tolist()
+        return dict(zip(keys, values))
+
+    def update_targets(self) -> None:
+        """Hard copy of the online networks into the target networks."""
+        with torch.no_grad():
+            for src, dst in ((self.policy, self.target_policy), (self.critic, self.target_critic)):
+                for ps, pd in zip(src.parameters(), dst.parameters()):
+                    pd.copy_(ps)
+
+    # -- state ----------------------------------------------------------------------------------
+
+    def state_dict(self) -> dict[str, Any]:
+        return {
+            "policy": self.policy.state_dict(),
+            "critic": self.critic.state_dict(),
+            "target_policy": self.target_policy.state_dict(),
+            "target_critic": self.target_critic.state_dict(),
+            "duals": {"log_temperature": self.log_temperature.detach().clone(),
+                      "log_alpha_mean": self.log_alpha_mean.detach().clone(),
+                      "log_alpha_stddev": None if self.log_alpha_stddev is None else self.log_alpha_stddev.detach().clone()},
+            "policy_optimizer": self.policy_optimizer.state_dict(),
+            "critic_optimizer": self.critic_optimizer.state_dict(),
+            "dual_optimizer": self.dual_optimizer.state_dict(),
+            "num_updates": self.num_updates,
+            "generator": self.generator.get_state(),
+            "actor_generator": self.actor_generator.get_state(),
+            "meta": {"obs_dim": self.obs_dim, "action_spec": self.spec.to_dict(),
+                     "num_objectives": self.num_objectives, "objective_names": self.objective_names,
+                     "config": config_to_dict(self.config)},
+        }
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        meta = state["meta"]
+        mine = {"obs_dim": self.obs_dim, "action_spec": self.spec.to_dict(), "num_objectives": self.num_objectives}
+        for key, value in mine.items():
+            if meta[key] != value:
+                raise ValueError(f"checkpoint {key} is {meta[key]!r} but this learner has {value!r}")
+        self.policy.load_state_dict(state["policy"])
+        self.critic.load_state_dict(state["critic"])
+        self.target_policy.load_state_dict(state["target_policy"])
+        self.target_critic.load_state_dict(state["target_critic"])
+        with torch.no_grad():
+            self.log_temperature.copy_(state["duals"]["log_temperature"])
+            self.log_alpha_mean.copy_(state["duals"]["log_alpha_mean"])
+            if self.log_alpha_stddev is not None:
+                self.log_alpha_stddev.copy_(state["duals"]["log_alpha_stddev"])
+        self.policy_optimizer.load_state_dict(state["policy_optimizer"])
+        self.critic_optimizer.load_state_dict(state["critic_optimizer"])
+        self.dual_optimizer.load_state_dict(state["dual_optimizer"])
+        self.num_updates = int(state["num_updates"])
+        self.generator.set_state(state["generator"])
+        self.actor_generator.set_state(state["actor_generator"])

@@ -1,0 +1,264 @@
+"""A synchronous MO-MPO training loop for MO-Gymnasium-style environments, and evaluation.
+
+:func:`train` collects experience with the exploring (stochastic) online policy into a
+:class:`~morl_robot.learning.replay.SequenceReplay`, runs learner updates whenever the
+samples-per-insert limiter allows (so learning keeps the configured ratio to acting), evaluates the
+deterministic policy periodically, logs the learner statistics (``metrics.csv``, ``eval.csv``,
+TensorBoard) and checkpoints to ``out_dir``; calling it again with the same ``out_dir`` resumes
+from the newest readable checkpoint (a fresh episode is started: environment state is not
+checkpointed).
+
+Environments follow MO-Gymnasium: ``step`` returns a reward vector ``[K]``; ``reward_space`` gives
+K.  Observations are flattened to float32 (``Discrete`` observations one-hot); ``Box`` actions are
+produced in [-1, 1] and rescaled to the space's bounds; ``Discrete`` actions are indices.
+"""
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+
+from morl_robot.learning.checkpoint import load_latest, save_checkpoint
+from morl_robot.learning.config import MPOConfig, config_to_dict, load_learner_config
+from morl_robot.learning.learner import MOMPOLearner, PolicyActor
+from morl_robot.learning.metrics import MetricsLogger
+from morl_robot.learning.networks import ActionSpec
+from morl_robot.learning.replay import SampleToInsertRatio, SequenceReplay
+
+EnvFn = Callable[[], Any]
+
+
+class ObservationEncoder:
+    """Environment observation → flat float32 vector (``Discrete`` → one-hot)."""
+
+    def __init__(self, space: Any):
+        from gymnasium import spaces
+
+        self.discrete_n = int(space.n) if isinstance(space, spaces.Discrete) else 0
+        self.dim = self.discrete_n or int(np.prod(space.shape))
+
+    def __call__(self, obs: Any) -> np.ndarray:
+        if self.discrete_n:
+            out = np.zeros(self.discrete_n, np.float32)
+            out[int(obs)] = 1.0
+            return out
+        return np.asarray(obs, np.float32).reshape(-1)
+
+
+class ActionDecoder:
+    """Policy action → environment action (``Box``: [-1, 1] rescaled to the bounds)."""
+
+    def __init__(self, space: Any):
+        from gymnasium import spaces
+
+        self.discrete = isinstance(space, spaces.Discrete)
+        if not self.discrete:
+            low, high = np.asarray(space.low, np.float64), np.asarray(space.high, np.float64)
+            if not (np.all(np.isfinite(low)) and np.all(np.isfinite(high))):
+                raise ValueError(f"Box action space must be bounded, got {space}")
+            self.identity = bool(np.allclose(low, -1.0) and np.allclose(high, 1.0))
+            self.low, self.high, self.shape, self.dtype = low, high, space.shape, space.dtype
+
+    def __call__(self, action: Any) -> Any:
+        if self.discrete:
+            return int(action)
+        a = np.clip(np.asarray(action, np.float64), -1.0, 1.0)
+        if not self.identity:
+            a = self.low.reshape(-1) + (a + 1.0) * 0.5 * (self.high - self.low).reshape(-1)
+        return a.reshape(self.shape).astype(self.dtype)
+
+
+def num_objectives_of(env: Any) -> int:
+    space = getattr(env.unwrapped, "reward_space", None) or getattr(env, "reward_space", None)
+    if space is None:
+        raise ValueError("environment has no reward_space: expected an MO-Gymnasium-style env (reward vector)")
+    return int(np.prod(space.shape))
+
+
+@dataclass
+class TrainResult:
+    """What :func:`train` returns."""
+
+    policy: PolicyActor  # frozen copy of the final online policy (deterministic: ``policy(obs)``)
+    learner: MOMPOLearner
+    metrics: list[dict[str, float]]  # logged learner statistics (every ``log_every`` updates)
+    evaluations: list[tuple[int, np.ndarray]]  # (env steps, mean per-objective return [K])
+    final_return: np.ndarray | None  # the last evaluation [K]
+    env_steps: int
+    updates: int
+    episodes: int
+    wall_time_s: float
+    out_dir: Path | None = None
+    resumed_from: Path | None = None
+    objective_names: list[str] = field(default_factory=list)
+
+
+def evaluate(policy: Any, env_fn: EnvFn, episodes: int, seed: int, deterministic: bool = True,
+             discount: float = 1.0, max_steps: int | None = None) -> np.ndarray:
+    """Mean per-objective episode return ``[K]`` of ``policy`` over ``episodes`` episodes.
+
+    ``policy``: a :class:`PolicyActor` (or anything with ``act(obs, deterministic) -> (action, …)``)
+    or a callable ``obs -> action``; it sees the encoded observation (flat float32) and returns an
+    action in [-1, 1] (Box) or an index (Discrete).  Episode ``i`` resets with ``seed + i``.
+    ``discount`` < 1 gives discounted returns; ``max_steps`` caps episode length.
+    """
+    env = env_fn()
+    try:
+        enc, dec = ObservationEncoder(env.observation_space), ActionDecoder(env.action_space)
+        k = num_objectives_of(env)
+        totals = np.zeros((episodes, k), np.float64)
+        for i in range(episodes):
+            obs, _ = env.reset(seed=int(seed) + i)
+            scale, steps, done = 1.0, 0, False
+            while not done:
+                x = enc(obs)
+                a = policy.act(x, deterministic)[0] if hasattr(policy, "act") else policy(x)
+                obs, r, terminated, truncated, _ = env.step(dec(a))
+                totals[i] += scale * np.asarray(r, np.float64).reshape(-1)
+                scale *= discount
+                steps += 1
+                done = bool(terminated or truncated) or (max_steps is not None and steps >= max_steps)
+        return totals.mean(axis=0)
+    finally:
+        env.close()
+
+
+def _rng_state() -> dict[str, Any]:
+    return {"torch": torch.get_rng_state()}
+
+
+def train(env_fn: EnvFn, config: MPOConfig | str | os.PathLike[str] | None, total_steps: int, seed: int = 0,
+          out_dir: str | os.PathLike[str] | None = None, progress: bool = True,
+          eval_fn: Callable[[PolicyActor], np.ndarray] | None = None) -> TrainResult:
+    """Train MO-MPO / scalarized MPO on ``env_fn()`` for ``total_steps`` environment steps.
+
+    Args:
+        env_fn: makes a fresh environment (called once for training and once per evaluation).
+        config: :class:`MPOConfig`, a YAML path, or None (reference defaults).
+        total_steps: environment steps in total (a resumed run continues up to this count).
+        seed: seeds networks, sampling, exploration and environment resets.
+        out_dir: run folder for ``metrics.csv``, ``eval.csv``, TensorBoard and checkpoints;
+            an existing checkpoint there is resumed.  None: nothing is written.
+        progress: show a tqdm progress bar.
+        eval_fn: optional ``policy -> returns [K]`` replacing the default :func:`evaluate`.
+
+    Returns:
+        :class:`TrainResult` with the final policy and the logged statistics.
+    """
+    if config is None:
+        config = MPOConfig()
+    elif not isinstance(config, MPOConfig):
+        config = load_learner_config(config)
+    tcfg, rcfg = config.training, config.replay
+    start_time = time.monotonic()
+    env = env_fn()
+    enc, dec = ObservationEncoder(env.observation_space), ActionDecoder(env.action_space)
+    spec = ActionSpec.from_space(env.action_space)
+    k = num_objectives_of(env)
+    learner = MOMPOLearner(enc.dim, spec, k, config, seed=seed)
+    replay = SequenceReplay(rcfg.capacity, enc.dim, spec.dim, k, discrete=spec.is_discrete, seed=seed + 3)
+    limiter = SampleToInsertRatio(rcfg.samples_per_insert, rcfg.min_size_to_sample, rcfg.error_buffer)
+    counters = {"env_steps": 0, "episodes": 0}
+    evaluations: list[tuple[int, np.ndarray]] = []
+    resumed_from: Path | None = None
+    run_dir = Path(out_dir) if out_dir is not None else None
+
+    if run_dir is not None:
+        found = load_latest(run_dir, fallback=True)
+        if found is not None:
+            resumed_from, payload = found
+            learner.load_state_dict(payload["learner"])
+            counters = {key: int(v) for key, v in payload["counters"].items()}
+            if payload.get("replay") is not None:
+                replay.load_state_dict(payload["replay"])
+                limiter.load_state_dict(payload["limiter"])
+            torch.set_rng_state(payload["rng"]["torch"])
+            evaluations = [(int(s), np.asarray(r)) for s, r in payload.get("evaluations", [])]
+    logger = MetricsLogger(run_dir, tcfg.tensorboard, resume_step=counters["env_steps"]) if run_dir else None
+
+    def checkpoint() -> None:
+        if run_dir is None:
+            return
+        payload = {
+            "learner": learner.state_dict(),
+            "counters": dict(counters),
+            "replay": replay.state_dict() if tcfg.checkpoint_replay else None,
+            "limiter": limiter.state_dict(),
+            "rng": _rng_state(),
+            "config": config_to_dict(config),
+            "evaluations": [(s, torch.as_tensor(r)) for s, r in evaluations],
+        }
+        save_checkpoint(run_dir, counters["env_steps"], payload, keep=tcfg.keep_checkpoints)
+
+    def run_eval() -> np.ndarray:
+        snapshot = learner.policy_snapshot()
+        if eval_fn is not None:
+            returns = np.asarray(eval_fn(snapshot), np.float64)
+        else:
+            returns = evaluate(snapshot, env_fn, tcfg.eval_episodes, seed=seed + 1_000_000 + counters["env_steps"])
+        evaluations.append((counters["env_steps"], returns))
+        if logger is not None:
+            logger.log_eval(counters["env_steps"], {f"return/{n}": float(v) for n, v in zip(learner.objective_names, returns)})
+        return returns
+
+    metrics: list[dict[str, float]] = []
+    actor = learner.actor()
+    bar = None
+    if progress:
+        from tqdm.auto import tqdm
+
+        bar = tqdm(total=total_steps, initial=min(counters["env_steps"], total_steps), unit="step", dynamic_ncols=True)
+    try:
+        obs, _ = env.reset(seed=seed + counters["episodes"])
+        x = enc(obs)
+        while counters["env_steps"] < total_steps:
+            action, log_mu = actor.act(x)
+            next_obs, reward, terminated, truncated, _ = env.step(dec(action))
+            nx = enc(next_obs)
+            replay.add(x, action, np.asarray(reward, np.float32).reshape(-1), nx, bool(terminated), bool(truncated), log_mu)
+            limiter.insert()
+            counters["env_steps"] += 1
+            if terminated or truncated:
+                counters["episodes"] += 1
+                obs, _ = env.reset(seed=seed + counters["episodes"])
+                x = enc(obs)
+            else:
+                x = nx
+            while limiter.can_sample(config.batch_size):
+                batch = replay.sample(config.batch_size, config.sequence_length)
+                limiter.sample(config.batch_size)
+                stats = learner.update(batch)
+                if learner.num_updates % tcfg.log_every == 0:
+                    row = {"update": float(learner.num_updates), "env_steps": float(counters["env_steps"]), **stats}
+                    metrics.append(row)
+                    if logger is not None:
+                        logger.log_update(learner.num_updates, counters["env_steps"], stats)
+                    if bar is not None:
+                        bar.set_postfix({n: f"{stats[f'q_mean/{n}']:.3g}" for n in learner.objective_names[:3]}, refresh=False)
+            step = counters["env_steps"]
+            if tcfg.eval_every and step % tcfg.eval_every == 0 and step < total_steps:
+                run_eval()
+            if tcfg.checkpoint_every and step % tcfg.checkpoint_every == 0 and step < total_steps:
+                checkpoint()
+            if bar is not None:
+                bar.update(1)
+        final = run_eval() if total_steps > 0 else None
+        checkpoint()
+    finally:
+        env.close()
+        if bar is not None:
+            bar.close()
+        if logger is not None:
+            logger.close()
+    return TrainResult(
+        policy=learner.policy_snapshot(), learner=learner, metrics=metrics, evaluations=evaluations,
+        final_return=final, env_steps=counters["env_steps"], updates=learner.num_updates,
+        episodes=counters["episodes"], wall_time_s=time.monotonic() - start_time, out_dir=run_dir,
+        resumed_from=resumed_from, objective_names=list(learner.objective_names),
+    )
