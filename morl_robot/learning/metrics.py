@@ -63,7 +63,7 @@ def _as_int(value: Any) -> int:
 
 
 class MetricsLogger:
-    """CSV (``metrics.csv``, ``eval.csv``) and optional TensorBoard logging of named statistics.
+    """CSV (``metrics.csv``, ``eval.csv``, ``episodes.csv``) and optional TensorBoard logging of named statistics.
 
     Args:
         out_dir: run folder.
@@ -76,6 +76,7 @@ class MetricsLogger:
         self.out_dir.mkdir(parents=True, exist_ok=True)
         self.train_csv = CsvLog(self.out_dir / "metrics.csv", truncate_after=resume_step, step_key="env_steps")
         self.eval_csv = CsvLog(self.out_dir / "eval.csv", truncate_after=resume_step, step_key="env_steps")
+        self.episode_csv = CsvLog(self.out_dir / "episodes.csv", truncate_after=resume_step, step_key="env_steps")
         self._tb = None
         if tensorboard:
             try:
@@ -97,6 +98,13 @@ class MetricsLogger:
         if self._tb is not None:
             for key, value in returns.items():
                 self._tb.add_scalar(f"eval/{key}", value, env_steps)
+
+    def log_episode(self, env_steps: int, returns: Mapping[str, float], termination: str | None) -> None:
+        """One finished training episode of the exploring policy (the behaviour learning curve)."""
+        self.episode_csv.write({"env_steps": env_steps, **returns, "termination": termination or ""})
+        if self._tb is not None:
+            for key, value in returns.items():
+                self._tb.add_scalar(f"episode/{key}", value, env_steps)
 
     def flush(self) -> None:
         if self._tb is not None:

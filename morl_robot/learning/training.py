@@ -14,6 +14,8 @@ produced in [-1, 1] and rescaled to the space's bounds; ``Discrete`` actions are
 """
 from __future__ import annotations
 
+import dataclasses
+
 import os
 import time
 from collections.abc import Callable
@@ -161,6 +163,9 @@ def train(env_fn: EnvFn, config: MPOConfig | str | os.PathLike[str] | None, tota
     enc, dec = ObservationEncoder(env.observation_space), ActionDecoder(env.action_space)
     spec = ActionSpec.from_space(env.action_space)
     k = num_objectives_of(env)
+    env_names = list(getattr(env.unwrapped, "objective_names", []) or [])
+    if not config.objective_names and len(env_names) == k:
+        config = dataclasses.replace(config, objective_names=env_names)  # log under the env's names
     learner = MOMPOLearner(enc.dim, spec, k, config, seed=seed)
     replay = SequenceReplay(rcfg.capacity, enc.dim, spec.dim, k, discrete=spec.is_discrete, seed=seed + 3)
     limiter = SampleToInsertRatio(rcfg.samples_per_insert, rcfg.min_size_to_sample, rcfg.error_buffer)
@@ -217,15 +222,24 @@ def train(env_fn: EnvFn, config: MPOConfig | str | os.PathLike[str] | None, tota
     try:
         obs, _ = env.reset(seed=seed + counters["episodes"])
         x = enc(obs)
+        episode_return = np.zeros(k)
         while counters["env_steps"] < total_steps:
             action, log_mu = actor.act(x)
-            next_obs, reward, terminated, truncated, _ = env.step(dec(action))
+            next_obs, reward, terminated, truncated, info = env.step(dec(action))
+            episode_return += np.asarray(reward, np.float64).reshape(-1)
             nx = enc(next_obs)
             replay.add(x, action, np.asarray(reward, np.float32).reshape(-1), nx, bool(terminated), bool(truncated), log_mu)
             limiter.insert()
             counters["env_steps"] += 1
             if terminated or truncated:
                 counters["episodes"] += 1
+                if logger is not None:
+                    logger.log_episode(
+                        counters["env_steps"],
+                        {f"return/{n}": float(v) for n, v in zip(learner.objective_names, episode_return)},
+                        info.get("termination") if isinstance(info, dict) else None,
+                    )
+                episode_return[:] = 0.0
                 obs, _ = env.reset(seed=seed + counters["episodes"])
                 x = enc(obs)
             else:
