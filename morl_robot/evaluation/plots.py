@@ -81,14 +81,15 @@ def plot_pareto_fronts(
         if true_front is not None:
             tf = np.atleast_2d(np.asarray(true_front, dtype=float))
             ax.scatter(tf[:, i], tf[:, j], marker="*", s=160, facecolors="none", edgecolors="k",
-                       linewidths=1.0, label="true front", zorder=4)
+                       linewidths=1.0, label="true front", zorder=2)
         for index, (algo, pts) in enumerate(arrays.items()):
             colour = _colour(index)
+            shrink = 1.0 / (1.0 + 1.5 * index)  # later algorithms smaller, so coincident points stay visible
             uniq, n_hits = np.unique(pts[:, [i, j]], axis=0, return_counts=True)
-            sizes = 18 + 18 * (n_hits - 1) if counts else 18
+            sizes = (30 + 30 * (n_hits - 1) if counts else 30) * shrink
             ax.scatter(uniq[:, 0], uniq[:, 1], s=sizes, color=colour, alpha=0.35, linewidths=0)
             front = pareto_front(pts)  # (F, K): the K-objective front, projected on (i, j)
-            ax.scatter(front[:, i], front[:, j], s=36, color=colour, edgecolors="k", linewidths=0.6,
+            ax.scatter(front[:, i], front[:, j], s=50 * shrink, color=colour, edgecolors="k", linewidths=0.6,
                        label=f"{algo} ({len(front)} on front)", zorder=3)
             if k == 2 and len(front) > 1:
                 ax.step(front[:, 0], front[:, 1], where="pre", color=colour, alpha=0.6, linewidth=1.0)
@@ -140,8 +141,9 @@ def plot_learning_curves(
 
     ``step_column`` defaults to the first of env_steps/step/steps/total_steps/… present;
     ``return_columns`` default to the columns named like ``return_<objective>``,
-    ``return/<objective>`` or ``eval_return_<objective>``.  Rows where a column is blank are skipped
-    for that column.
+    ``return/<objective>`` or ``eval_return_<objective>``, or, when there are none (the learner's
+    ``eval.csv``: ``env_steps`` and one column per objective), every non-step column.  Rows where
+    a column is blank are skipped for that column.
     """
     data = read_metrics_csv(metrics_csv)
     if step_column is None:
@@ -150,6 +152,8 @@ def plot_learning_curves(
             raise ValueError(f"{metrics_csv}: no step column (looked for {', '.join(_STEP_COLUMNS)})")
     if return_columns is None:
         return_columns = [c for c in data if _RETURN_PATTERN.match(c)]
+        if not return_columns:  # e.g. the learner's eval.csv: env_steps + one column per objective
+            return_columns = [c for c in data if c not in _STEP_COLUMNS]
     if not return_columns:
         raise ValueError(f"{metrics_csv}: no return columns (columns: {', '.join(data)})")
     steps = data[step_column]
@@ -204,4 +208,7 @@ def plot_action_probabilities(
     axes.flat[0].legend(fontsize=8)
     if ax_groups is not None and title:
         fig.suptitle(title)
+        fig.tight_layout(rect=(0, 0, 1, 0.96))
+    else:
+        fig.tight_layout()
     return _save(fig, path)

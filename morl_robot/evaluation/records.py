@@ -18,6 +18,16 @@ import numpy as np
 __all__ = ["to_jsonable", "write_json_atomic", "read_json"]
 
 
+def _file_mode() -> int:
+    """Permissions a plain ``open(path, "w")`` would give (0o666 minus the umask)."""
+    mask = os.umask(0)
+    os.umask(mask)
+    return 0o666 & ~mask
+
+
+_FILE_MODE = _file_mode()
+
+
 def to_jsonable(value: Any) -> Any:
     """Recursively convert numpy arrays/scalars, tuples, Paths and dataclass-like objects into
     plain JSON types.  Non-finite floats become ``None`` (JSON has no NaN/Infinity)."""
@@ -51,6 +61,7 @@ def write_json_atomic(path: str | os.PathLike[str], data: Any, indent: int = 2) 
     text = json.dumps(to_jsonable(data), indent=indent, sort_keys=False, allow_nan=False)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
+        os.fchmod(fd, _FILE_MODE)  # mkstemp creates 0o600
         with os.fdopen(fd, "w") as handle:
             handle.write(text)
             handle.write("\n")

@@ -1,0 +1,113 @@
+"""``morl-robot experiment NAME --out DIR``: the MO-MPO paper's toy experiments (§5).
+
+* ``simple-world``: the 3-armed bandit of §5.1 (exact Q-values, exact policy improvement);
+  MO-MPO vs scalarized MPO, balanced vs objective 1 ×20.  Seconds.
+* ``deep-sea-treasure``: §5.2 on MO-Gymnasium's ``deep-sea-treasure-v0``; an ε sweep for MO-MPO
+  and a weight sweep for scalarized MPO through the learner's ``train``/``evaluate``.  Minutes to
+  hours depending on ``--steps`` and the sweep size; ``--quick`` is a smoke run.
+
+Each prints a table and writes ``results.json`` plus PNG plots into ``--out``.
+"""
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from morl_robot.errors import CommandError
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    parser = sub.add_parser("experiment", help="run one of the MO-MPO paper's toy experiments")
+    exp_sub = parser.add_subparsers(dest="experiment", metavar="EXPERIMENT")
+    exp_sub.required = True
+
+    sw = exp_sub.add_parser("simple-world", help="MO-MPO §5.1: 3-armed bandit, scale invariance")
+    sw.add_argument("--out", required=True, type=Path, help="output folder (results.json, plots)")
+    sw.add_argument("--beta", type=float, default=0.001, help="M-step KL bound β (default 0.001)")
+    sw.add_argument("--tol", type=float, default=1e-8,
+                    help="convergence: stop when max |Δπ(a)| < tol (default 1e-8)")
+    sw.add_argument("--max-steps", type=int, default=20_000, help="improvement steps at most")
+    sw.set_defaults(func=_run_simple_world)
+
+    dst = exp_sub.add_parser("deep-sea-treasure", help="MO-MPO §5.2: ε sweep vs weight sweep on DST")
+    dst.add_argument("--out", required=True, type=Path, help="output folder (results.json, plots)")
+    dst.add_argument("--processes", type=int, default=2, help="parallel training processes (default 2)")
+    dst.add_argument("--steps", type=int, default=None,
+                     help="environment steps per training run (default: 8000, --quick: 300)")
+    dst.add_argument("--quick", action="store_true",
+                     help="smoke run: 2 settings per algorithm, few steps, small networks")
+    dst.add_argument("--c-values", type=int, default=7,
+                     help="points of the ε_treasure/ε_time ratio grid c over [0.5, 1.5] (paper: 101)")
+    dst.add_argument("--c-range", type=float, nargs=2, default=(0.5, 1.5), metavar=("LO", "HI"),
+                     help="range of c = ε_treasure/ε_time (paper: 0.5 1.5)")
+    dst.add_argument("--epsilon-time", type=float, nargs="+", default=(0.01, 0.02, 0.05),
+                     help="ε_time values (paper: 0.01 0.02 0.05)")
+    dst.add_argument("--weights", type=int, default=None,
+                     help="scalarized-MPO weights [w, 1−w] (default: as many runs as the ε sweep)")
+    dst.add_argument("--eval-episodes", type=int, default=1,
+                     help="evaluation episodes per policy (the env is deterministic; default 1)")
+    dst.add_argument("--seed", type=int, default=0)
+    dst.add_argument("--time-limit", type=float, default=None,
+                     help="seconds; settings not finished by then are reported as not run")
+    dst.add_argument("--algorithms", default="mo-mpo,scalarized-mpo",
+                     help="comma-separated subset of mo-mpo,scalarized-mpo")
+    dst.add_argument("--no-progress", action="store_true", help="no progress bar")
+    dst.set_defaults(func=_run_deep_sea_treasure)
+
+
+def _run_simple_world(args: argparse.Namespace) -> int:
+    from morl_robot.experiments import simple_world
+
+    if args.beta <= 0:
+        raise CommandError(f"--beta must be > 0, got {args.beta}")
+    result = simple_world.write_report(str(args.out), beta=args.beta, tol=args.tol, max_steps=args.max_steps)
+    print(simple_world.format_table(result["policies"]))
+    unconverged = [r for r in result["runs"] if not r["converged"]]
+    for algorithm in ("mo-mpo", "scalarized-mpo"):
+        shifts = {
+            pref: simple_world.shifted_to_first_objective(result["policies"], algorithm, pref)  # type: ignore[arg-type]
+            for pref in ("equal", "prefer_first", "prefer_second")
+        }
+        print(f"{algorithm}: p(right) imbalanced − balanced: "
+              + ", ".join(f"{k} {v:+.3f}" for k, v in shifts.items()))
+    if unconverged:
+        print(f"warning: {len(unconverged)} runs did not converge within --max-steps")
+    print(f"wall time {result['wall_time_s']:.1f} s; wrote {args.out}/results.json, runs.json, "
+          "action_probabilities.png, policy_trajectories.png")
+    return 0
+
+
+def _run_deep_sea_treasure(args: argparse.Namespace) -> int:
+    from morl_robot.experiments import deep_sea_treasure
+
+    algorithms = [a.strip() for a in args.algorithms.split(",") if a.strip()]
+    unknown = sorted(set(algorithms) - {"mo-mpo", "scalarized-mpo"})
+    if unknown or not algorithms:
+        raise CommandError(f"--algorithms: unknown {unknown}; allowed: mo-mpo, scalarized-mpo")
+    if args.processes < 1:
+        raise CommandError(f"--processes must be >= 1, got {args.processes}")
+    lo, hi = args.c_range
+    if not 0 < lo <= hi:
+        raise CommandError(f"--c-range needs 0 < LO <= HI, got {lo} {hi}")
+    if args.c_values < 1 or any(e <= 0 for e in args.epsilon_time):
+        raise CommandError("--c-values must be >= 1 and every --epsilon-time > 0")
+    if args.steps is not None and args.steps < 1:
+        raise CommandError(f"--steps must be >= 1, got {args.steps}")
+    result = deep_sea_treasure.run_experiment(
+        out_dir=args.out,
+        processes=args.processes,
+        steps=args.steps,
+        quick=args.quick,
+        c_values=args.c_values,
+        c_range=tuple(args.c_range),
+        epsilon_time=tuple(args.epsilon_time),
+        num_weights=args.weights,
+        eval_episodes=args.eval_episodes,
+        seed=args.seed,
+        time_limit_s=args.time_limit,
+        algorithms=algorithms,
+        progress=not args.no_progress,
+    )
+    print(deep_sea_treasure.format_table(result))
+    print(f"wrote {args.out}/results.json, fronts.png")
+    return 0

@@ -1,0 +1,352 @@
+"""Deep Sea Treasure: MO-MPO's ε sweep vs scalarized MPO's weight sweep (MO-MPO §5.2).
+
+Domain (Vamplew et al., 2011; values of Yang et al., 2019): MO-Gymnasium's ``deep-sea-treasure-v0``,
+an 11×11 grid (the paper's 11×10 plus a column of open water), start at the top-left corner, four
+moves, ten treasures; the episode ends on a treasure (or after 100 steps, MO-Gymnasium's time
+limit).  Objectives (K = 2): treasure value, time penalty −1 per step.  :func:`check_environment`
+checks the map's treasures are Yang et al.'s convex values and reads the ten Pareto points from
+``env.unwrapped.pareto_front(gamma)``.
+
+Sweeps (paper §5.2):
+
+* MO-MPO: ε_time ∈ {0.01, 0.02, 0.05}, ε_treasure = c·ε_time, c on an even grid over [0.5, 1.5]
+  (the paper: 101 values; here ``c_values`` of them).
+* Scalarized MPO: weights [w, 1 − w] on an even grid over [0, 1] (the paper: 101 weights) with as
+  many runs as the ε sweep (equal total budget) unless told otherwise.
+
+Each setting trains one policy with the learner's ``train`` (categorical policy over the four
+moves) and evaluates it with the learner's ``evaluate``; the undiscounted return vector is what
+the front and the "Pareto points found" count use.  The observation is the one-hot grid cell
+(:class:`OneHotCell`): DST is a tabular problem and the raw (row, column) integers would make the
+network's job needlessly hard.  The paper reports MO-MPO reaching all 10 Pareto points and
+scalarized MPO 8 of 10.
+"""
+from __future__ import annotations
+
+import math
+import os
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Mapping, Sequence
+
+import gymnasium as gym
+import numpy as np
+from numpy.typing import NDArray
+
+from morl_robot.evaluation.hypervolume import hypervolume
+from morl_robot.evaluation.pareto import expected_utility, pareto_front, simplex_weights, sparsity
+from morl_robot.evaluation.records import write_json_atomic
+from morl_robot.evaluation.sweep import Setting, SweepResult, run_sweep
+
+__all__ = [
+    "ENV_ID",
+    "YANG_2019_TREASURES",
+    "OBJECTIVES",
+    "REFERENCE_POINT",
+    "EPSILON_TIME",
+    "OneHotCell",
+    "make_env",
+    "check_environment",
+    "true_pareto_front",
+    "pareto_points_found",
+    "mo_mpo_settings",
+    "scalarized_settings",
+    "learner_config",
+    "train_and_evaluate",
+    "run_experiment",
+    "format_table",
+]
+
+ENV_ID = "deep-sea-treasure-v0"
+#: Treasure values of the convex DST of Yang et al. (2019), nearest to farthest.
+YANG_2019_TREASURES: tuple[float, ...] = (0.7, 8.2, 11.5, 14.0, 15.1, 16.1, 19.6, 20.3, 22.4, 23.7)
+#: Objective order of the environment's reward vector.
+OBJECTIVES: tuple[str, str] = ("treasure", "time")
+#: Hypervolume reference point (treasure, time): below every reachable return (time limit 100).
+REFERENCE_POINT: tuple[float, float] = (0.0, -100.0)
+#: ε_time values of the paper's MO-MPO sweep.
+EPSILON_TIME: tuple[float, ...] = (0.01, 0.02, 0.05)
+
+
+class OneHotCell(gym.ObservationWrapper):
+    """Replace DST's (row, column) integer observation by a one-hot vector over the grid cells."""
+
+    def __init__(self, env: gym.Env):
+        super().__init__(env)
+        self.rows, self.cols = env.unwrapped.sea_map.shape
+        self.observation_space = gym.spaces.Box(0.0, 1.0, shape=(self.rows * self.cols,), dtype=np.float32)
+
+    def observation(self, observation: Any) -> NDArray[np.float32]:
+        row, col = (int(v) for v in np.asarray(observation).reshape(-1)[:2])
+        out = np.zeros(self.rows * self.cols, dtype=np.float32)
+        out[row * self.cols + col] = 1.0
+        return out
+
+
+def make_env(one_hot: bool = True) -> gym.Env:
+    """``deep-sea-treasure-v0`` (reward vector (treasure, time)), one-hot observations by default.
+
+    Module-level so that it pickles into spawned sweep workers.
+    """
+    import mo_gymnasium
+
+    env = mo_gymnasium.make(ENV_ID)  # gym.make without the scalar-reward env checker
+    return OneHotCell(env) if one_hot else env
+
+
+def true_pareto_front(gamma: float = 1.0) -> NDArray[np.float64]:
+    """The ten Pareto-optimal return vectors (10, 2) from ``env.unwrapped.pareto_front(gamma)``,
+    sorted by treasure value."""
+    env = make_env(one_hot=False)
+    try:
+        front = np.asarray(env.unwrapped.pareto_front(gamma=gamma), dtype=np.float64)
+    finally:
+        env.close()
+    return front[np.argsort(front[:, 0])]
+
+
+def check_environment() -> dict[str, Any]:
+    """Check the map's treasures are Yang et al. (2019)'s and the front has ten points.
+
+    Returns ``{"treasures": [...], "pareto_front": [[treasure, time], ...]}`` (undiscounted);
+    raises ``RuntimeError`` on a mismatch (e.g. a changed MO-Gymnasium default map).
+    """
+    env = make_env(one_hot=False)
+    try:
+        sea_map = np.asarray(env.unwrapped.sea_map, dtype=np.float64)
+    finally:
+        env.close()
+    treasures = np.sort(sea_map[sea_map > 0])
+    if not np.allclose(treasures, YANG_2019_TREASURES):
+        raise RuntimeError(f"{ENV_ID}: treasures {treasures.tolist()} differ from Yang et al. 2019 "
+                           f"{list(YANG_2019_TREASURES)}")
+    front = true_pareto_front(1.0)
+    if front.shape != (10, 2) or not np.allclose(front[:, 0], YANG_2019_TREASURES):
+        raise RuntimeError(f"{ENV_ID}: expected 10 Pareto points with the treasures as values, got {front.tolist()}")
+    return {"treasures": treasures.tolist(), "pareto_front": front.tolist()}
+
+
+def pareto_points_found(
+    returns: NDArray[np.float64], front: NDArray[np.float64], atol: float = 1e-3
+) -> NDArray[np.bool_]:
+    """Which true Pareto points (T, K) some return vector in ``returns`` (R, K) equals (± atol).
+
+    Returns a mask (T,).  Deterministic (greedy) evaluation of a DST policy gives exactly one of
+    the treasure outcomes, so equality up to float noise is the right test.
+    """
+    returns = np.asarray(returns, dtype=np.float64).reshape(-1, front.shape[1])
+    if returns.shape[0] == 0:
+        return np.zeros(front.shape[0], dtype=bool)
+    close = np.all(np.abs(returns[:, None, :] - front[None, :, :]) <= atol, axis=2)  # (R, T)
+    return close.any(axis=0)
+
+
+#: The paper's range of the ratio c = ε_treasure / ε_time.
+C_RANGE: tuple[float, float] = (0.5, 1.5)
+
+
+def c_grid(count: int, c_range: tuple[float, float] = C_RANGE) -> NDArray[np.float64]:
+    """``count`` values of c evenly over ``c_range`` (the paper: 101 over [0.5, 1.5], step 0.01);
+    a single value is the range's midpoint."""
+    if count < 1:
+        raise ValueError(f"need at least one c value, got {count}")
+    lo, hi = c_range
+    return np.array([0.5 * (lo + hi)]) if count == 1 else np.linspace(lo, hi, count)
+
+
+def mo_mpo_settings(c_values: int, epsilon_time: Sequence[float] = EPSILON_TIME, seed: int = 0,
+                    c_range: tuple[float, float] = C_RANGE) -> list[Setting]:
+    """MO-MPO settings: ε = [ε_treasure, ε_time] with ε_treasure = c·ε_time (paper §5.2)."""
+    out = []
+    for i, (eps_time, c) in enumerate((e, c) for e in epsilon_time for c in c_grid(c_values, c_range)):
+        eps = [round(float(c) * eps_time, 10), float(eps_time)]
+        out.append(Setting(name=f"eps_time={eps_time:g},c={c:.3f}",
+                           params={"algorithm": "mo-mpo", "epsilons": eps, "c": float(c),
+                                   "epsilon_time": float(eps_time)},
+                           seed=seed + i))
+    return out
+
+
+def scalarized_settings(num_weights: int, epsilon: float = 0.01, seed: int = 0) -> list[Setting]:
+    """Scalarized MPO settings: weights [w, 1 − w], w evenly over [0, 1] (paper §5.2: 101)."""
+    ws = np.array([0.5]) if num_weights == 1 else np.linspace(0.0, 1.0, num_weights)
+    return [Setting(name=f"w={w:.3f}",
+                    params={"algorithm": "scalarized-mpo", "weights": [float(w), float(1 - w)],
+                            "epsilon": epsilon},
+                    seed=seed + i)
+            for i, w in enumerate(ws)]
+
+
+@dataclass(frozen=True)
+class RunBudget:
+    """Per-run training budget and learner sizes (shared by both algorithms: equal budget)."""
+
+    steps: int
+    eval_episodes: int = 1
+    quick: bool = False
+
+
+def learner_config(setting: Setting, budget: RunBudget) -> Any:
+    """An :class:`~morl_robot.learning.config.MPOConfig` for one DST setting.
+
+    Small networks and batches (the state is one of 121 cells), exact enumeration of the four
+    actions in the E-step, n-step/Retrace targets as the learner defaults, γ = 0.99.
+    """
+    from morl_robot.learning.config import MPOConfig, NetworkConfig, ReplayConfig, TrainingConfig
+
+    quick = budget.quick
+    params = setting.params
+    common: dict[str, Any] = dict(
+        objective_names=list(OBJECTIVES),
+        networks=NetworkConfig(policy_hidden=[32] if quick else [64, 64],
+                               critic_hidden=[32] if quick else [128, 128]),
+        replay=ReplayConfig(capacity=100_000, samples_per_insert=4.0 if quick else 8.0,
+                            min_size_to_sample=64 if quick else 500, error_buffer=256.0),
+        training=TrainingConfig(eval_every=0, eval_episodes=budget.eval_episodes, checkpoint_every=0,
+                                log_every=50, tensorboard=False),
+        batch_size=16 if quick else 32,
+        sequence_length=5,
+        target_update_period=20,
+        epsilon_categorical=0.01,
+        policy_lr=1e-3,
+        critic_lr=1e-3,
+    )
+    if params["algorithm"] == "mo-mpo":
+        return MPOConfig(algorithm="mo_mpo", epsilons=list(params["epsilons"]), **common)
+    return MPOConfig(algorithm="scalarized_mpo", scalarization_weights=list(params["weights"]),
+                     epsilon=float(params.get("epsilon", 0.01)), **common)
+
+
+def train_and_evaluate(setting: Setting, budget: RunBudget) -> NDArray[np.float64]:
+    """Train one policy for ``setting`` with the learner's ``train`` and return its undiscounted
+    evaluation return (K,) from the learner's ``evaluate`` (picklable for the sweep workers)."""
+    from morl_robot.learning.training import evaluate, train
+
+    config = learner_config(setting, budget)
+    result = train(make_env, config, total_steps=budget.steps, seed=setting.seed, out_dir=None, progress=False)
+    # train() ends with evaluate() of the final deterministic policy (config.training.eval_episodes).
+    if result.final_return is not None:
+        return np.asarray(result.final_return, dtype=np.float64).reshape(-1)
+    return np.asarray(evaluate(result.policy, make_env, budget.eval_episodes, setting.seed), dtype=np.float64)
+
+
+def _summarise(result: SweepResult, true_front: NDArray[np.float64]) -> dict[str, Any]:
+    """Per-algorithm entry of results.json."""
+    returns = result.returns
+    distinct, counts = (np.unique(returns, axis=0, return_counts=True) if returns.size
+                        else (np.zeros((0, 2)), np.zeros(0, dtype=int)))
+    found = pareto_points_found(returns, true_front)
+    return {
+        "runs": len(result.records),
+        "failures": [{"setting": r.setting.name, "error": r.error} for r in result.records if not r.ok],
+        "not_run": [s.name for s in result.not_run],
+        "distinct_returns": [{"returns": d.tolist(), "runs": int(n)} for d, n in zip(distinct, counts)],
+        "pareto_points_found": int(found.sum()),
+        "pareto_points_found_mask": found.tolist(),
+        "front": pareto_front(returns).tolist() if returns.size else [],
+        "hypervolume": hypervolume(returns, REFERENCE_POINT) if returns.size else 0.0,
+        # EUM over the 101 weights [w, 1 − w] on the raw returns; PGMORL sparsity of the front.
+        "expected_utility": expected_utility(returns, simplex_weights(2, 100)) if returns.size else None,
+        "sparsity": sparsity(pareto_front(returns)) if returns.size else None,
+        "wall_time_s": result.wall_time_s,
+        "processes": result.processes,
+        "per_setting": [
+            {"setting": r.setting.to_dict(), "returns": None if r.returns is None else r.returns.tolist(),
+             "seconds": r.seconds}
+            for r in result.records
+        ],
+    }
+
+
+def run_experiment(
+    out_dir: str | os.PathLike[str],
+    processes: int = 2,
+    steps: int | None = None,
+    quick: bool = False,
+    c_values: int = 7,
+    c_range: tuple[float, float] = C_RANGE,
+    epsilon_time: Sequence[float] = EPSILON_TIME,
+    num_weights: int | None = None,
+    eval_episodes: int = 1,
+    seed: int = 0,
+    time_limit_s: float | None = None,
+    algorithms: Sequence[str] = ("mo-mpo", "scalarized-mpo"),
+    progress: bool = True,
+) -> dict[str, Any]:
+    """Run the sweeps and write ``results.json`` and ``fronts.png`` into ``out_dir``.
+
+    ``quick``: 2 settings per algorithm, 300 steps, tiny networks (a smoke test, not a result).
+    ``time_limit_s`` is shared by the algorithms (each gets the time the previous ones left, split
+    evenly over those remaining).
+    """
+    import functools
+
+    from morl_robot.evaluation.plots import plot_pareto_fronts
+
+    out = Path(out_dir)
+    env_facts = check_environment()
+    front = np.asarray(env_facts["pareto_front"])
+    if quick:
+        steps = steps or 300
+        mo_settings = mo_mpo_settings(1, epsilon_time=(0.01, 0.05), seed=seed)
+        sc_settings = scalarized_settings(2, seed=seed)
+    else:
+        steps = steps or 8_000
+        mo_settings = mo_mpo_settings(c_values, epsilon_time=epsilon_time, seed=seed, c_range=c_range)
+        sc_settings = scalarized_settings(num_weights or len(mo_settings), seed=seed)
+    budget = RunBudget(steps=int(steps), eval_episodes=int(eval_episodes), quick=quick)
+    fn = functools.partial(train_and_evaluate, budget=budget)
+    sweeps = {"mo-mpo": mo_settings, "scalarized-mpo": sc_settings}
+    results: dict[str, Any] = {
+        "environment": {"id": ENV_ID, "objectives": list(OBJECTIVES), **env_facts,
+                        "pareto_front_discounted_0.99": true_pareto_front(0.99).tolist()},
+        "reference_point": list(REFERENCE_POINT),
+        "true_front_hypervolume": hypervolume(front, REFERENCE_POINT),
+        "true_front_expected_utility": expected_utility(front, simplex_weights(2, 100)),
+        "sweep": {"epsilon_time": list(epsilon_time), "c_range": list(c_range), "c_values": c_values,
+                  "scalarized_weights": len(sc_settings), "scalarized_epsilon": 0.01},
+        "budget": {"steps_per_run": budget.steps, "eval_episodes": budget.eval_episodes, "quick": quick,
+                   "processes": processes, "time_limit_s": time_limit_s, "cpu_count": os.cpu_count()},
+    }
+    start = time.perf_counter()
+    returns_by_algorithm: dict[str, NDArray[np.float64]] = {}
+    chosen = [a for a in sweeps if a in algorithms]
+    for index, algorithm in enumerate(chosen):
+        limit = None
+        if time_limit_s is not None:
+            left = time_limit_s - (time.perf_counter() - start)
+            limit = max(0.0, left / (len(chosen) - index))
+        sweep = run_sweep(sweeps[algorithm], fn, processes=processes, ref=REFERENCE_POINT,
+                          out_path=out / f"sweep_{algorithm}.json", time_limit_s=limit,
+                          progress=progress, description=f"DST {algorithm}")
+        results[algorithm] = _summarise(sweep, front)
+        returns_by_algorithm[algorithm] = sweep.returns
+        write_json_atomic(out / "results.json", results)
+    results["wall_time_s"] = time.perf_counter() - start
+    write_json_atomic(out / "results.json", results)
+    plot_pareto_fronts({a: r for a, r in returns_by_algorithm.items() if r.size}, out / "fronts.png",
+                       ref=REFERENCE_POINT, objective_names=OBJECTIVES, true_front=front,
+                       title="Deep Sea Treasure: returns reached per setting (MO-MPO §5.2, Fig. 5)")
+    return results
+
+
+def format_table(results: Mapping[str, Any]) -> str:
+    """Printed summary: runs, distinct returns, Pareto points found, hypervolume, wall time."""
+    header = f"{'algorithm':<16}{'runs':>6}{'distinct':>10}{'pareto found':>14}{'hypervolume':>13}{'wall s':>9}"
+    lines = [header, "-" * len(header)]
+    for algorithm in ("mo-mpo", "scalarized-mpo"):
+        if algorithm not in results:
+            continue
+        r = results[algorithm]
+        lines.append(f"{algorithm:<16}{r['runs']:>6}{len(r['distinct_returns']):>10}"
+                     f"{r['pareto_points_found']:>11}/10{r['hypervolume']:>13.1f}{r['wall_time_s']:>9.1f}")
+        if r["failures"]:
+            lines.append(f"  {len(r['failures'])} failed runs, first error: "
+                         f"{r['failures'][0]['error'].strip().splitlines()[-1]}")
+        if r["not_run"]:
+            lines.append(f"  {len(r['not_run'])} settings not run (time limit)")
+    lines.append(f"true front hypervolume {results['true_front_hypervolume']:.1f} "
+                 f"(reference point {tuple(results['reference_point'])}); total wall time "
+                 f"{results.get('wall_time_s', math.nan):.1f} s with {results['budget']['processes']} processes")
+    return "\n".join(lines)

@@ -1,0 +1,79 @@
+"""Sweep runner (2 spawned processes), atomic JSON, plots."""
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from unittest import mock
+
+import numpy as np
+import pytest
+
+from morl_robot.evaluation import Setting, run_sweep, write_json_atomic
+from morl_robot.evaluation.plots import plot_action_probabilities, plot_learning_curves, plot_pareto_fronts
+
+
+def trivial_returns(setting: Setting) -> np.ndarray:
+    """Module-level (picklable): a point on the line x + y = 1, or an error for 'bad'."""
+    if setting.name == "bad":
+        raise RuntimeError("boom")
+    w = float(setting.params["w"])
+    import torch
+
+    return np.array([w, 1.0 - w]) * (1.0 if torch.get_num_threads() == 1 else np.nan)
+
+
+def test_run_sweep_two_processes(tmp_path: Path) -> None:
+    settings = [Setting(name=f"w={w}", params={"w": w}, seed=i) for i, w in enumerate([0.0, 0.25, 0.5, 0.5])]
+    settings.append(Setting(name="bad", params={"w": 0.0}))
+    out = tmp_path / "sweep.json"
+    result = run_sweep(settings, trivial_returns, processes=2, ref=[-1.0, -1.0], out_path=out, progress=False)
+    assert result.processes == 2
+    assert len(result.records) == 5
+    failures = [r for r in result.records if not r.ok]
+    assert len(failures) == 1 and "boom" in failures[0].error
+    # Each return vector is kept with the setting that produced it.
+    for rec in result.ok_records:
+        np.testing.assert_allclose(rec.returns, [rec.setting.params["w"], 1 - rec.setting.params["w"]])
+    assert len(result.front) == 3
+    dup = [group for group in result.front_settings if len(group) == 2]
+    assert len(dup) == 1 and {s.seed for s in dup[0]} == {2, 3}
+    # Union of boxes from (−1, −1): x + y = 1 staircase at 0, .25, .5 -> 1.5·2... computed exactly:
+    assert result.hypervolume == pytest.approx(1.0 * 2.0 + 0.25 * 1.75 + 0.25 * 1.5)
+    data = json.loads(out.read_text())
+    assert data["failures"] == 1 and len(data["records"]) == 5 and data["not_run"] == []
+    assert data["hypervolume"] == pytest.approx(result.hypervolume)
+
+
+def test_run_sweep_inline_and_time_limit(tmp_path: Path) -> None:
+    settings = [Setting(name=str(w), params={"w": w}) for w in (0.1, 0.9)]
+    result = run_sweep(settings, trivial_returns, processes=1, ref=[0.0, 0.0], progress=False)
+    assert len(result.ok_records) == 2
+    cut = run_sweep(settings, trivial_returns, processes=1, time_limit_s=0.0, progress=False)
+    assert cut.records == [] and len(cut.not_run) == 2 and cut.hypervolume is None
+
+
+def test_write_json_atomic(tmp_path: Path) -> None:
+    path = tmp_path / "sub" / "results.json"
+    write_json_atomic(path, {"a": np.arange(3), "b": np.float32(0.5), "c": float("nan"), "d": (1, 2)})
+    assert json.loads(path.read_text()) == {"a": [0, 1, 2], "b": 0.5, "c": None, "d": [1, 2]}
+    # A failing write leaves the old file intact and no temp file behind.
+    with mock.patch("os.replace", side_effect=OSError("disk full")):
+        with pytest.raises(OSError):
+            write_json_atomic(path, {"a": 1})
+    assert json.loads(path.read_text())["a"] == [0, 1, 2]
+    assert os.listdir(path.parent) == ["results.json"]
+
+
+def test_plots(tmp_path: Path) -> None:
+    rng = np.random.default_rng(0)
+    p2 = plot_pareto_fronts({"a": rng.random((20, 2)), "b": rng.random((5, 2))}, tmp_path / "f2.png",
+                            ref=[0, 0], true_front=[[1, 0], [0, 1]], objective_names=["x", "y"])
+    p3 = plot_pareto_fronts({"a": rng.random((20, 3))}, tmp_path / "f3.png", ref=[0, 0, 0])
+    csv_path = tmp_path / "metrics.csv"
+    csv_path.write_text("env_steps,return_task,return_pain,loss\n0,1,2,0.1\n10,,3,0.2\n20,3,4,0.3\n")
+    p4 = plot_learning_curves(csv_path, tmp_path / "curves.png")
+    p5 = plot_action_probabilities({"equal": {"left": 0.2, "up": 0.6, "right": 0.2}}, tmp_path / "bars.png")
+    for p in (p2, p3, p4, p5):
+        assert p.exists() and p.stat().st_size > 1000
+        assert p.read_bytes()[:4] == b"\x89PNG"
