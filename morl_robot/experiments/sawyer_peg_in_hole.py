@@ -63,7 +63,7 @@ def run(
         "objectives": names,
         "episode_return_first_10pct": dict(zip(names, map(float, first))),
         "episode_return_last_10pct": dict(zip(names, map(float, last))),
-        "improved": {n: bool(l > f) for n, f, l in zip(names, first, last)},
+        "improved": {n: bool(end > begin) for n, begin, end in zip(names, first, last)},
         "evaluations": [{"env_steps": int(s), **dict(zip(names, map(float, r)))} for s, r in result.evaluations],
     }
     write_json_atomic(out / "results.json", summary)

@@ -65,24 +65,20 @@ __all__ = [
     "temperature_dual",
 ]
 
-try:  # modules added as they land; keep the package importable meanwhile
-    from morl_robot.learning.checkpoint import (
-        CheckpointError,
-        latest_checkpoint,
-        load_checkpoint,
-        save_checkpoint,
-    )
-    from morl_robot.learning.training import TrainResult, evaluate, train
+from morl_robot.learning.checkpoint import (  # noqa: E402
+    CheckpointError,
+    latest_checkpoint,
+    load_checkpoint,
+    save_checkpoint,
+)
+from morl_robot.learning.training import TrainResult, evaluate, train  # noqa: E402
 
-    __all__ += [
-        "CheckpointError",
-        "TrainResult",
-        "evaluate",
-        "latest_checkpoint",
-        "load_checkpoint",
-        "save_checkpoint",
-        "train",
-    ]
-except ModuleNotFoundError as _exc:  # pragma: no cover
-    if not (_exc.name or "").startswith("morl_robot.learning"):
-        raise
+__all__ += [
+    "CheckpointError",
+    "TrainResult",
+    "evaluate",
+    "latest_checkpoint",
+    "load_checkpoint",
+    "save_checkpoint",
+    "train",
+]
