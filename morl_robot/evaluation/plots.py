@@ -103,7 +103,7 @@ def plot_pareto_fronts(
         ax.axis("off")
     axes.flat[0].legend(fontsize=8, loc="best")
     if title:
-        fig.suptitle(title)
+        fig.suptitle(title, y=1.03)
     return _save(fig, path)
 
 
@@ -168,7 +168,7 @@ def plot_learning_curves(
         ax.set_ylabel("return")
         ax.grid(alpha=0.3)
     if title:
-        fig.suptitle(title)
+        fig.suptitle(title, y=1.03)
     return _save(fig, path)
 
 
@@ -207,7 +207,7 @@ def plot_action_probabilities(
         ax.axis("off")
     axes.flat[0].legend(fontsize=8)
     if ax_groups is not None and title:
-        fig.suptitle(title)
+        fig.suptitle(title, y=1.03)
         fig.tight_layout(rect=(0, 0, 1, 0.96))
     else:
         fig.tight_layout()
