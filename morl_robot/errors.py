@@ -19,3 +19,7 @@ class UnknownNameError(MorlRobotError, KeyError):
 
     def __str__(self) -> str:  # KeyError quotes its message; show it plainly instead.
         return str(self.args[0]) if self.args else ""
+
+
+class UsageError(MorlRobotError, ValueError):
+    """A command-line argument is invalid; the message names the option and what is allowed."""

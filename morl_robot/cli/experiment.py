@@ -15,7 +15,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from morl_robot.errors import CommandError
+from morl_robot.errors import UsageError
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -71,7 +71,7 @@ def _run_simple_world(args: argparse.Namespace) -> int:
     from morl_robot.experiments import simple_world
 
     if args.beta <= 0:
-        raise CommandError(f"--beta must be > 0, got {args.beta}")
+        raise UsageError(f"--beta must be > 0, got {args.beta}")
     result = simple_world.write_report(str(args.out), beta=args.beta, tol=args.tol, max_steps=args.max_steps)
     print(simple_world.format_table(result["policies"]))
     unconverged = [r for r in result["runs"] if not r["converged"]]
@@ -93,7 +93,7 @@ def _run_sawyer(args: argparse.Namespace) -> int:
     from morl_robot.experiments import sawyer_peg_in_hole
 
     if args.steps < 1:
-        raise CommandError(f"--steps must be >= 1, got {args.steps}")
+        raise UsageError(f"--steps must be >= 1, got {args.steps}")
     r = sawyer_peg_in_hole.run(args.out, args.steps, args.config, args.epsilons, args.seed, progress=not args.no_progress)
     print(f"budget: {r['budget']}")
     print(f"{'objective':<14} {'first 10% episodes':>20} {'last 10% episodes':>20}")
@@ -109,16 +109,16 @@ def _run_deep_sea_treasure(args: argparse.Namespace) -> int:
     algorithms = [a.strip() for a in args.algorithms.split(",") if a.strip()]
     unknown = sorted(set(algorithms) - {"mo-mpo", "scalarized-mpo"})
     if unknown or not algorithms:
-        raise CommandError(f"--algorithms: unknown {unknown}; allowed: mo-mpo, scalarized-mpo")
+        raise UsageError(f"--algorithms: unknown {unknown}; allowed: mo-mpo, scalarized-mpo")
     if args.processes < 1:
-        raise CommandError(f"--processes must be >= 1, got {args.processes}")
+        raise UsageError(f"--processes must be >= 1, got {args.processes}")
     lo, hi = args.c_range
     if not 0 < lo <= hi:
-        raise CommandError(f"--c-range needs 0 < LO <= HI, got {lo} {hi}")
+        raise UsageError(f"--c-range needs 0 < LO <= HI, got {lo} {hi}")
     if args.c_values < 1 or any(e <= 0 for e in args.epsilon_time):
-        raise CommandError("--c-values must be >= 1 and every --epsilon-time > 0")
+        raise UsageError("--c-values must be >= 1 and every --epsilon-time > 0")
     if args.steps is not None and args.steps < 1:
-        raise CommandError(f"--steps must be >= 1, got {args.steps}")
+        raise UsageError(f"--steps must be >= 1, got {args.steps}")
     result = deep_sea_treasure.run_experiment(
         out_dir=args.out,
         processes=args.processes,

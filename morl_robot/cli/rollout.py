@@ -6,6 +6,8 @@ from __future__ import annotations
 import argparse
 import json
 
+from morl_robot.errors import UsageError
+
 
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("rollout", help="run a task in simulation with a fixed policy, print a JSON summary")
@@ -23,7 +25,7 @@ def run(args: argparse.Namespace) -> int:
     from morl_robot.envs.rollout import rollout
 
     if args.steps < 1:
-        raise SystemExit("morl-robot rollout: error: --steps must be at least 1")
+        raise UsageError(f"--steps must be at least 1, got {args.steps}")
     env = MORobotEnv(args.task, config_file=args.config, model_source=args.model)
     try:
         summary = rollout(env, args.steps, seed=args.seed, policy=args.policy)
