@@ -12,6 +12,7 @@ from typing import Any, Mapping
 
 import numpy as np
 
+from morl_robot.errors import CommandError
 from morl_robot.robots.spec import ControlMode, RobotSpec, RobotState
 
 
@@ -37,8 +38,6 @@ class Robot(abc.ABC):
         """Switch how commands are interpreted; raises for a mode the robot does not declare."""
         mode = ControlMode(mode)
         if mode not in self.spec.control_modes:
-            from morl_robot.errors import CommandError
-
             raise CommandError(
                 f"robot '{self.spec.name}' does not support control mode '{mode.value}'; "
                 f"supported: {[m.value for m in self.spec.control_modes]}"

@@ -27,9 +27,8 @@ from morl_robot.errors import ConfigError, UnknownNameError
 from morl_robot.resources import sim_path
 from morl_robot.robots.base import Robot
 from morl_robot.robots.config import RobotConfig
-from morl_robot.robots.kinematics import quat_error, resolved_rate
+from morl_robot.robots.kinematics import resolved_rate
 from morl_robot.robots.spec import (
-    POSE_LABELS,
     WRENCH_LABELS,
     ActuatorSpec,
     CartesianSpec,
@@ -202,7 +201,6 @@ class MujocoRobot(Robot):
             else np.maximum(-self._kp_bias[:, 2], 1.0) * 4.0
         )
         self._target = np.zeros(len(self._act))  # integrated position targets (cartesian mode)
-        self._orientation_goal: np.ndarray | None = None
         self._on_mode_change(self.control_mode)
         mujoco.mj_forward(model, self.data)
 
@@ -289,7 +287,6 @@ class MujocoRobot(Robot):
         if hasattr(self, "data"):
             self.data.ctrl[a] = self._hold_for(mode)
             self._target = self._actuator_positions()
-            self._orientation_goal = None
 
     def _actuator_positions(self) -> np.ndarray:
         return self.data.actuator_length[self._act].copy()
@@ -357,18 +354,6 @@ class MujocoRobot(Robot):
             sensors={k: d.sensordata[s].copy() for k, s in self._scene.items()},
         )
 
-    def ee_pose_labels(self) -> tuple[str, ...]:
-        return POSE_LABELS
-
-    def hold_orientation_twist(self, state: RobotState, gain: float = 2.0) -> np.ndarray:
-        """Angular velocity (3,) that steers the end effector back to the orientation it had at
-        reset (used when a task controls only the translational part of the twist)."""
-        if state.ee_pose is None:
-            return np.zeros(3)
-        if self._orientation_goal is None:
-            self._orientation_goal = state.ee_pose[3:].copy()
-        return gain * quat_error(self._orientation_goal, state.ee_pose[3:])
-
     def reset(
         self,
         seed: int | None = None,
@@ -396,7 +381,6 @@ class MujocoRobot(Robot):
             d.qpos[adr : adr + len(val)] = val
         d.qvel[:] = 0.0
         mujoco.mj_forward(m, d)  # actuator lengths of the new configuration
-        self._orientation_goal = None
         if self.control_mode in (ControlMode.POSITION, ControlMode.CARTESIAN_VELOCITY):
             d.ctrl[self._act] = self._actuator_positions()
         else:
@@ -419,5 +403,3 @@ class MujocoRobot(Robot):
         mujoco.mju_mat2Quat(quat, self.data.site_xmat[sid])
         return np.concatenate([self.data.site_xpos[sid], quat])
 
-    def body_id(self, name: str) -> int:
-        return _id(self.model, mujoco.mjtObj.mjOBJ_BODY, name, "body", str(self.model_path))

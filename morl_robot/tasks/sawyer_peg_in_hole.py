@@ -34,6 +34,7 @@ import numpy as np
 
 from morl_robot.configuration import fail
 from morl_robot.robots.base import Robot
+from morl_robot.robots.kinematics import quat_error
 from morl_robot.robots.spec import CARTESIAN_LABELS, POSE_LABELS, WRENCH_LABELS, ControlMode, RobotState
 from morl_robot.tasks.base import Task, TaskConfig, Transition
 
@@ -84,6 +85,7 @@ class SawyerPegInHole(Task):
         self._success = False
         self._held_axes = np.array([i for i in (3, 4, 5) if i not in self._axes], dtype=int)
         self._twist_hi = np.zeros(6)
+        self._orientation_goal = np.array([1.0, 0.0, 0.0, 0.0])  # set at begin_episode
 
     @property
     def reward_lower(self) -> tuple[float, ...]:  # type: ignore[override]
@@ -125,9 +127,9 @@ class SawyerPegInHole(Task):
         self._last_action = np.zeros(len(self._axes))
         self._success = False
         self._twist_hi = robot.spec.command_bounds(ControlMode.CARTESIAN_VELOCITY)[1]
+        self._orientation_goal = state.ee_pose[3:].copy()
         frame = self._frame(state)
         self._frames = [frame] * self.config.frame_stack
-        self._robot = robot
 
     def command(self, action: np.ndarray, robot: Robot, state: RobotState) -> np.ndarray:
         a = np.minimum(np.maximum(np.asarray(action, dtype=np.float64), -1.0), 1.0)
@@ -136,7 +138,9 @@ class SawyerPegInHole(Task):
         twist = np.zeros(6)
         twist[self._axes] = a * hi[self._axes]
         if self._held_axes.size:
-            hold = robot.hold_orientation_twist(state, self.config.orientation_gain)  # type: ignore[attr-defined]
+            # hold the orientation the episode started with (rotation-vector error × gain)
+            assert state.ee_pose is not None
+            hold = self.config.orientation_gain * quat_error(self._orientation_goal, state.ee_pose[3:])
             h = self._held_axes
             twist[h] = np.minimum(np.maximum(hold[h - 3], -hi[h]), hi[h])
         return twist
