@@ -28,7 +28,6 @@ and for prefer-second.
 """
 from __future__ import annotations
 
-import math
 import time
 from dataclasses import dataclass, field
 from typing import Any, Literal, Mapping, Sequence
@@ -37,7 +36,14 @@ import numpy as np
 import torch
 from numpy.typing import NDArray
 
-from morl_robot.learning.mpo import e_step_weights, kl_to_prior, scalarize_q, solve_temperature
+from morl_robot.learning.mpo import (
+    categorical_kl_numpy,
+    e_step_weights,
+    kl_to_prior,
+    scalarize_q,
+    solve_categorical_m_step,
+    solve_temperature,
+)
 
 __all__ = [
     "ACTIONS",
@@ -48,7 +54,6 @@ __all__ = [
     "BETA",
     "REWARD_SCALES",
     "Algorithm",
-    "exact_categorical_m_step",
     "exact_e_step",
     "improvement_step",
     "SimpleWorldRun",
@@ -83,50 +88,6 @@ SCALARIZED_EPSILON = 0.01
 BETA = 0.001
 #: Per-objective reward multipliers: "imbalanced" multiplies objective 1 by 20 (paper §5.1).
 REWARD_SCALES: dict[str, tuple[float, float]] = {"balanced": (1.0, 1.0), "imbalanced": (20.0, 1.0)}
-
-
-def _kl(p: NDArray[np.float64], q: NDArray[np.float64]) -> float:
-    """KL(p‖q) for categorical distributions (A,) in float64; terms with p = 0 are 0."""
-    mask = p > 0
-    with np.errstate(divide="ignore"):
-        return float(np.sum(p[mask] * (np.log(p[mask]) - np.log(q[mask]))))
-
-
-def exact_categorical_m_step(
-    weights: NDArray[np.float64], prior: NDArray[np.float64], beta: float, tol: float = 1e-12
-) -> tuple[NDArray[np.float64], float]:
-    """Exact single-state M-step: argmax_π Σ_k Σ_a q_k(a) log π(a) s.t. KL(prior‖π) ≤ β.
-
-    Args:
-        weights: (K, A) E-step distributions q_k (each row sums to 1).
-        prior: (A,) π_old.
-        beta: the KL bound β > 0.
-
-    Returns:
-        (π (A,), α): the new policy π_α = (W + α·prior)/(K + α), W = Σ_k q_k, and the Lagrange
-        multiplier α (0 when the unconstrained fit W/K already satisfies the bound).
-    """
-    w_sum = np.asarray(weights, dtype=np.float64).sum(axis=0)  # (A,)
-    k = float(w_sum.sum())
-    prior = np.asarray(prior, dtype=np.float64)
-
-    def policy(alpha: float) -> NDArray[np.float64]:
-        return (w_sum + alpha * prior) / (k + alpha)
-
-    if _kl(prior, policy(0.0)) <= beta:
-        return policy(0.0), 0.0
-    # KL(prior‖π_α) decreases monotonically from KL(prior‖W/K) (α = 0) to 0 (α → ∞).
-    lo, hi = math.log(1e-12 * k), math.log(k)
-    while _kl(prior, policy(math.exp(hi))) > beta:
-        hi += math.log(10.0)
-    while hi - lo > tol:
-        mid = 0.5 * (lo + hi)
-        if _kl(prior, policy(math.exp(mid))) > beta:
-            lo = mid
-        else:
-            hi = mid
-    alpha = math.exp(hi)  # the feasible side of the bracket
-    return policy(alpha), alpha
 
 
 def exact_e_step(
@@ -183,12 +144,12 @@ def improvement_step(
     else:
         raise ValueError(f"unknown algorithm {algorithm!r}; expected 'mo-mpo' or 'scalarized-mpo'")
     weights, temperatures, kl_q = exact_e_step(policy, critic_q, epsilons)
-    new_policy, alpha = exact_categorical_m_step(weights, policy, beta)
+    new_policy, alpha = solve_categorical_m_step(weights, policy, beta)
     diagnostics = {
         "temperature": temperatures.tolist(),
         "kl_q": kl_q.tolist(),
         "alpha": alpha,
-        "kl_policy": _kl(policy, new_policy),
+        "kl_policy": categorical_kl_numpy(policy, new_policy),
     }
     return new_policy, diagnostics
 

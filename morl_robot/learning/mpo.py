@@ -74,6 +74,8 @@ __all__ = [
     "n_step_targets",
     "retrace_targets",
     "scalarize_q",
+    "categorical_kl_numpy",
+    "solve_categorical_m_step",
     "solve_temperature",
     "temperature_dual",
 ]
@@ -200,6 +202,50 @@ def solve_temperature(q: Tensor | np.ndarray, epsilon: float, log_prior: Tensor 
         if hi - lo < tol:
             break
     return math.exp(0.5 * (lo + hi))
+
+
+def categorical_kl_numpy(p: np.ndarray, q: np.ndarray) -> float:
+    """KL(p‖q) for categorical distributions (A,) in float64; terms with p = 0 are 0."""
+    mask = p > 0
+    with np.errstate(divide="ignore"):
+        return float(np.sum(p[mask] * (np.log(p[mask]) - np.log(q[mask]))))
+
+
+def solve_categorical_m_step(
+    weights: np.ndarray, prior: np.ndarray, beta: float, tol: float = 1e-12
+) -> tuple[np.ndarray, float]:
+    """Exact single-state M-step: argmax_π Σ_k Σ_a q_k(a) log π(a) s.t. KL(prior‖π) ≤ β.
+
+    Args:
+        weights: (K, A) E-step distributions q_k (each row sums to 1).
+        prior: (A,) π_old.
+        beta: the KL bound β > 0.
+
+    Returns:
+        (π (A,), α): the new policy π_α = (W + α·prior)/(K + α), W = Σ_k q_k, and the Lagrange
+        multiplier α (0 when the unconstrained fit W/K already satisfies the bound).
+    """
+    w_sum = np.asarray(weights, dtype=np.float64).sum(axis=0)  # (A,)
+    k = float(w_sum.sum())
+    prior = np.asarray(prior, dtype=np.float64)
+
+    def policy(alpha: float) -> np.ndarray:
+        return (w_sum + alpha * prior) / (k + alpha)
+
+    if categorical_kl_numpy(prior, policy(0.0)) <= beta:
+        return policy(0.0), 0.0
+    # KL(prior‖π_α) decreases monotonically from KL(prior‖W/K) (α = 0) to 0 (α → ∞).
+    lo, hi = math.log(1e-12 * k), math.log(k)
+    while categorical_kl_numpy(prior, policy(math.exp(hi))) > beta:
+        hi += math.log(10.0)
+    while hi - lo > tol:
+        mid = 0.5 * (lo + hi)
+        if categorical_kl_numpy(prior, policy(math.exp(mid))) > beta:
+            lo = mid
+        else:
+            hi = mid
+    alpha = math.exp(hi)  # the feasible side of the bracket
+    return policy(alpha), alpha
 
 
 def multi_objective_e_step(q: Tensor, temperatures: Tensor, epsilons: Tensor,
