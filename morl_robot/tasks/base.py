@@ -51,9 +51,6 @@ class Task(abc.ABC):
     name: ClassVar[str]
     robot_name: ClassVar[str]
     objective_names: ClassVar[tuple[str, ...]]
-    #: per-step reward range, (lower (K,), upper (K,)), documented in the README
-    reward_lower: ClassVar[tuple[float, ...]]
-    reward_upper: ClassVar[tuple[float, ...]]
     control_mode: ClassVar[ControlMode]
 
     def __init__(self, config: TaskConfig) -> None:
@@ -71,6 +68,16 @@ class Task(abc.ABC):
     @property
     def control_rate(self) -> float:
         return 1.0 / self.config.control_period
+
+    @property
+    @abc.abstractmethod
+    def reward_lower(self) -> tuple[float, ...]:
+        """Per-step lower bound of each objective's reward (K,), documented in the README."""
+
+    @property
+    @abc.abstractmethod
+    def reward_upper(self) -> tuple[float, ...]:
+        """Per-step upper bound of each objective's reward (K,)."""
 
     @property
     @abc.abstractmethod

@@ -88,11 +88,11 @@ class SawyerPegInHole(Task):
         self._orientation_goal = np.array([1.0, 0.0, 0.0, 0.0])  # set at begin_episode
 
     @property
-    def reward_lower(self) -> tuple[float, ...]:  # type: ignore[override]
+    def reward_lower(self) -> tuple[float, ...]:
         return (0.0, -self.config.force_reward_clip)
 
     @property
-    def reward_upper(self) -> tuple[float, ...]:  # type: ignore[override]
+    def reward_upper(self) -> tuple[float, ...]:
         return (1.0, 0.0)
 
     @property

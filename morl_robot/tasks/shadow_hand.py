@@ -115,11 +115,11 @@ class SparseTaskWithPain(ShadowHandTask):
     objective_names: ClassVar[tuple[str, ...]] = ("task", "pain")
 
     @property
-    def reward_lower(self) -> tuple[float, ...]:  # type: ignore[override]
+    def reward_lower(self) -> tuple[float, ...]:
         return (0.0, -self.config.pain_clip)
 
     @property
-    def reward_upper(self) -> tuple[float, ...]:  # type: ignore[override]
+    def reward_upper(self) -> tuple[float, ...]:
         return (1.0, 0.0)
 
     def goal_reached(self, state: RobotState) -> tuple[bool, dict[str, Any]]:
@@ -213,8 +213,13 @@ class ShadowOrient(ShadowHandTask):
     objective_names: ClassVar[tuple[str, ...]] = ("touch", "lift", "orient")
     config: ShadowOrientConfig
 
-    reward_lower: ClassVar[tuple[float, ...]] = (0.0, 0.0, 0.0)
-    reward_upper: ClassVar[tuple[float, ...]] = (1.0, 1.0, 1.0)
+    @property
+    def reward_lower(self) -> tuple[float, ...]:
+        return (0.0, 0.0, 0.0)
+
+    @property
+    def reward_upper(self) -> tuple[float, ...]:
+        return (1.0, 1.0, 1.0)
 
     def begin_episode(self, robot: Robot, state: RobotState) -> None:
         super().begin_episode(robot, state)
