@@ -84,6 +84,21 @@ class Task(abc.ABC):
     def action_labels(self) -> tuple[str, ...]:
         """Names of the policy action components (normalised to [-1, 1])."""
 
+    def action_bounds(self, robot: Robot) -> tuple[np.ndarray, np.ndarray]:
+        """Robot-unit bounds (D,), (D,) of each action component: normalised -1 and +1 map to
+        these in :meth:`command` (affinely).  Action labels name components of the control
+        mode's command (Cartesian axes, actuator names), so the bounds are the robot's command
+        bounds for those components.  This is the mapping the ONNX policy applies in its graph
+        and the robot node inverts."""
+        names = robot.spec.command_labels(self.control_mode)
+        lo, hi = robot.spec.command_bounds(self.control_mode)
+        idx = [names.index(a) for a in self.action_labels]
+        return lo[idx].copy(), hi[idx].copy()
+
+    def action_units(self) -> str:
+        """Unit of the action components in robot units (the control mode's unit)."""
+        return CONTROL_MODE_UNITS[self.control_mode]
+
     @abc.abstractmethod
     def observation_labels(self, robot: Robot) -> tuple[str, ...]:
         """Names of the observation vector's components, in order."""
@@ -107,6 +122,15 @@ class Task(abc.ABC):
     @abc.abstractmethod
     def evaluate(self, state: RobotState, action: np.ndarray) -> Transition:
         """Reward vector (K,), termination reason and info after the step that led to ``state``."""
+
+
+#: Units of a command component in each control mode (Cartesian: linear m/s, angular rad/s).
+CONTROL_MODE_UNITS: dict[ControlMode, str] = {
+    ControlMode.POSITION: "rad",
+    ControlMode.VELOCITY: "rad/s",
+    ControlMode.EFFORT: "N·m",
+    ControlMode.CARTESIAN_VELOCITY: "m/s|rad/s",
+}
 
 
 def scale_action(action: np.ndarray, lower: np.ndarray, upper: np.ndarray) -> np.ndarray:

@@ -69,7 +69,12 @@ class ShadowHandTask(Task):
         self._actuators = robot.spec.actuator_names
         self._lo, self._hi = robot.spec.command_bounds(ControlMode.POSITION)
 
+    def action_bounds(self, robot: Robot) -> tuple[np.ndarray, np.ndarray]:
+        self.bind(robot)
+        return super().action_bounds(robot)
+
     def observation_labels(self, robot: Robot) -> tuple[str, ...]:
+        self.bind(robot)
         j = robot.spec.joint_names
         return tuple([f"{n}/position" for n in j] + [f"{n}/velocity" for n in j] + list(robot.spec.sensor("tactile").labels))
 

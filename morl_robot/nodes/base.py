@@ -1,0 +1,169 @@
+"""What every morl_robot node shares: the process entry point, lifecycle autostart, diagnostics.
+
+Nodes that own hardware or a model are managed (lifecycle) nodes: ``configure`` loads
+configuration and allocates (robot, model, publishers), ``activate`` starts timers and
+commanding, ``deactivate`` stops commanding (the robot holds), ``cleanup`` releases everything.
+With the parameter ``autostart`` (default true) a node walks itself to *active* on start-up, as a
+lifecycle manager would; with ``autostart:=false`` it waits in *unconfigured* for ``ros2
+lifecycle set``.
+"""
+from __future__ import annotations
+
+import signal
+import sys
+from collections.abc import Callable, Mapping
+from typing import Any
+
+import rclpy
+from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
+from rclpy.executors import ExternalShutdownException, SingleThreadedExecutor
+from rclpy.lifecycle import LifecycleNode, TransitionCallbackReturn
+from rclpy.node import Node
+
+from morl_robot.errors import MorlRobotError
+from morl_robot.nodes.wire import EVENT_QOS
+
+LEVELS = {"ok": DiagnosticStatus.OK, "warn": DiagnosticStatus.WARN, "error": DiagnosticStatus.ERROR,
+          "stale": DiagnosticStatus.STALE}
+
+
+def diagnostic_status(name: str, hardware_id: str, level: str, message: str,
+                      values: Mapping[str, Any]) -> DiagnosticStatus:
+    """A ``DiagnosticStatus`` with ``values`` as key/value strings (floats to 6 significant digits)."""
+    def fmt(v: Any) -> str:
+        return f"{v:.6g}" if isinstance(v, float) else str(v)
+
+    return DiagnosticStatus(level=LEVELS[level], name=name, message=message, hardware_id=hardware_id,
+                            values=[KeyValue(key=str(k), value=fmt(v)) for k, v in values.items()])
+
+
+class DiagnosticsPublisher:
+    """Publishes one ``DiagnosticStatus`` on ``/diagnostics`` every ``period`` seconds."""
+
+    def __init__(self, node: Node, name: str, status: Callable[[], tuple[str, str, Mapping[str, Any]]],
+                 period: float = 1.0, hardware_id: str = "") -> None:
+        self._node, self._name, self._status, self._hw = node, name, status, hardware_id
+        self._pub = node.create_publisher(DiagnosticArray, "/diagnostics", EVENT_QOS)
+        self._timer = node.create_timer(period, self.publish)
+
+    def publish(self) -> None:
+        level, message, values = self._status()
+        msg = DiagnosticArray()
+        msg.header.stamp = self._node.get_clock().now().to_msg()
+        msg.status = [diagnostic_status(self._name, self._hw, level, message, values)]
+        self._pub.publish(msg)
+
+    def destroy(self) -> None:
+        self._node.destroy_timer(self._timer)
+        self._node.destroy_publisher(self._pub)
+
+
+class ManagedNode(LifecycleNode):
+    """A lifecycle node with ``autostart`` and errors reported by name instead of tracebacks.
+
+    Subclasses implement :meth:`configure`, :meth:`activate`, :meth:`deactivate` and
+    :meth:`cleanup`; raising :class:`~morl_robot.errors.MorlRobotError` there fails the
+    transition with the message logged.
+    """
+
+    def __init__(self, name: str, **kwargs: Any) -> None:
+        super().__init__(name, **kwargs)
+        self.declare_parameter("autostart", True)
+
+    def start(self) -> None:
+        """Walk to *active* if ``autostart`` (call once after construction)."""
+        if self.get_parameter("autostart").value:
+            if self.trigger_configure() != TransitionCallbackReturn.SUCCESS:
+                raise SystemExit(2)
+            if self.trigger_activate() != TransitionCallbackReturn.SUCCESS:
+                raise SystemExit(2)
+
+    def _guard(self, what: str, fn: Callable[[], None]) -> TransitionCallbackReturn:
+        try:
+            fn()
+        except MorlRobotError as exc:
+            self.get_logger().error(f"{what} failed: {exc}")
+            return TransitionCallbackReturn.FAILURE
+        return TransitionCallbackReturn.SUCCESS
+
+    def on_configure(self, state: Any) -> TransitionCallbackReturn:
+        return self._guard("configure", self.configure)
+
+    def on_activate(self, state: Any) -> TransitionCallbackReturn:
+        result = self._guard("activate", self.activate)
+        if result == TransitionCallbackReturn.SUCCESS:
+            return super().on_activate(state)  # activates the lifecycle publishers
+        return result
+
+    def on_deactivate(self, state: Any) -> TransitionCallbackReturn:
+        result = self._guard("deactivate", self.deactivate)
+        if result == TransitionCallbackReturn.SUCCESS:
+            return super().on_deactivate(state)
+        return result
+
+    def on_cleanup(self, state: Any) -> TransitionCallbackReturn:
+        return self._guard("cleanup", self.cleanup)
+
+    def on_shutdown(self, state: Any) -> TransitionCallbackReturn:
+        try:
+            self.cleanup()
+        except Exception as exc:  # noqa: BLE001 - shutting down anyway
+            self.get_logger().warning(f"cleanup at shutdown: {exc}")
+        return TransitionCallbackReturn.SUCCESS
+
+    def configure(self) -> None:
+        """Load configuration and allocate resources."""
+
+    def activate(self) -> None:
+        """Start timers / commanding."""
+
+    def deactivate(self) -> None:
+        """Stop commanding; the robot holds."""
+
+    def cleanup(self) -> None:
+        """Release resources."""
+
+
+def run_node(make: Callable[[], Node], args: list[str] | None = None) -> int:
+    """Process entry point: init rclpy, build the node, spin until SIGINT/SIGTERM, shut down cleanly.
+
+    SIGTERM is treated like Ctrl-C so a launcher's ``terminate()`` runs the same shutdown
+    path (checkpoints are written by the nodes' ``close``/``cleanup``).
+    """
+    rclpy.init(args=args if args is not None else sys.argv)
+    node: Node | None = None
+    stop = {"flag": False}
+
+    def on_term(signum: int, frame: Any) -> None:  # pragma: no cover - exercised via processes
+        stop["flag"] = True
+
+    signal.signal(signal.SIGTERM, on_term)
+    rc = 0
+    try:
+        node = make()
+        if isinstance(node, ManagedNode):
+            node.start()
+        executor = SingleThreadedExecutor()
+        executor.add_node(node)
+        while rclpy.ok() and not stop["flag"] and not getattr(node, "finished", False):
+            executor.spin_once(timeout_sec=0.1)
+    except (KeyboardInterrupt, ExternalShutdownException):
+        pass
+    except MorlRobotError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        rc = 2
+    except SystemExit as exc:
+        rc = int(exc.code or 0)
+    finally:
+        if node is not None:
+            close = getattr(node, "close", None)
+            if callable(close):
+                try:
+                    close()
+                except Exception as exc:  # noqa: BLE001
+                    print(f"error while closing: {exc}", file=sys.stderr)
+                    rc = rc or 1
+            node.destroy_node()
+        if rclpy.ok():
+            rclpy.shutdown()
+    return rc

@@ -1,0 +1,278 @@
+"""The ROS 2 wire contract: every topic, service, QoS profile and labelled-array layout, once.
+
+All topic names are relative, so a node started in a namespace (``/sawyer``) speaks
+``/sawyer/joint_states`` etc.; ``/clock`` and ``/diagnostics`` are absolute by ROS convention.
+Only standard message types are used.  Where a ``Float64MultiArray`` vector needs names, the
+layout carries them (see :func:`labelled_array`):
+
+* a vector of N named values has one dimension ``MultiArrayDimension(label="n1,n2,…", size=N,
+  stride=N)``;
+* a table of R rows × C named columns (an experience chunk) has two dimensions:
+  ``dim[0] = ("rows", R, R*C)`` and ``dim[1] = ("c1,c2,…", C, C)``, row-major.
+
+Labels never contain commas.  The README's "Topic contract" section documents this module; a test
+checks the two agree.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Sequence
+
+import numpy as np
+
+from rclpy.qos import (
+    DurabilityPolicy,
+    HistoryPolicy,
+    QoSProfile,
+    ReliabilityPolicy,
+)
+from std_msgs.msg import Float64MultiArray, MultiArrayDimension, MultiArrayLayout
+
+from morl_robot.errors import MorlRobotError
+
+
+class WireError(MorlRobotError, ValueError):
+    """A message does not follow the contract (wrong layout, size or labels)."""
+
+
+# --- QoS -----------------------------------------------------------------------------------
+#: Sensor streams (joint_states, wrench, tactile, task_step): every sample matters to the safety
+#: monitor and to lockstep training, so reliable; a short queue bounds latency.
+SENSOR_QOS = QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=10,
+                        reliability=ReliabilityPolicy.RELIABLE, durability=DurabilityPolicy.VOLATILE)
+#: Commands (command, command_safe, heartbeat): reliable, newest wins beyond a short queue.
+COMMAND_QOS = QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=10,
+                         reliability=ReliabilityPolicy.RELIABLE, durability=DurabilityPolicy.VOLATILE)
+#: Latched state (estop, policy snapshot, episode contract): the newest value reaches late joiners.
+LATCHED_QOS = QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=1,
+                         reliability=ReliabilityPolicy.RELIABLE, durability=DurabilityPolicy.TRANSIENT_LOCAL)
+#: Experience chunks: none may be lost; a deep queue absorbs learner pauses (checkpoints).
+EXPERIENCE_QOS = QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=256,
+                            reliability=ReliabilityPolicy.RELIABLE, durability=DurabilityPolicy.VOLATILE)
+#: Events (episode ends, safety violations): reliable, kept for a while.
+EVENT_QOS = QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=100,
+                       reliability=ReliabilityPolicy.RELIABLE, durability=DurabilityPolicy.VOLATILE)
+#: /clock, as Gazebo and mujoco_ros2_control publish it.
+CLOCK_QOS = QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=1,
+                       reliability=ReliabilityPolicy.BEST_EFFORT, durability=DurabilityPolicy.VOLATILE)
+
+
+@dataclass(frozen=True)
+class Topic:
+    name: str
+    type: str  # ROS interface name, e.g. "sensor_msgs/msg/JointState"
+    qos: str  # name of the profile above
+    publisher: str
+    description: str
+
+
+#: The topic contract (documented in the README; names relative to the robot namespace).
+TOPICS: tuple[Topic, ...] = (
+    Topic("joint_states", "sensor_msgs/msg/JointState", "SENSOR_QOS", "robot_node",
+          "joint position (rad), velocity (rad/s), effort (N·m); names in the robot's joint order"),
+    Topic("wrench", "geometry_msgs/msg/WrenchStamped", "SENSOR_QOS", "robot_node",
+          "wrist force (N) and torque (N·m), raw (not tared), frame in header.frame_id (Sawyer)"),
+    Topic("tactile", "std_msgs/msg/Float64MultiArray", "SENSOR_QOS", "robot_node",
+          "touch-sensor normal force (N), labels = sensor names (Shadow Hand)"),
+    Topic("task_step", "std_msgs/msg/Float64MultiArray", "SENSOR_QOS", "robot_node",
+          "one task step: labels 'episode,step,terminated,truncated,stamp,reward/<objective>…,<observation labels>'"),
+    Topic("episode", "std_msgs/msg/String", "EVENT_QOS", "robot_node",
+          "JSON episode event: {event: start|end, episode, steps, termination, returns{objective: value}}"),
+    Topic("command", "std_msgs/msg/Float64MultiArray", "COMMAND_QOS", "policy_server",
+          "command in robot units (control mode's units), labels = action or command component names"),
+    Topic("command_safe", "std_msgs/msg/Float64MultiArray", "COMMAND_QOS", "safety_monitor",
+          "the checked command the robot node executes (same layout as command)"),
+    Topic("heartbeat", "std_msgs/msg/Header", "COMMAND_QOS", "policy_server",
+          "policy liveness at the control rate; frame_id = model version"),
+    Topic("safety/estop", "std_msgs/msg/Bool", "LATCHED_QOS", "safety_monitor",
+          "true while the latched e-stop is engaged"),
+    Topic("safety/violations", "diagnostic_msgs/msg/DiagnosticStatus", "EVENT_QOS", "safety_monitor",
+          "one violation: name = rule, values rule/value/threshold/response/sensor_stamp"),
+    Topic("experience", "std_msgs/msg/Float64MultiArray", "EXPERIENCE_QOS", "policy_server (train)",
+          "experience chunk, a table: rows = transitions, columns = EXPERIENCE_COLUMNS + fields"),
+    Topic("policy_snapshot", "std_msgs/msg/UInt8MultiArray", "LATCHED_QOS", "learner_node",
+          "ONNX policy bytes; layout label 'policy_version=<n>'"),
+    Topic("/clock", "rosgraph_msgs/msg/Clock", "CLOCK_QOS", "robot_node (sim)", "simulation time"),
+    Topic("/diagnostics", "diagnostic_msgs/msg/DiagnosticArray", "EVENT_QOS", "every node",
+          "status, rates, latencies, counters (key/value)"),
+)
+
+#: Services (relative; '~/' = the node's private namespace).
+SERVICES: tuple[tuple[str, str, str], ...] = (
+    ("~/reset_world", "std_srvs/srv/Trigger", "robot_node (sim): new episode; the message says its number"),
+    ("~/set_pause", "std_srvs/srv/SetBool", "robot_node (sim): pause (true) / resume (false) the simulation"),
+    ("~/step_simulation", "std_srvs/srv/Trigger", "robot_node (sim): advance one control period while paused"),
+    ("safety/reset", "std_srvs/srv/Trigger", "safety_monitor: release the e-stop (refused while violating)"),
+    ("safety/trigger", "std_srvs/srv/Trigger", "safety_monitor: engage the e-stop"),
+)
+
+TASK_STEP_HEADER = ("episode", "step", "terminated", "truncated", "stamp")
+
+
+# --- labelled arrays -----------------------------------------------------------------------
+def _check_labels(labels: Sequence[str]) -> str:
+    for lab in labels:
+        if "," in lab:
+            raise WireError(f"label {lab!r} contains a comma")
+    return ",".join(labels)
+
+
+def labelled_array(values: np.ndarray | Sequence[float], labels: Sequence[str]) -> Float64MultiArray:
+    """A 1-D ``Float64MultiArray`` whose single dimension names every element."""
+    data = np.asarray(values, dtype=np.float64).reshape(-1)
+    if data.size != len(labels):
+        raise WireError(f"{data.size} values but {len(labels)} labels")
+    msg = Float64MultiArray()
+    msg.layout = MultiArrayLayout(dim=[MultiArrayDimension(label=_check_labels(labels), size=data.size, stride=data.size)],
+                                  data_offset=0)
+    msg.data = data.tolist()
+    return msg
+
+
+def read_labelled(msg: Float64MultiArray) -> tuple[np.ndarray, tuple[str, ...]]:
+    """(values (N,), labels) of a 1-D labelled array; raises :class:`WireError` if malformed."""
+    data = np.asarray(msg.data, dtype=np.float64)
+    dims = msg.layout.dim
+    if len(dims) != 1:
+        raise WireError(f"expected a 1-D labelled array, got {len(dims)} dimensions")
+    labels = tuple(dims[0].label.split(",")) if dims[0].label else ()
+    if len(labels) != data.size or dims[0].size != data.size:
+        raise WireError(f"layout names {len(labels)} elements (size {dims[0].size}) but data has {data.size}")
+    return data, labels
+
+
+def labelled_table(rows: np.ndarray, columns: Sequence[str]) -> Float64MultiArray:
+    """A 2-D ``Float64MultiArray`` (R, C) with named columns (row-major)."""
+    table = np.asarray(rows, dtype=np.float64)
+    if table.ndim != 2 or table.shape[1] != len(columns):
+        raise WireError(f"table of shape {table.shape} does not match {len(columns)} columns")
+    r, c = table.shape
+    msg = Float64MultiArray()
+    msg.layout = MultiArrayLayout(dim=[MultiArrayDimension(label="rows", size=r, stride=r * c),
+                                       MultiArrayDimension(label=_check_labels(columns), size=c, stride=c)],
+                                  data_offset=0)
+    msg.data = table.reshape(-1).tolist()
+    return msg
+
+
+def read_table(msg: Float64MultiArray) -> tuple[np.ndarray, tuple[str, ...]]:
+    """(table (R, C), column labels) of a labelled table; raises :class:`WireError` if malformed."""
+    dims = msg.layout.dim
+    if len(dims) != 2:
+        raise WireError(f"expected a 2-D labelled table, got {len(dims)} dimensions")
+    r, c = int(dims[0].size), int(dims[1].size)
+    columns = tuple(dims[1].label.split(","))
+    data = np.asarray(msg.data, dtype=np.float64)
+    if len(columns) != c or data.size != r * c:
+        raise WireError(f"layout says {r}x{c} with {len(columns)} column labels, data has {data.size} values")
+    return data.reshape(r, c), columns
+
+
+def task_step_labels(objectives: Sequence[str], observation_labels: Sequence[str]) -> tuple[str, ...]:
+    """Labels of the ``task_step`` vector: header, ``reward/<objective>``…, observation labels."""
+    return TASK_STEP_HEADER + tuple(f"reward/{o}" for o in objectives) + tuple(observation_labels)
+
+
+@dataclass(frozen=True)
+class TaskStep:
+    """A decoded ``task_step`` message."""
+
+    episode: int
+    step: int  # 0 = the first observation of an episode (reward is zero then)
+    terminated: bool
+    truncated: bool
+    stamp: float  # robot time of the state (s)
+    reward: np.ndarray  # (K,)
+    observation: np.ndarray  # (O,)
+    objectives: tuple[str, ...]
+    observation_labels: tuple[str, ...]
+
+
+def split_task_step(values: np.ndarray, labels: Sequence[str]) -> TaskStep:
+    """Decode a ``task_step`` vector (see :func:`task_step_labels`)."""
+    h = len(TASK_STEP_HEADER)
+    if tuple(labels[:h]) != TASK_STEP_HEADER:
+        raise WireError(f"task_step must start with {TASK_STEP_HEADER}, got {tuple(labels[:h])}")
+    k = 0
+    while h + k < len(labels) and labels[h + k].startswith("reward/"):
+        k += 1
+    return TaskStep(
+        episode=int(values[0]), step=int(values[1]), terminated=bool(values[2]), truncated=bool(values[3]),
+        stamp=float(values[4]), reward=values[h:h + k].copy(), observation=values[h + k:].copy(),
+        objectives=tuple(lab[len("reward/"):] for lab in labels[h:h + k]),
+        observation_labels=tuple(labels[h + k:]),
+    )
+
+
+#: Leading columns of an experience chunk; then ``obs/<label>``…, ``action/<label>``…,
+#: ``log_prob``, ``reward/<objective>``…, ``next_obs/<label>``…, ``terminated``, ``truncated``.
+EXPERIENCE_COLUMNS = ("actor", "policy_version", "episode", "step")
+
+
+def experience_columns(observation_labels: Sequence[str], action_labels: Sequence[str],
+                       objectives: Sequence[str]) -> tuple[str, ...]:
+    return (
+        EXPERIENCE_COLUMNS
+        + tuple(f"obs/{o}" for o in observation_labels)
+        + tuple(f"action/{a}" for a in action_labels)
+        + ("log_prob",)
+        + tuple(f"reward/{o}" for o in objectives)
+        + tuple(f"next_obs/{o}" for o in observation_labels)
+        + ("terminated", "truncated")
+    )
+
+
+@dataclass(frozen=True)
+class ExperienceChunk:
+    """A decoded experience chunk: R consecutive transitions of one actor."""
+
+    actor: int
+    policy_version: np.ndarray  # (R,)
+    episode: np.ndarray  # (R,)
+    step: np.ndarray  # (R,)
+    obs: np.ndarray  # (R, O)
+    action: np.ndarray  # (R, D) normalised to [-1, 1]
+    log_prob: np.ndarray  # (R,) behaviour log-probability log μ(a|s)
+    reward: np.ndarray  # (R, K)
+    next_obs: np.ndarray  # (R, O)
+    terminated: np.ndarray  # (R,) bool
+    truncated: np.ndarray  # (R,) bool
+    objectives: tuple[str, ...]
+
+
+def split_experience(table: np.ndarray, columns: Sequence[str]) -> ExperienceChunk:
+    """Decode an experience table (see :func:`experience_columns`)."""
+    cols = list(columns)
+    if tuple(cols[:4]) != EXPERIENCE_COLUMNS:
+        raise WireError(f"experience must start with columns {EXPERIENCE_COLUMNS}, got {tuple(cols[:4])}")
+
+    def block(prefix: str) -> list[int]:
+        return [i for i, c in enumerate(cols) if c.startswith(prefix)]
+
+    try:
+        lp, te, tr = cols.index("log_prob"), cols.index("terminated"), cols.index("truncated")
+    except ValueError as exc:
+        raise WireError(f"experience chunk lacks a column: {exc}") from None
+    o, a, r, n = block("obs/"), block("action/"), block("reward/"), block("next_obs/")
+    if len(o) != len(n) or not o or not r:
+        raise WireError(f"experience chunk has {len(o)} obs, {len(n)} next_obs and {len(r)} reward columns")
+    if not table.size:
+        raise WireError("empty experience chunk")
+    actors = np.unique(table[:, 0])
+    if actors.size != 1:
+        raise WireError(f"one chunk must come from one actor, got actors {actors.tolist()}")
+    return ExperienceChunk(
+        actor=int(actors[0]), policy_version=table[:, 1], episode=table[:, 2], step=table[:, 3],
+        obs=table[:, o], action=table[:, a], log_prob=table[:, lp], reward=table[:, r], next_obs=table[:, n],
+        terminated=table[:, te] > 0.5, truncated=table[:, tr] > 0.5,
+        objectives=tuple(cols[i][len("reward/"):] for i in r),
+    )
+
+
+def qos(name: str) -> QoSProfile:
+    """The QoS profile called ``name`` (as listed in :data:`TOPICS`)."""
+    profiles: dict[str, Any] = {
+        "SENSOR_QOS": SENSOR_QOS, "COMMAND_QOS": COMMAND_QOS, "LATCHED_QOS": LATCHED_QOS,
+        "EXPERIENCE_QOS": EXPERIENCE_QOS, "EVENT_QOS": EVENT_QOS, "CLOCK_QOS": CLOCK_QOS,
+    }
+    return profiles[name]
