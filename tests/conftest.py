@@ -10,3 +10,64 @@ try:  # torch is optional for the non-learning tests
     torch.set_num_threads(1)
 except ImportError:  # pragma: no cover
     pass
+
+
+# --- ROS 2 end-to-end fixtures --------------------------------------------------------------
+import itertools  # noqa: E402
+from dataclasses import dataclass  # noqa: E402
+from typing import Any  # noqa: E402
+
+import pytest  # noqa: E402
+
+_DOMAINS = None
+
+
+def _next_domain() -> int:
+    """A fresh ROS_DOMAIN_ID per test: a random base per pytest run, then consecutive ids."""
+    global _DOMAINS
+    if _DOMAINS is None:
+        from morl_robot.session.processes import pick_domain_id
+
+        _DOMAINS = itertools.cycle([1 + (pick_domain_id() + i) % 100 for i in range(100)])
+    return next(_DOMAINS)
+
+
+@dataclass
+class RosSession:
+    domain_id: int
+    env: dict
+    group: Any  # morl_robot.session.processes.ProcessGroup
+    probe: Any  # morl_robot.nodes.probe.GraphProbe
+    log_dir: Any
+
+    def logs(self) -> str:
+        return "\n".join(f"----- {p.spec.name} (rc={p.returncode}) -----\n{p.log_text()[-4000:]}"
+                         for p in self.group.processes)
+
+
+@pytest.fixture
+def ros_session(tmp_path, request):
+    """Nodes started as real processes on a private DDS domain (discovery on localhost), and an
+    in-process probe on the same domain.  Node logs are printed when the test fails."""
+    pytest.importorskip("rclpy")
+    from morl_robot.nodes.probe import GraphProbe
+    from morl_robot.session.processes import ProcessGroup, ros_env
+
+    domain = _next_domain()
+    env = ros_env(domain)
+    group = ProcessGroup(env, tmp_path / "logs")
+    probe = GraphProbe(domain, name=f"probe_{os.getpid()}")
+    session = RosSession(domain, env, group, probe, tmp_path / "logs")
+    yield session
+    group.stop(timeout=15)
+    probe.close()
+    rep = getattr(request.node, "rep_call", None)
+    if rep is not None and rep.failed:
+        print(session.logs())
+
+
+@pytest.hookimpl(hookwrapper=True, tryfirst=True)
+def pytest_runtest_makereport(item, call):
+    outcome = yield
+    rep = outcome.get_result()
+    setattr(item, f"rep_{rep.when}", rep)

@@ -1,0 +1,93 @@
+"""An in-process window onto a ROS graph: subscribe, publish and call services from Python.
+
+Used by the CLI sessions (progress, safety probes), the benchmarks and the end-to-end tests.  It
+owns its own rclpy context on the given domain and spins it in a background thread, so it never
+interferes with a node in the same process.
+"""
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable
+from typing import Any
+
+import rclpy
+from rclpy.context import Context
+from rclpy.executors import SingleThreadedExecutor
+from rclpy.qos import QoSProfile
+
+
+class GraphProbe:
+    def __init__(self, domain_id: int, name: str = "probe") -> None:
+        self.context = Context()
+        rclpy.init(context=self.context, domain_id=domain_id)
+        self.node = rclpy.create_node(name, context=self.context)
+        self.executor = SingleThreadedExecutor(context=self.context)
+        self.executor.add_node(self.node)
+        self._lock = threading.Lock()
+        self.received: dict[str, list[tuple[float, Any]]] = {}
+        self._thread = threading.Thread(target=self._spin, daemon=True)
+        self._running = True
+        self._thread.start()
+
+    def _spin(self) -> None:
+        while self._running and self.context.ok():
+            try:
+                self.executor.spin_once(timeout_sec=0.05)
+            except Exception:  # noqa: BLE001 - shutting down
+                if self._running:
+                    raise
+
+    def subscribe(self, topic: str, msg_type: Any, qos: QoSProfile,
+                  callback: Callable[[Any], None] | None = None) -> list[tuple[float, Any]]:
+        """Record every message on ``topic`` as ``(receive monotonic time, msg)``; returns the list."""
+        store = self.received.setdefault(topic, [])
+
+        def on_msg(msg: Any) -> None:
+            with self._lock:
+                store.append((time.monotonic(), msg))
+            if callback is not None:
+                callback(msg)
+
+        self.node.create_subscription(msg_type, topic, on_msg, qos)
+        return store
+
+    def publisher(self, topic: str, msg_type: Any, qos: QoSProfile) -> Any:
+        return self.node.create_publisher(msg_type, topic, qos)
+
+    def wait_for(self, predicate: Callable[[], bool], timeout: float, what: str = "condition") -> None:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if predicate():
+                return
+            time.sleep(0.02)
+        raise TimeoutError(f"timed out after {timeout:.1f} s waiting for {what}")
+
+    def wait_for_subscribers(self, publisher: Any, count: int = 1, timeout: float = 20.0) -> None:
+        self.wait_for(lambda: publisher.get_subscription_count() >= count, timeout,
+                      f"{count} subscriber(s) on {publisher.topic_name}")
+
+    def call(self, service: str, srv_type: Any, request: Any | None = None, timeout: float = 20.0) -> Any:
+        client = self.node.create_client(srv_type, service)
+        try:
+            if not client.wait_for_service(timeout_sec=timeout):
+                raise TimeoutError(f"service {service} not available after {timeout:.0f} s")
+            future = client.call_async(request if request is not None else srv_type.Request())
+            self.wait_for(future.done, timeout, f"a response from {service}")
+            return future.result()
+        finally:
+            self.node.destroy_client(client)
+
+    def close(self) -> None:
+        self._running = False
+        self._thread.join(timeout=2)
+        self.executor.shutdown()
+        self.node.destroy_node()
+        if self.context.ok():
+            rclpy.shutdown(context=self.context)
+
+    def __enter__(self) -> "GraphProbe":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()

@@ -1,0 +1,153 @@
+"""Starting morl_robot nodes as real processes on one DDS domain, and stopping them cleanly.
+
+The CLI (``morl-robot train|deploy|safety-test``), the benchmarks and the end-to-end tests all
+start nodes through :class:`NodeProcess`, the same way ``ros2 launch`` does: ``python -m
+morl_robot.nodes.<executable> --ros-args -r __ns:=… -r __node:=… -p key:=value -r from:=to``.
+Each process's output goes to ``<log_dir>/<name>.log``.
+"""
+from __future__ import annotations
+
+import os
+import random
+import signal
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+#: Executables (console scripts in setup.py, modules in morl_robot.nodes).
+EXECUTABLES = ("robot_node", "learner_node", "policy_server", "safety_monitor", "driver_emulator")
+
+
+def pick_domain_id() -> int:
+    """A ROS_DOMAIN_ID in 1..100 for one run (random per process, so parallel runs rarely meet;
+    discovery is also kept on localhost)."""
+    return random.Random(os.getpid() * 7919 + time.monotonic_ns()).randint(1, 100)
+
+
+def ros_env(domain_id: int, base: dict[str, str] | None = None) -> dict[str, str]:
+    """Environment for node processes: one domain, discovery on this machine, Fast DDS, unbuffered."""
+    env = dict(os.environ if base is None else base)
+    env.update({
+        "ROS_DOMAIN_ID": str(domain_id),
+        "ROS_AUTOMATIC_DISCOVERY_RANGE": "LOCALHOST",
+        "RMW_IMPLEMENTATION": env.get("RMW_IMPLEMENTATION", "rmw_fastrtps_cpp"),
+        "PYTHONUNBUFFERED": "1",
+        "OMP_NUM_THREADS": env.get("OMP_NUM_THREADS", "1"),
+    })
+    return env
+
+
+def format_parameter(value: Any) -> str:
+    """A parameter value as ``-p name:=value`` expects it (YAML)."""
+    if isinstance(value, str):
+        return yaml.safe_dump(value, default_style='"').strip() if value == "" or ":" in value or " " in value else value
+    text = yaml.safe_dump(value, default_flow_style=True).strip()
+    return text.removesuffix("\n...").removesuffix("...").strip()
+
+
+@dataclass
+class NodeSpec:
+    executable: str  # one of EXECUTABLES
+    name: str  # node name (also the log file name)
+    namespace: str = "/"
+    parameters: dict[str, Any] = field(default_factory=dict)
+    remappings: dict[str, str] = field(default_factory=dict)
+
+    def argv(self) -> list[str]:
+        if self.executable not in EXECUTABLES:
+            raise ValueError(f"unknown executable '{self.executable}'; known: {', '.join(EXECUTABLES)}")
+        args = [sys.executable, "-m", f"morl_robot.nodes.{self.executable}", "--ros-args",
+                "-r", f"__node:={self.name}", "-r", f"__ns:={self.namespace}"]
+        for key, value in self.parameters.items():
+            args += ["-p", f"{key}:={format_parameter(value)}"]
+        for src, dst in self.remappings.items():
+            args += ["-r", f"{src}:={dst}"]
+        return args
+
+
+class NodeProcess:
+    """One node in its own process (own session, so Ctrl-C in a terminal reaches only us)."""
+
+    def __init__(self, spec: NodeSpec, env: dict[str, str], log_dir: str | os.PathLike[str]) -> None:
+        self.spec, self.env = spec, env
+        self.log_path = Path(log_dir) / f"{spec.name}.log"
+        self.log_path.parent.mkdir(parents=True, exist_ok=True)
+        self.proc: subprocess.Popen[bytes] | None = None
+
+    def start(self) -> "NodeProcess":
+        log = open(self.log_path, "ab")
+        try:
+            self.proc = subprocess.Popen(self.spec.argv(), env=self.env, stdout=log, stderr=subprocess.STDOUT,
+                                         stdin=subprocess.DEVNULL, start_new_session=True)
+        finally:
+            log.close()
+        return self
+
+    @property
+    def alive(self) -> bool:
+        return self.proc is not None and self.proc.poll() is None
+
+    @property
+    def returncode(self) -> int | None:
+        return None if self.proc is None else self.proc.poll()
+
+    def send_signal(self, sig: int) -> None:
+        if self.alive:
+            assert self.proc is not None
+            self.proc.send_signal(sig)
+
+    def stop(self, timeout: float = 20.0, sig: int = signal.SIGINT) -> int | None:
+        """Send ``sig`` (default SIGINT: the node's clean shutdown), escalate to SIGKILL after
+        ``timeout`` s; returns the exit code."""
+        if self.proc is None:
+            return None
+        if self.alive:
+            self.proc.send_signal(sig)
+            try:
+                self.proc.wait(timeout)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait(5)
+        return self.proc.returncode
+
+    def kill(self) -> None:
+        if self.alive:
+            assert self.proc is not None
+            self.proc.kill()
+            self.proc.wait(5)
+
+    def log_text(self) -> str:
+        try:
+            return self.log_path.read_text(errors="replace")
+        except FileNotFoundError:
+            return ""
+
+
+class ProcessGroup:
+    """The processes of one session; stops them in reverse start order."""
+
+    def __init__(self, env: dict[str, str], log_dir: str | os.PathLike[str]) -> None:
+        self.env, self.log_dir = env, Path(log_dir)
+        self.processes: list[NodeProcess] = []
+
+    def start(self, spec: NodeSpec) -> NodeProcess:
+        p = NodeProcess(spec, self.env, self.log_dir).start()
+        self.processes.append(p)
+        return p
+
+    def dead(self) -> list[NodeProcess]:
+        return [p for p in self.processes if not p.alive]
+
+    def stop(self, timeout: float = 20.0) -> dict[str, int | None]:
+        return {p.spec.name: p.stop(timeout) for p in reversed(self.processes)}
+
+    def __enter__(self) -> "ProcessGroup":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
