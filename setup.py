@@ -81,6 +81,12 @@ setup(
     entry_points={
         "console_scripts": [
             "morl-robot = morl_robot.cli:main",
+            # nodes (`ros2 run morl_robot <name>`); morl_robot.session.processes.EXECUTABLES
+            "robot_node = morl_robot.nodes.robot_node:main",
+            "learner_node = morl_robot.nodes.learner_node:main",
+            "policy_server = morl_robot.nodes.policy_server:main",
+            "safety_monitor = morl_robot.nodes.safety_monitor:main",
+            "driver_emulator = morl_robot.nodes.driver_emulator:main",
         ],
     },
 )
