@@ -9,7 +9,7 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Self
 
 import rclpy
 from rclpy.context import Context
@@ -34,7 +34,7 @@ class GraphProbe:
         while self._running and self.context.ok():
             try:
                 self.executor.spin_once(timeout_sec=0.05)
-            except Exception:  # noqa: BLE001 - shutting down
+            except Exception:
                 if self._running:
                     raise
 
@@ -86,7 +86,7 @@ class GraphProbe:
         if self.context.ok():
             rclpy.shutdown(context=self.context)
 
-    def __enter__(self) -> "GraphProbe":
+    def __enter__(self) -> Self:
         return self
 
     def __exit__(self, *exc: object) -> None:

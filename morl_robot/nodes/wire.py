@@ -15,11 +15,11 @@ checks the two agree.
 """
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Sequence
+from typing import Any
 
 import numpy as np
-
 from rclpy.qos import (
     DurabilityPolicy,
     HistoryPolicy,

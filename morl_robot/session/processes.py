@@ -15,7 +15,7 @@ import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Self
 
 import yaml
 
@@ -79,8 +79,8 @@ class NodeProcess:
         self.log_path.parent.mkdir(parents=True, exist_ok=True)
         self.proc: subprocess.Popen[bytes] | None = None
 
-    def start(self) -> "NodeProcess":
-        log = open(self.log_path, "ab")
+    def start(self) -> NodeProcess:
+        log = open(self.log_path, "ab")  # noqa: SIM115 - handed to the child process
         try:
             self.proc = subprocess.Popen(self.spec.argv(), env=self.env, stdout=log, stderr=subprocess.STDOUT,
                                          stdin=subprocess.DEVNULL, start_new_session=True)
@@ -146,7 +146,7 @@ class ProcessGroup:
     def stop(self, timeout: float = 20.0) -> dict[str, int | None]:
         return {p.spec.name: p.stop(timeout) for p in reversed(self.processes)}
 
-    def __enter__(self) -> "ProcessGroup":
+    def __enter__(self) -> Self:
         return self
 
     def __exit__(self, *exc: object) -> None:

@@ -1,0 +1,185 @@
+"""Episode bookkeeping for a robot that is driven by labelled commands (the robot node's core).
+
+The robot node receives commands in robot units whose labels say what they are (see
+``morl_robot/nodes/wire.py``): either the task's action components (e.g. ``vx,vy,vz`` in m/s,
+Shadow actuator names in rad) or the full command of the robot's control mode.  A
+:class:`TaskRunner` maps the first kind back onto the task's normalised action through
+``task.action_bounds`` (the inverse of the affine map the ONNX policy applies) and steps the
+:class:`~morl_robot.envs.mo_env.MORobotEnv`, so episodes, rewards, terminations and truncations
+follow exactly the same code as in-process training; the second kind goes to the robot directly
+(scripted probes, a robot node without a task).
+"""
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from morl_robot.envs.mo_env import MORobotEnv
+from morl_robot.errors import CommandError
+from morl_robot.robots.base import Robot
+from morl_robot.robots.spec import RobotState
+
+
+@dataclass
+class StepRecord:
+    """What one control period (or a reset) produced."""
+
+    episode: int
+    step: int  # 0 right after a reset
+    state: RobotState
+    observation: np.ndarray | None = None  # (O,) task observation, None without a task
+    reward: np.ndarray | None = None  # (K,) zeros at step 0
+    terminated: bool = False
+    truncated: bool = False
+    termination: str | None = None  # reason: force_threshold, success, time_limit, safety, reset…
+    returns: np.ndarray | None = None  # (K,) undiscounted episode return so far
+    info: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def done(self) -> bool:
+        return self.terminated or self.truncated
+
+
+class TaskRunner:
+    """A robot and (optionally) its task, stepped by labelled commands.
+
+    Args:
+        robot: any :class:`Robot` backend (MuJoCo or hardware).
+        env: the task environment on ``robot`` (None: a bare robot).
+        seed: episode ``i`` resets with seed ``seed + i``.
+    """
+
+    def __init__(self, robot: Robot, env: MORobotEnv | None = None, seed: int = 0) -> None:
+        self.robot, self.env, self.seed = robot, env, int(seed)
+        self.episode = 0
+        self.step_count = 0
+        self.last: StepRecord | None = None
+        self._returns: np.ndarray | None = None
+        if env is not None:
+            self._lo, self._hi = env.task.action_bounds(robot)
+            self._span = np.where(self._hi > self._lo, self._hi - self._lo, 1.0)
+
+    # --- names -------------------------------------------------------------------------------
+    @property
+    def action_labels(self) -> tuple[str, ...]:
+        return tuple(self.env.action_labels) if self.env is not None else ()
+
+    @property
+    def command_labels(self) -> tuple[str, ...]:
+        return tuple(self.robot.spec.command_labels(self.robot.control_mode))
+
+    @property
+    def objective_names(self) -> tuple[str, ...]:
+        return tuple(self.env.objective_names) if self.env is not None else ()
+
+    @property
+    def observation_labels(self) -> tuple[str, ...]:
+        return tuple(self.env.observation_labels) if self.env is not None else ()
+
+    # --- commands ----------------------------------------------------------------------------
+    def normalised_action(self, values: np.ndarray) -> np.ndarray:
+        """Robot-unit action components (D,) → the task's normalised action in [-1, 1] (D,)."""
+        return np.clip(2.0 * (np.asarray(values, np.float64) - self._lo) / self._span - 1.0, -1.0, 1.0)
+
+    def kind_of(self, labels: Sequence[str]) -> str:
+        """``'action'`` (task action labels) or ``'command'`` (full control-mode command labels)."""
+        labels = tuple(labels)
+        if self.env is not None and labels == self.action_labels:
+            return "action"
+        if labels == self.command_labels:
+            return "command"
+        expected = f"the task's action labels {list(self.action_labels)} or " if self.env is not None else ""
+        raise CommandError(
+            f"command labels {list(labels)} are neither {expected}the {self.robot.control_mode.value} "
+            f"command labels {list(self.command_labels)}"
+        )
+
+    # --- episodes ----------------------------------------------------------------------------
+    def reset(self) -> StepRecord:
+        """Start the next episode (the robot goes to the task's randomised start)."""
+        self.episode += 1
+        self.step_count = 0
+        if self.env is None:
+            state = self.robot.reset(seed=self.seed + self.episode)
+            self.last = StepRecord(self.episode, 0, state)
+            return self.last
+        obs, info = self.env.reset(seed=self.seed + self.episode)
+        k = self.env.reward_dim
+        self._returns = np.zeros(k)
+        self.last = StepRecord(self.episode, 0, self.env._state, observation=np.asarray(obs, np.float64),
+                               reward=np.zeros(k), returns=self._returns.copy(), info=info)
+        return self.last
+
+    def step(self, values: np.ndarray, labels: Sequence[str]) -> StepRecord:
+        """Execute one labelled command for one control period."""
+        values = np.asarray(values, np.float64)
+        if values.shape != (len(labels),):
+            raise CommandError(f"command has {values.size} values but {len(labels)} labels")
+        if not np.all(np.isfinite(values)):
+            bad = [lab for lab, v in zip(labels, values) if not np.isfinite(v)]
+            raise CommandError(f"non-finite command values for {bad}")
+        kind = self.kind_of(labels)
+        if kind == "command" or self.env is None:
+            return self._bare_step(values)
+        if self.last is not None and self.last.done:
+            raise CommandError("the episode has ended; reset before stepping")
+        obs, reward, terminated, truncated, info = self.env.step(self.normalised_action(values))
+        return self._record(obs, reward, terminated, truncated, info)
+
+    def _bare_step(self, command: np.ndarray) -> StepRecord:
+        state = self.robot.step(command)
+        if self.env is None:
+            self.step_count += 1
+            self.last = StepRecord(self.episode, self.step_count, state)
+            return self.last
+        # a full-mode command on a task robot (a scripted probe): the robot moves, the task's
+        # episode clock does not advance
+        assert self.last is not None
+        self.last = StepRecord(self.episode, self.step_count, state, self.last.observation,
+                               np.zeros_like(self.last.reward), returns=self.last.returns, info={})
+        return self.last
+
+    def hold(self) -> StepRecord:
+        """One control period with the hold command (no fresh command); no task step is counted."""
+        return self._bare_step(self.robot.hold_command())
+
+    def _record(self, obs: np.ndarray, reward: np.ndarray, terminated: bool, truncated: bool,
+                info: dict[str, Any]) -> StepRecord:
+        self.step_count += 1
+        r = np.asarray(reward, np.float64)
+        assert self._returns is not None
+        self._returns += r
+        assert self.env is not None
+        self.last = StepRecord(self.episode, self.step_count, self.env._state, np.asarray(obs, np.float64), r,
+                               bool(terminated), bool(truncated), info.get("termination"),
+                               self._returns.copy(), info)
+        return self.last
+
+    def end_episode(self, reason: str, terminated: bool = True) -> StepRecord:
+        """End the running episode from outside the task (``safety``: a collision-level stop;
+        ``reset``: a reset was requested).  The record is a step of its own (step + 1, so an
+        actor can tell it from the one it acted on) that repeats the last observation with zero
+        reward and the given termination; the robot did not move."""
+        if self.last is None:
+            raise CommandError("no episode is running")
+        last = self.last
+        self.step_count += 1
+        self.last = StepRecord(last.episode, self.step_count, last.state, last.observation,
+                               None if last.reward is None else np.zeros_like(last.reward),
+                               terminated, not terminated, reason, last.returns, {"termination": reason})
+        return self.last
+
+    def task_step_values(self, record: StepRecord) -> np.ndarray:
+        """The ``task_step`` vector (see ``wire.task_step_labels``) of ``record``."""
+        assert record.observation is not None and record.reward is not None
+        head = [record.episode, record.step, float(record.terminated), float(record.truncated), record.state.stamp]
+        return np.concatenate([np.asarray(head, np.float64), record.reward, record.observation])
+
+    def close(self) -> None:
+        if self.env is not None:
+            self.env.close()
+        else:
+            self.robot.close()
