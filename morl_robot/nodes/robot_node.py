@@ -212,8 +212,11 @@ class RobotNode(ManagedNode):
         if not self._active or self._param("timing") != "lockstep" or self._paused:
             return
         if self._estop and self._param("end_episode_on_estop") and self.runner is not None \
-                and self.runner.env is not None:
-            self._safety_stop()
+                and self.runner.env is not None and self.runner.last is not None:
+            if self.runner.last.step == 0:  # nothing has moved yet (session start): just release
+                self._request_release()
+            else:
+                self._safety_stop()
             return
         self._step(values, labels)
 
@@ -286,6 +289,10 @@ class RobotNode(ManagedNode):
         self._counters["safety_stops"] += 1
         self._publish(self.runner.end_episode("safety"))
         self._start_episode()
+        self._request_release()
+
+    def _request_release(self) -> None:
+        """Ask the safety monitor to release its e-stop (it refuses while a violation persists)."""
         if self._reset_client.service_is_ready():
             self._reset_client.call_async(Trigger.Request())
         else:

@@ -1,0 +1,90 @@
+"""The node graph of a session, as :class:`~morl_robot.session.processes.NodeSpec` lists.
+
+One function per session kind, used by the CLI (as processes) and by the launch files (as
+``launch_ros.actions.Node``), so both start exactly the same graph:
+
+* **train** — in ``/<ns>``: ``learner_node``; per actor i in ``/<ns>/actor<i>``: ``robot_node``,
+  ``safety_monitor`` and ``policy_server`` (mode train, ``actor_id`` i), with ``policy_snapshot``
+  and ``experience`` remapped to the learner's ``/<ns>/…`` topics.
+* **deploy** — in ``/<ns>``: ``robot_node``, ``safety_monitor``, ``policy_server`` (mode deploy).
+* **safety_test** — in ``/<ns>``: ``robot_node`` (bare robot) and ``safety_monitor``.
+"""
+from __future__ import annotations
+
+import os
+
+from morl_robot.session.config import SessionConfig
+from morl_robot.session.processes import NodeSpec
+
+
+def _ns(cfg: SessionConfig) -> str:
+    return "/" + cfg.namespace.strip("/")
+
+
+def _robot_params(cfg: SessionConfig, seed: int) -> dict:
+    params = {"task": cfg.task, "backend": cfg.backend, "seed": seed}
+    if cfg.robot:
+        params["robot"] = cfg.robot
+    params.update(cfg.robot_node)
+    return params
+
+
+def _safety_params(cfg: SessionConfig, robot: str) -> dict:
+    return {"robot": robot, **cfg.safety_monitor}
+
+
+def robot_of(cfg: SessionConfig) -> str:
+    """The session's robot name (from the task when not given)."""
+    if cfg.robot:
+        return cfg.robot
+    from morl_robot.tasks.registry import load_task
+
+    return load_task(cfg.task).robot_name
+
+
+def train_nodes(cfg: SessionConfig, out_dir: str | os.PathLike[str]) -> list[NodeSpec]:
+    ns, robot = _ns(cfg), robot_of(cfg)
+    nodes = [NodeSpec("learner_node", "learner_node", ns, {
+        "task": cfg.task, "out_dir": str(out_dir), "seed": cfg.seed, "total_steps": cfg.total_steps,
+        **cfg.learner_node,
+    })]
+    for i in range(cfg.actors):
+        actor_ns = f"{ns}/actor{i}"
+        remap = {"policy_snapshot": f"{ns}/policy_snapshot", "experience": f"{ns}/experience"}
+        nodes += [
+            NodeSpec("robot_node", "robot_node", actor_ns, _robot_params(cfg, cfg.seed + 1000 * (i + 1))),
+            NodeSpec("safety_monitor", "safety_monitor", actor_ns, _safety_params(cfg, robot)),
+            NodeSpec("policy_server", "policy_server", actor_ns,
+                     {**cfg.policy_server, "actor_id": i, "seed": cfg.seed + 1000 * (i + 1)}, remap),
+        ]
+    return nodes
+
+
+def deploy_nodes(cfg: SessionConfig) -> list[NodeSpec]:
+    ns, robot = _ns(cfg), robot_of(cfg)
+    params = dict(cfg.policy_server)
+    if cfg.policy:
+        params["policy"] = cfg.policy
+    return [
+        NodeSpec("robot_node", "robot_node", ns, _robot_params(cfg, cfg.seed)),
+        NodeSpec("safety_monitor", "safety_monitor", ns, _safety_params(cfg, robot)),
+        NodeSpec("policy_server", "policy_server", ns, params),
+    ]
+
+
+def safety_test_nodes(cfg: SessionConfig) -> list[NodeSpec]:
+    ns, robot = _ns(cfg), robot_of(cfg)
+    return [
+        NodeSpec("robot_node", "robot_node", ns, _robot_params(cfg, cfg.seed)),
+        NodeSpec("safety_monitor", "safety_monitor", ns, _safety_params(cfg, robot)),
+    ]
+
+
+def session_nodes(kind: str, cfg: SessionConfig, out_dir: str | os.PathLike[str] = "runs/latest") -> list[NodeSpec]:
+    if kind == "train":
+        return train_nodes(cfg, out_dir)
+    if kind == "deploy":
+        return deploy_nodes(cfg)
+    if kind == "safety_test":
+        return safety_test_nodes(cfg)
+    raise ValueError(f"unknown session kind '{kind}'; known: train, deploy, safety_test")
