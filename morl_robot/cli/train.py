@@ -1,0 +1,148 @@
+"""``morl-robot train --task NAME [--backend sim|hardware] [--actors N] [--steps S] [--config FILE]
+[--out DIR]``: a training session as processes on the ROS graph (the nodes of
+``config/sessions/train.yaml``, the same graph ``ros2 launch morl_robot train.launch.py`` starts).
+
+Shows a progress bar (env steps, updates, policy version, per-objective episode returns) read from
+the learner's ``/diagnostics``; Ctrl-C stops every node cleanly (the learner writes its
+checkpoint; running the same command again resumes).  ``--out`` receives checkpoints,
+``metrics.csv``, TensorBoard logs, plots, ``policy.onnx``, ``session.yaml`` and ``logs/``.
+
+Distributed: ``--role learner`` on one machine and ``--role actors --first-actor K`` on others,
+with the same ``ROS_DOMAIN_ID`` and ``--discovery subnet``.
+"""
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from morl_robot.errors import UsageError
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("train", help="train MO-MPO through the ROS graph (robot, safety monitor, actors, learner)")
+    p.add_argument("--task", default=None, help="task name (default: the session YAML's)")
+    p.add_argument("--backend", choices=("sim", "hardware"), default=None)
+    p.add_argument("--actors", type=int, default=None, help="actor pipelines (robot + monitor + policy server)")
+    p.add_argument("--steps", type=int, default=None, help="environment steps in total (a resumed run continues)")
+    p.add_argument("--config", default="train", help="session YAML (default config/sessions/train.yaml)")
+    p.add_argument("--learner-config", default=None, help="learner YAML or name under config/learner/")
+    p.add_argument("--out", default=None, help="run directory (default runs/<task>)")
+    p.add_argument("--seed", type=int, default=None)
+    p.add_argument("--namespace", default=None)
+    p.add_argument("--domain-id", type=int, default=None, help="ROS_DOMAIN_ID (default: $ROS_DOMAIN_ID or random)")
+    p.add_argument("--role", choices=("all", "learner", "actors"), default="all",
+                   help="distributed training: run only the learner or only actors here")
+    p.add_argument("--first-actor", type=int, default=0, help="--role actors: id of the first actor started here")
+    p.add_argument("--discovery", choices=("localhost", "subnet"), default="localhost",
+                   help="DDS discovery range (subnet: actors on other machines)")
+    p.add_argument("--no-progress", action="store_true", help="no progress bar (log lines instead)")
+    p.set_defaults(func=run)
+
+
+def _learner_status(probe: Any, namespace: str) -> dict[str, str]:
+    """Newest key/values of the learner's /diagnostics status."""
+    from diagnostic_msgs.msg import DiagnosticArray
+
+    from morl_robot.nodes import wire
+
+    store = probe.received.get("/diagnostics")
+    if store is None:
+        store = probe.subscribe("/diagnostics", DiagnosticArray, wire.EVENT_QOS)
+    prefix = namespace.strip("/")
+    for _, msg in reversed(store[-50:]):
+        for status in msg.status:
+            if "learner" in status.name and prefix in status.name:
+                return {kv.key: kv.value for kv in status.values}
+    return {}
+
+
+def run(args: argparse.Namespace) -> int:
+    from morl_robot.session.config import load_session_config
+    from morl_robot.session.graph import train_nodes
+    from morl_robot.session.runner import SessionRunner
+
+    for name in ("actors", "steps"):
+        value = getattr(args, name)
+        if value is not None and value < (1 if name == "actors" else 0):
+            raise UsageError(f"--{name} must be at least {1 if name == 'actors' else 0}, got {value}")
+    overrides: dict[str, Any] = {"task": args.task, "backend": args.backend, "actors": args.actors,
+                                 "total_steps": args.steps, "seed": args.seed, "namespace": args.namespace}
+    if args.learner_config:
+        overrides["learner_node"] = {"config": args.learner_config}
+    cfg = load_session_config(args.config, overrides)
+    out = Path(args.out or f"runs/{cfg.task}").resolve()
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "session.yaml").write_text(yaml.safe_dump(dataclasses.asdict(cfg), sort_keys=False))
+    specs = train_nodes(cfg, out)
+    if args.role == "learner":
+        specs = [s for s in specs if s.executable == "learner_node"]
+    elif args.role == "actors":
+        specs = [s for s in specs if s.executable != "learner_node"]
+        for s in specs:  # renumber actor namespaces / ids from --first-actor
+            i = int(s.namespace.rsplit("actor", 1)[1]) + args.first_actor
+            s.namespace = s.namespace.rsplit("actor", 1)[0] + f"actor{i}"
+            if "actor_id" in s.parameters:
+                s.parameters["actor_id"] = i
+            if "seed" in s.parameters:
+                s.parameters["seed"] = cfg.seed + 1000 * (i + 1)
+    ns = "/" + cfg.namespace.strip("/")
+    actor_ns = sorted({s.namespace for s in specs if s.executable == "robot_node"})
+    runner = SessionRunner(specs, out / "logs", args.domain_id, localhost=args.discovery == "localhost")
+    print(f"training {cfg.task} on {cfg.backend} with {len(actor_ns)} actor(s) here (role {args.role}); "
+          f"ROS_DOMAIN_ID={runner.domain_id}; run directory {out}", file=sys.stderr)
+    bar = None
+    has_learner = any(s.executable == "learner_node" for s in specs)
+    try:
+        runner.start()
+        if actor_ns:
+            runner.release_safety(actor_ns)
+        if not args.no_progress and has_learner:
+            from tqdm.auto import tqdm
+
+            bar = tqdm(total=cfg.total_steps or None, unit="step", dynamic_ncols=True, desc="env steps")
+        last_log = [0.0]
+
+        def tick() -> None:
+            if not has_learner:
+                return
+            st = _learner_status(runner.probe, ns)
+            if not st:
+                return
+            steps = int(float(st.get("env_steps", 0)))
+            returns = {k.split("/", 1)[1]: v for k, v in st.items() if k.startswith("return/")}
+            info = {"updates": st.get("updates", "0"), "policy": st.get("policy_version", "0"), **returns}
+            if bar is not None:
+                bar.n = steps
+                bar.set_postfix(info, refresh=True)
+            elif time.monotonic() - last_log[0] > 10:
+                last_log[0] = time.monotonic()
+                print(f"env steps {steps} " + " ".join(f"{k}={v}" for k, v in info.items()), file=sys.stderr)
+
+        def done() -> bool:
+            return has_learner and not runner.process("learner_node").alive
+
+        def may_exit(p: Any) -> bool:  # the learner exits by itself when total_steps is reached
+            return p.spec.executable == "learner_node" and p.returncode == 0
+
+        finished = runner.wait(done, tick, allowed_to_exit=may_exit)
+    finally:
+        if bar is not None:
+            bar.close()
+        codes = runner.stop()
+    learner_rc = codes.get("learner_node")
+    if not finished:
+        print(f"interrupted: nodes stopped (learner exit status {learner_rc}); run the same command to resume "
+              f"from the checkpoint in {out}", file=sys.stderr)
+        return 130
+    if has_learner and learner_rc not in (0, None):
+        print(f"the learner exited with status {learner_rc}; see {out / 'logs' / 'learner_node.log'}", file=sys.stderr)
+        return 1
+    artefacts = sorted(str(p.relative_to(out)) for p in out.rglob("*") if p.is_file() and "logs" not in p.parts)
+    print(f"done: {out}\n  " + "\n  ".join(artefacts[:30]))
+    return 0

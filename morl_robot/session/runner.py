@@ -1,0 +1,121 @@
+"""Running a session's node graph as processes from the CLI: start, watch, stop cleanly.
+
+:class:`SessionRunner` starts the :class:`~morl_robot.session.processes.NodeSpec` list of a
+session on one DDS domain, gives the caller a :class:`~morl_robot.nodes.probe.GraphProbe` on the
+same domain, notices a node that dies (and shows the end of its log), and on Ctrl-C or the end
+of the session stops every node with SIGINT, so each runs its own clean shutdown (the learner
+writes its checkpoint), escalating to SIGKILL only after a timeout.
+"""
+from __future__ import annotations
+
+import os
+import signal
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+from morl_robot.errors import MorlRobotError
+from morl_robot.session.processes import NodeProcess, NodeSpec, ProcessGroup, pick_domain_id, ros_env
+
+
+class NodeDiedError(MorlRobotError):
+    """A node of the session exited unexpectedly; the message has the end of its log."""
+
+
+def session_env(domain_id: int | None, localhost: bool = True) -> tuple[int, dict[str, str]]:
+    """Domain and environment for a session: ``domain_id`` if given, else ``$ROS_DOMAIN_ID`` if
+    set, else a random free-ish one.  ``localhost=False`` keeps the caller's discovery range (for
+    actors on other machines) instead of forcing ``LOCALHOST``."""
+    if domain_id is None:
+        env_id = os.environ.get("ROS_DOMAIN_ID")
+        domain_id = int(env_id) if env_id else pick_domain_id()
+    env = ros_env(domain_id)
+    if not localhost:
+        env["ROS_AUTOMATIC_DISCOVERY_RANGE"] = os.environ.get("ROS_AUTOMATIC_DISCOVERY_RANGE", "SUBNET")
+    return domain_id, env
+
+
+class SessionRunner:
+    def __init__(self, specs: Sequence[NodeSpec], log_dir: str | os.PathLike[str], domain_id: int | None = None,
+                 localhost: bool = True) -> None:
+        self.specs = list(specs)
+        self.domain_id, self.env = session_env(domain_id, localhost)
+        self.log_dir = Path(log_dir)
+        self.group = ProcessGroup(self.env, self.log_dir)
+        self.probe: Any = None
+        self._interrupted = False
+
+    def start(self) -> None:
+        from morl_robot.nodes.probe import GraphProbe
+
+        for spec in self.specs:
+            self.group.start(spec)
+        self.probe = GraphProbe(self.domain_id, name=f"morl_robot_cli_{os.getpid()}")
+
+    def process(self, executable: str, namespace: str | None = None) -> NodeProcess:
+        for p in self.group.processes:
+            if p.spec.executable == executable and (namespace is None or p.spec.namespace == namespace):
+                return p
+        raise KeyError(f"no {executable} in {namespace or 'the session'}")
+
+    def check_alive(self, allowed_to_exit: Callable[[NodeProcess], bool] = lambda p: False) -> None:
+        for p in self.group.dead():
+            if not allowed_to_exit(p):
+                tail = "\n".join(p.log_text().splitlines()[-15:])
+                raise NodeDiedError(
+                    f"{p.spec.namespace.rstrip('/')}/{p.spec.name} exited with status {p.returncode}; "
+                    f"log {p.log_path}:\n{tail}"
+                )
+
+    def release_safety(self, namespaces: Sequence[str], timeout: float = 60.0) -> None:
+        """Ask each namespace's safety monitor to release its start-up e-stop (``safety/reset``)."""
+        from std_srvs.srv import Trigger
+
+        deadline = time.monotonic() + timeout
+        for ns in namespaces:
+            while True:
+                self.check_alive()
+                try:
+                    reply = self.probe.call(f"{ns.rstrip('/')}/safety/reset", Trigger, timeout=5.0)
+                except TimeoutError:
+                    reply = None
+                if reply is not None and reply.success:
+                    break
+                if time.monotonic() > deadline:
+                    why = reply.message if reply is not None else "service not available"
+                    raise NodeDiedError(f"the safety monitor in {ns} did not release: {why}")
+                time.sleep(0.5)
+
+    def wait(self, done: Callable[[], bool], tick: Callable[[], None] | None = None, period: float = 0.2,
+             allowed_to_exit: Callable[[NodeProcess], bool] = lambda p: False) -> bool:
+        """Until ``done()`` (True) or Ctrl-C (False), calling ``tick`` every ``period`` s."""
+        previous = signal.getsignal(signal.SIGINT)
+
+        def on_sigint(signum: int, frame: Any) -> None:
+            self._interrupted = True
+
+        signal.signal(signal.SIGINT, on_sigint)
+        try:
+            while not self._interrupted and not done():
+                self.check_alive(allowed_to_exit)
+                if tick is not None:
+                    tick()
+                time.sleep(period)
+        finally:
+            signal.signal(signal.SIGINT, previous)
+        return not self._interrupted
+
+    def stop(self, timeout: float = 30.0) -> dict[str, int | None]:
+        codes = self.group.stop(timeout)
+        if self.probe is not None:
+            self.probe.close()
+            self.probe = None
+        return codes
+
+    def __enter__(self) -> SessionRunner:
+        self.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
