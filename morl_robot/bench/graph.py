@@ -1,0 +1,214 @@
+"""``morl-robot bench graph``: environment steps per second through the ROS graph in lockstep
+versus in-process, and the experience transitions per second the learner node ingests.
+
+* **in-process** — ``MORobotEnv`` stepped in a loop by the ONNX policy (onnxruntime, exploring).
+* **graph** — ``robot_node`` (lockstep) → ``task_step`` → ``policy_server`` (the same ONNX
+  policy, mode train: it samples and publishes experience) → ``command`` → ``safety_monitor`` →
+  ``command_safe`` → ``robot_node``: three DDS hops and three processes per step.  Also measured
+  without the monitor (``command`` remapped straight to ``command_safe``) to show its cost.
+* **ingest** — a ``learner_node`` fed experience chunks from the probe as fast as it accepts them;
+  transitions/s from its ``env_steps`` diagnostics.
+
+Goal (issue 4): the graph keeps at least 50 % of the in-process rate.
+"""
+from __future__ import annotations
+
+import argparse
+import statistics
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+TASK = "sawyer_peg_in_hole"
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--task", default=TASK)
+    parser.add_argument("--duration", type=float, default=20.0, help="seconds of graph stepping per repeat")
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--steps", type=int, default=4000, help="in-process steps per repeat")
+    parser.add_argument("--chunk-size", type=int, default=64, help="ingest: transitions per chunk")
+    parser.add_argument("--skip-ingest", action="store_true")
+    parser.add_argument("--skip-monitor-free", action="store_true", help="skip the graph run without the monitor")
+
+
+def _export_policy(task_name: str, path: Path) -> None:
+    import torch
+
+    from morl_robot.envs.mo_env import MORobotEnv
+    from morl_robot.learning.config import MPOConfig
+    from morl_robot.learning.networks import ActionSpec, make_policy
+    from morl_robot.serving.contract import contract_for_task
+    from morl_robot.serving.export import export_policy
+
+    env = MORobotEnv(task_name)
+    try:
+        torch.manual_seed(0)
+        cfg = MPOConfig()
+        net = cfg.networks
+        policy = make_policy(env.observation_space.shape[0], ActionSpec.box(env.action_space.shape[0]),
+                             net.policy_hidden, net.min_std, net.init_std)
+        export_policy(policy, contract_for_task(env.task, env.robot, cfg, policy_version=1, run_id="bench"), path)
+    finally:
+        env.close()
+
+
+def in_process_rate(task_name: str, policy_path: Path, steps: int, seed: int = 0) -> float:
+    from morl_robot.envs.mo_env import MORobotEnv
+    from morl_robot.serving.runtime import OnnxPolicy
+
+    policy = OnnxPolicy.from_file(policy_path)
+    rng = np.random.default_rng(seed)
+    env = MORobotEnv(task_name)
+    try:
+        obs, _ = env.reset(seed=seed)
+        t0 = time.perf_counter()
+        for _ in range(steps):
+            out = policy.act(obs, deterministic=False, rng=rng)
+            obs, _, term, trunc, _ = env.step(out.action)
+            if term or trunc:
+                obs, _ = env.reset()
+        return steps / (time.perf_counter() - t0)
+    finally:
+        env.close()
+
+
+def graph_rate(task_name: str, policy_path: Path, duration: float, with_monitor: bool, log_dir: Path) -> float:
+    """Lockstep env steps/s counted on ``task_step`` over ``duration`` s (after a warm-up)."""
+    from std_msgs.msg import Float64MultiArray
+
+    from morl_robot.nodes import wire
+    from morl_robot.session.processes import NodeSpec
+    from morl_robot.session.runner import SessionRunner
+    from morl_robot.tasks.registry import load_task
+
+    ns = "/bench"
+    robot = load_task(task_name).robot_name
+    specs = [NodeSpec("robot_node", "robot_node", ns, {"task": task_name, "timing": "lockstep",
+                                                        "end_episode_on_estop": True})]
+    if with_monitor:
+        specs.append(NodeSpec("safety_monitor", "safety_monitor", ns, {"robot": robot, "watchdogs": False}))
+        server_remap: dict[str, str] = {}
+    else:
+        server_remap = {"command": "command_safe"}
+    specs.append(NodeSpec("policy_server", "policy_server", ns,
+                          {"mode": "train", "timing": "lockstep", "policy": str(policy_path)}, server_remap))
+    runner = SessionRunner(specs, log_dir)
+    try:
+        runner.start()
+        count = [0]
+        runner.probe.subscribe(f"{ns}/task_step", Float64MultiArray, wire.SENSOR_QOS,
+                               callback=lambda m: count.__setitem__(0, count[0] + 1))
+        if with_monitor:
+            runner.release_safety([ns])
+        runner.probe.wait_for(lambda: count[0] > 200, 120, "the lockstep loop to run")
+        runner.check_alive()
+        runner.probe.received.get(f"{ns}/task_step", []).clear()
+        c0, t0 = count[0], time.monotonic()
+        time.sleep(duration)
+        c1, t1 = count[0], time.monotonic()
+        runner.check_alive()
+        return (c1 - c0) / (t1 - t0)
+    finally:
+        runner.stop()
+
+
+def ingest_rate(task_name: str, chunk_size: int, duration: float, log_dir: Path) -> tuple[float, float]:
+    """Transitions/s the learner node accepts (its ``env_steps`` diagnostic), and its updates/s."""
+    from diagnostic_msgs.msg import DiagnosticArray
+    from std_msgs.msg import Float64MultiArray
+
+    from morl_robot.envs.mo_env import MORobotEnv
+    from morl_robot.nodes import wire
+    from morl_robot.session.processes import NodeSpec
+    from morl_robot.session.runner import SessionRunner
+
+    env = MORobotEnv(task_name)
+    obs_labels, act_labels, objectives = env.observation_labels, env.action_labels, env.objective_names
+    env.close()
+    columns = wire.experience_columns(obs_labels, act_labels, objectives)
+    rng = np.random.default_rng(0)
+    o, d, k = len(obs_labels), len(act_labels), len(objectives)
+    out = Path(tempfile.mkdtemp(prefix="bench_ingest_"))
+    ns = "/bench"
+    runner = SessionRunner([NodeSpec("learner_node", "learner_node", ns, {"task": task_name, "out_dir": str(out)})],
+                           log_dir)
+    try:
+        runner.start()
+        status: dict[str, str] = {}
+
+        def on_diag(msg: Any) -> None:
+            for s in msg.status:
+                if "learner" in s.name:
+                    status.clear()
+                    status.update({kv.key: kv.value for kv in s.values})
+
+        runner.probe.subscribe("/diagnostics", DiagnosticArray, wire.EVENT_QOS, callback=on_diag)
+        pub = runner.probe.publisher(f"{ns}/experience", Float64MultiArray, wire.EXPERIENCE_QOS)
+        runner.probe.wait_for_subscribers(pub, timeout=120)
+        rows = np.zeros((chunk_size, len(columns)))
+        step = 0
+
+        def chunk() -> Any:
+            nonlocal step
+            rows[:, 1] = 1
+            rows[:, 2] = 1
+            rows[:, 3] = np.arange(step, step + chunk_size)
+            rows[:, 4:4 + o] = rng.normal(size=(chunk_size, o))
+            rows[:, 4 + o:4 + o + d] = rng.uniform(-1, 1, (chunk_size, d))
+            rows[:, 4 + o + d] = -1.0
+            rows[:, 5 + o + d:5 + o + d + k] = rng.normal(size=(chunk_size, k))
+            rows[:, 5 + o + d + k:5 + 2 * o + d + k] = rng.normal(size=(chunk_size, o))
+            step += chunk_size
+            return wire.labelled_table(rows, columns)
+
+        def sample() -> tuple[float, float, float]:
+            return time.monotonic(), float(status.get("env_steps", 0)), float(status.get("updates", 0))
+
+        runner.probe.wait_for(lambda: bool(status), 60, "learner diagnostics")
+        t_end = time.monotonic() + duration
+        first = None
+        while time.monotonic() < t_end:
+            pub.publish(chunk())
+            if first is None and float(status.get("env_steps", 0)) > 0:
+                first = sample()
+            time.sleep(0.001)
+        time.sleep(1.5)  # let the last diagnostics arrive
+        last = sample()
+        runner.check_alive()
+        if first is None:
+            return 0.0, 0.0
+        dt = last[0] - first[0]
+        return (last[1] - first[1]) / dt, (last[2] - first[2]) / dt
+    finally:
+        runner.stop()
+
+
+def run(args: argparse.Namespace) -> int:
+    work = Path(tempfile.mkdtemp(prefix="bench_graph_"))
+    policy_path = work / "policy.onnx"
+    _export_policy(args.task, policy_path)
+    print(f"bench graph: task {args.task}, {args.repeats} repeats, graph runs of {args.duration:.0f} s; "
+          f"logs in {work}")
+    inproc = [in_process_rate(args.task, policy_path, args.steps, seed=i) for i in range(args.repeats)]
+    print(f"  in-process (env + onnxruntime policy):     median {statistics.median(inproc):8.1f} steps/s  "
+          f"{[round(x) for x in inproc]}")
+    results: dict[str, float] = {}
+    variants = [("graph (robot → policy → monitor → robot)", True)]
+    if not args.skip_monitor_free:
+        variants.append(("graph without the safety monitor", False))
+    for label, monitor in variants:
+        rates = [graph_rate(args.task, policy_path, args.duration, monitor, work / f"logs_{int(monitor)}_{i}")
+                 for i in range(args.repeats)]
+        results[label] = statistics.median(rates)
+        ratio = results[label] / statistics.median(inproc)
+        print(f"  {label:42s} median {results[label]:8.1f} steps/s  {[round(x) for x in rates]}  "
+              f"= {ratio:.0%} of in-process (goal ≥ 50 %)")
+    if not args.skip_ingest:
+        ingest, updates = ingest_rate(args.task, args.chunk_size, args.duration, work / "logs_ingest")
+        print(f"  learner_node ingest: {ingest:8.1f} transitions/s in chunks of {args.chunk_size} "
+              f"(while updating at {updates:.2f} updates/s)")
+    return 0
