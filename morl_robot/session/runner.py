@@ -13,10 +13,16 @@ import signal
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, Self
 
 from morl_robot.errors import MorlRobotError
-from morl_robot.session.processes import NodeProcess, NodeSpec, ProcessGroup, pick_domain_id, ros_env
+from morl_robot.session.processes import (
+    NodeProcess,
+    NodeSpec,
+    ProcessGroup,
+    pick_domain_id,
+    ros_env,
+)
 
 
 class NodeDiedError(MorlRobotError):
@@ -113,7 +119,7 @@ class SessionRunner:
             self.probe = None
         return codes
 
-    def __enter__(self) -> SessionRunner:
+    def __enter__(self) -> Self:
         self.start()
         return self
 
