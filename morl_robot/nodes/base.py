@@ -9,6 +9,7 @@ lifecycle set``.
 """
 from __future__ import annotations
 
+import os
 import signal
 import sys
 from collections.abc import Callable, Mapping
@@ -124,6 +125,20 @@ class ManagedNode(LifecycleNode):
         """Release resources."""
 
 
+def make_executor(context: Any = None) -> Any:
+    """rclpy's events executor (callbacks dispatched from middleware events, no wait-set rebuild
+    per callback: about 2x less overhead per message in our lockstep loop), or the classic
+    single-threaded executor with ``MORL_ROBOT_EXECUTOR=single``."""
+    if os.environ.get("MORL_ROBOT_EXECUTOR", "events") == "events":
+        try:
+            from rclpy.experimental import EventsExecutor
+
+            return EventsExecutor(context=context)
+        except ImportError:  # older rclpy
+            pass
+    return SingleThreadedExecutor(context=context)
+
+
 def run_node(make: Callable[[], Node], args: list[str] | None = None) -> int:
     """Process entry point: init rclpy, build the node, spin until SIGINT/SIGTERM, shut down cleanly.
 
@@ -143,7 +158,7 @@ def run_node(make: Callable[[], Node], args: list[str] | None = None) -> int:
         node = make()
         if isinstance(node, ManagedNode):
             node.start()
-        executor = SingleThreadedExecutor()
+        executor = make_executor()
         executor.add_node(node)
         while rclpy.ok() and not stop["flag"] and not getattr(node, "finished", False):
             executor.spin_once(timeout_sec=0.1)

@@ -13,8 +13,9 @@ from typing import Any, Self
 
 import rclpy
 from rclpy.context import Context
-from rclpy.executors import SingleThreadedExecutor
 from rclpy.qos import QoSProfile
+
+from morl_robot.nodes.base import make_executor
 
 
 class GraphProbe:
@@ -22,7 +23,7 @@ class GraphProbe:
         self.context = Context()
         rclpy.init(context=self.context, domain_id=domain_id)
         self.node = rclpy.create_node(name, context=self.context)
-        self.executor = SingleThreadedExecutor(context=self.context)
+        self.executor = make_executor(context=self.context)
         self.executor.add_node(self.node)
         self._lock = threading.Lock()
         self.received: dict[str, list[tuple[float, Any]]] = {}
