@@ -145,13 +145,16 @@ class RobotNode(ManagedNode):
         self._pub_joints = self.create_publisher(JointState, "joint_states", wire.SENSOR_QOS)
         self._pub_wrench = (self.create_publisher(WrenchStamped, "wrench", wire.SENSOR_QOS)
                             if robot.spec.has_sensor("wrench") else None)
-        self._pub_tactile = (self.create_publisher(Float64MultiArray, "tactile", wire.SENSOR_QOS)
-                             if robot.spec.has_sensor("tactile") else None)
+        self._pub_tactile = None
+        if robot.spec.has_sensor("tactile"):
+            self._pub_tactile = self.create_publisher(Float64MultiArray, "tactile", wire.SENSOR_QOS)
+            self._tactile_msg = wire.LabelledVector(self._sensor_of_kind("tactile").labels)
         assert self.runner is not None
         self._pub_task = None
         if self.runner.env is not None:
             self._pub_task = self.create_publisher(Float64MultiArray, "task_step", wire.SENSOR_QOS)
-            self._task_labels = wire.task_step_labels(self.runner.objective_names, self.runner.observation_labels)
+            self._task_step_msg = wire.LabelledVector(
+                wire.task_step_labels(self.runner.objective_names, self.runner.observation_labels))
             self._pub_episode = self.create_publisher(String, "episode", wire.EVENT_QOS)
         self._pub_clock = self.create_publisher(Clock, "/clock", wire.CLOCK_QOS) if backend == "sim" else None
         self._sub_command = self.create_subscription(Float64MultiArray, "command_safe", self._on_command,
@@ -309,7 +312,7 @@ class RobotNode(ManagedNode):
         self._publish_sensors(rec)
         assert self.runner is not None
         if self._pub_task is not None and rec.observation is not None:
-            self._pub_task.publish(wire.labelled_array(self.runner.task_step_values(rec), self._task_labels))
+            self._pub_task.publish(self._task_step_msg(self.runner.task_step_values(rec)))
             if announce and (rec.step == 0 or rec.done):
                 self._publish_episode(rec)
         self._last_publish_time = time.monotonic()
@@ -332,7 +335,7 @@ class RobotNode(ManagedNode):
             w.wrench.torque.x, w.wrench.torque.y, w.wrench.torque.z = map(float, t)
             self._pub_wrench.publish(w)
         if self._pub_tactile is not None and state.tactile is not None:
-            self._pub_tactile.publish(wire.labelled_array(state.tactile, self._sensor_of_kind("tactile").labels))
+            self._pub_tactile.publish(self._tactile_msg(state.tactile))
         if self._pub_clock is not None:
             self._pub_clock.publish(Clock(clock=_stamp(state.stamp)))
 

@@ -129,6 +129,25 @@ def labelled_array(values: np.ndarray | Sequence[float], labels: Sequence[str]) 
     return msg
 
 
+class LabelledVector:
+    """A reusable 1-D labelled layout (the labels are checked and joined once): call it with
+    values (N,) to get the message.  For streams published every control step."""
+
+    def __init__(self, labels: Sequence[str]) -> None:
+        self.labels = tuple(labels)
+        self._joined = _check_labels(self.labels)
+
+    def __call__(self, values: np.ndarray | Sequence[float]) -> Float64MultiArray:
+        data = np.asarray(values, dtype=np.float64).reshape(-1)
+        n = len(self.labels)
+        if data.size != n:
+            raise WireError(f"{data.size} values but {n} labels")
+        msg = Float64MultiArray()
+        msg.layout.dim = [MultiArrayDimension(label=self._joined, size=n, stride=n)]
+        msg.data = data.tolist()
+        return msg
+
+
 def read_labelled(msg: Float64MultiArray) -> tuple[np.ndarray, tuple[str, ...]]:
     """(values (N,), labels) of a 1-D labelled array; raises :class:`WireError` if malformed."""
     data = np.asarray(msg.data, dtype=np.float64)
