@@ -1,0 +1,192 @@
+"""``morl-robot deploy --policy P [--robot R] [--backend sim|hardware] [--episodes N]``: serve an
+ONNX policy through the whole graph: ``robot_node`` + ``safety_monitor`` + ``policy_server``
+(mode deploy), the nodes of ``config/sessions/deploy.yaml`` (the same graph as ``ros2 launch
+morl_robot deploy.launch.py``).
+
+Sim-to-sim check (``--backend sim --episodes N``): the graph runs N episodes in MuJoCo, in
+lockstep by default so that every control step gets exactly one policy action, and the
+per-objective returns are compared with the in-process evaluation of the same policy on the same
+seeds: the torch policy of the run's newest checkpoint (``--compare RUN_DIR``, default the folder
+the ONNX file lies in) or, without a checkpoint, onnxruntime in-process.  Both are reported, with
+their difference, in ``OUT/deploy_report.json``.
+
+Without ``--episodes`` the session runs until Ctrl-C (or ``--duration`` seconds), printing the
+policy server's rate, latency and deadline misses from ``/diagnostics``.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from morl_robot.errors import UsageError
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("deploy", help="serve an ONNX policy through robot node + safety monitor + policy server")
+    p.add_argument("--policy", required=True, help="ONNX policy (morl-robot export)")
+    p.add_argument("--robot", default=None, help="sawyer | shadow_hand (checked against the policy's contract)")
+    p.add_argument("--backend", choices=("sim", "hardware"), default="sim")
+    p.add_argument("--episodes", type=int, default=0, help="sim-to-sim check: run N episodes and compare returns")
+    p.add_argument("--timing", choices=("lockstep", "realtime"), default=None,
+                   help="robot timing (default: lockstep for --episodes in sim, else realtime)")
+    p.add_argument("--compare", default=None, help="run directory whose checkpoint is evaluated in-process")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--duration", type=float, default=0.0, help="without --episodes: stop after this many seconds")
+    p.add_argument("--config", default="deploy", help="session YAML (default config/sessions/deploy.yaml)")
+    p.add_argument("--out", default=None, help="report directory (default: next to the policy)")
+    p.add_argument("--domain-id", type=int, default=None)
+    p.set_defaults(func=run)
+
+
+def in_process_returns(policy_path: Path, compare: Path | None, task: str, seeds: list[int]) -> tuple[np.ndarray, str]:
+    """Per-episode returns [N, K] of the deterministic policy in-process, and what was evaluated."""
+    from morl_robot.envs.mo_env import MORobotEnv
+
+    act: Any
+    source: str
+    payload_dir = compare if compare is not None else policy_path.parent
+    try:
+        from morl_robot.serving.export import (
+            _checkpoint_payload,
+            policy_from_checkpoint,
+            reference_outputs,
+        )
+
+        path, payload = _checkpoint_payload(payload_dir)
+        policy, contract, normalizer = policy_from_checkpoint(payload, source=str(path))
+
+        def act(obs: np.ndarray) -> np.ndarray:
+            mean = reference_outputs(policy, contract, obs[None], normalizer)["mean"][0]
+            return np.clip(mean, -1.0, 1.0)
+
+        source = f"torch policy from {path}"
+    except Exception as exc:  # no checkpoint: fall back to onnxruntime, and say so
+        if compare is not None:
+            raise
+        from morl_robot.serving.runtime import OnnxPolicy
+
+        onnx_policy = OnnxPolicy.from_file(policy_path)
+
+        def act(obs: np.ndarray) -> np.ndarray:
+            return onnx_policy.act(obs, deterministic=True).action
+
+        source = f"onnxruntime in-process (no checkpoint next to the policy: {exc})"
+    env = MORobotEnv(task)
+    returns = []
+    try:
+        for seed in seeds:
+            obs, _ = env.reset(seed=seed)
+            total = np.zeros(env.reward_dim)
+            done = False
+            while not done:
+                obs, r, term, trunc, _ = env.step(act(np.asarray(obs)))
+                total += r
+                done = bool(term or trunc)
+            returns.append(total)
+    finally:
+        env.close()
+    return np.asarray(returns), source
+
+
+def _diagnostics(probe: Any, name_part: str) -> dict[str, str]:
+    store = probe.received.get("/diagnostics", [])
+    for _, msg in reversed(store[-50:]):
+        for status in msg.status:
+            if name_part in status.name:
+                return {kv.key: kv.value for kv in status.values}
+    return {}
+
+
+def run(args: argparse.Namespace) -> int:
+    from diagnostic_msgs.msg import DiagnosticArray
+    from std_msgs.msg import String
+
+    from morl_robot.nodes import wire
+    from morl_robot.serving.runtime import OnnxPolicy
+    from morl_robot.session.config import load_session_config
+    from morl_robot.session.graph import deploy_nodes
+    from morl_robot.session.runner import SessionRunner
+
+    policy_path = Path(args.policy).resolve()
+    if not policy_path.is_file():
+        raise UsageError(f"--policy: no such file {policy_path}")
+    contract = OnnxPolicy.from_file(policy_path).contract
+    if args.robot and args.robot != contract.robot:
+        raise UsageError(f"--robot {args.robot}: the policy was trained for '{contract.robot}' (task {contract.task})")
+    if args.episodes < 0:
+        raise UsageError(f"--episodes must be >= 0, got {args.episodes}")
+    if args.episodes and args.backend != "sim":
+        raise UsageError("--episodes (the sim-to-sim check) needs --backend sim")
+    timing = args.timing or ("lockstep" if args.episodes else "realtime")
+    overrides: dict[str, Any] = {"task": contract.task, "robot": contract.robot, "backend": args.backend,
+                                 "policy": str(policy_path), "seed": args.seed,
+                                 "robot_node": {"timing": timing}, "policy_server": {"timing": timing}}
+    if timing == "lockstep":
+        overrides["safety_monitor"] = {"watchdogs": False}  # simulated time stands still between steps
+    cfg = load_session_config(args.config, overrides)
+    out = Path(args.out).resolve() if args.out else policy_path.parent / f"deploy_{policy_path.stem}"
+    out.mkdir(parents=True, exist_ok=True)
+    ns = "/" + cfg.namespace.strip("/")
+    runner = SessionRunner(deploy_nodes(cfg), out / "logs", args.domain_id)
+    print(f"deploying {policy_path.name} (task {contract.task}, robot {contract.robot}, version "
+          f"{contract.policy_version}) on {args.backend}, {timing}; ROS_DOMAIN_ID={runner.domain_id}", file=sys.stderr)
+    ends: list[dict[str, Any]] = []
+    try:
+        runner.start()
+        runner.probe.subscribe("/diagnostics", DiagnosticArray, wire.EVENT_QOS)
+        runner.probe.subscribe(f"{ns}/episode", String, wire.EVENT_QOS,
+                               callback=lambda m: ends.append(e) if (e := json.loads(m.data))["event"] == "end" else None)
+        runner.release_safety([ns])
+        start = time.monotonic()
+        last = [start]
+
+        def tick() -> None:
+            if time.monotonic() - last[0] >= 5.0:
+                last[0] = time.monotonic()
+                st = _diagnostics(runner.probe, "policy")
+                keys = [k for k in st if any(w in k for w in ("rate", "latency", "miss", "version", "held"))]
+                print(f"[{time.monotonic() - start:6.1f} s] episodes {len(ends)}  " +
+                      "  ".join(f"{k}={st[k]}" for k in keys[:8]), file=sys.stderr)
+
+        def done() -> bool:
+            if args.episodes:
+                return len(ends) >= args.episodes
+            return bool(args.duration) and time.monotonic() - start >= args.duration
+
+        finished = runner.wait(done, tick)
+        server_status = _diagnostics(runner.probe, "policy")
+    finally:
+        runner.stop()
+    if not args.episodes:
+        print(json.dumps({"policy_server": server_status}, indent=1))
+        return 0 if finished else 130
+    if not finished:
+        return 130
+    graph = np.asarray([[e["returns"][n] for n in contract.objective_names] for e in ends[:args.episodes]])
+    seeds = [cfg.seed + int(e["episode"]) for e in ends[:args.episodes]]  # robot_node: episode i → seed + i
+    reference, source = in_process_returns(policy_path, Path(args.compare) if args.compare else None,
+                                           contract.task, seeds)
+    report = {
+        "policy": str(policy_path), "task": contract.task, "timing": timing, "episodes": args.episodes,
+        "seeds": seeds, "objectives": list(contract.objective_names),
+        "graph_returns": graph.tolist(), "in_process_returns": reference.tolist(), "in_process_source": source,
+        "graph_mean": graph.mean(0).tolist(), "in_process_mean": reference.mean(0).tolist(),
+        "max_abs_difference": np.abs(graph - reference).max(0).tolist(),
+        "terminations": [e.get("termination") for e in ends[:args.episodes]],
+        "policy_server": server_status,
+    }
+    from morl_robot.evaluation.records import write_json_atomic
+
+    write_json_atomic(out / "deploy_report.json", report)
+    print(f"{'objective':14s} {'graph (ONNX, ROS)':>18s} {'in-process':>12s} {'max |diff|':>11s}")
+    for i, name in enumerate(contract.objective_names):
+        print(f"{name:14s} {graph[:, i].mean():18.4f} {reference[:, i].mean():12.4f} "
+              f"{report['max_abs_difference'][i]:11.3g}")
+    print(f"in-process: {source}\nreport: {out / 'deploy_report.json'}")
+    return 0
