@@ -107,7 +107,7 @@ def test_realtime_holds_when_commands_stop(ros_session):
     """The robot side's own command timeout: no command for command_timeout → hold (as when the
     safety monitor dies)."""
     s = ros_session
-    steps, joints, pub = start(s, task="sawyer_peg_in_hole", timing="realtime", command_timeout=0.2)
+    _, joints, pub = start(s, task="sawyer_peg_in_hole", timing="realtime", command_timeout=0.2)
     s.probe.wait_for(lambda: len(joints) > 5, 30, "joint_states at the control rate")
     s.probe.wait_for_subscribers(pub)
     for _ in range(10):  # 0.5 s of moving up at 0.05 m/s

@@ -1,0 +1,142 @@
+"""A training session end to end on the real middleware: robot nodes (lockstep), safety monitors,
+exploring policy servers and the learner node, each in its own process (issue 4's tests)."""
+from __future__ import annotations
+
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+from diagnostic_msgs.msg import DiagnosticArray
+from std_msgs.msg import Float64MultiArray
+
+from morl_robot.nodes import wire
+from morl_robot.session.config import load_session_config
+from morl_robot.session.graph import train_nodes
+
+TINY_LEARNER = """
+algorithm: mo_mpo
+default_epsilon: 0.1
+temperature_solver: exact
+num_samples: 4
+batch_size: 16
+sequence_length: 4
+target_update_period: 20
+networks: {policy_hidden: [32], critic_hidden: [32], init_std: 0.5}
+replay: {capacity: 20000, samples_per_insert: 2.0, min_size_to_sample: 64, error_buffer: 256.0}
+training: {eval_every: 0, checkpoint_every: 0, keep_checkpoints: 2, log_every: 5, tensorboard: false}
+"""
+
+
+def learner_status(diags) -> dict[str, str]:
+    for _, msg in reversed(diags[-40:]):
+        for st in msg.status:
+            if "learner" in st.name:
+                return {kv.key: kv.value for kv in st.values}
+    return {}
+
+
+def num(status: dict[str, str], key: str) -> float:
+    return float(status.get(key, 0) or 0)
+
+
+@pytest.fixture
+def tiny_config(tmp_path) -> Path:
+    path = tmp_path / "tiny_learner.yaml"
+    path.write_text(TINY_LEARNER)
+    return path
+
+
+def release(session, namespaces):
+    from std_srvs.srv import Trigger
+
+    for ns in namespaces:
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                if session.probe.call(f"{ns}/safety/reset", Trigger, timeout=5).success:
+                    break
+            except TimeoutError:
+                pass
+            assert time.monotonic() < deadline, f"the safety monitor in {ns} never released\n{session.logs()}"
+            time.sleep(0.5)
+
+
+def test_two_actors_feed_one_learner_which_survives_sigint_and_sigkill(ros_session, tmp_path, tiny_config):
+    s = ros_session
+    out = tmp_path / "run"
+    cfg = load_session_config("train", {"task": "sawyer_peg_in_hole", "actors": 2, "namespace": "t", "total_steps": 0,
+                                        "learner_node": {"config": str(tiny_config), "snapshot_every": 10,
+                                                         "checkpoint_every": 400}})
+    specs = train_nodes(cfg, out)
+    learner_spec = specs[0]
+    assert learner_spec.executable == "learner_node"
+    diags = s.probe.subscribe("/diagnostics", DiagnosticArray, wire.EVENT_QOS)
+    chunks = s.probe.subscribe("/t/experience", Float64MultiArray, wire.EXPERIENCE_QOS)
+    procs = {f"{sp.namespace}/{sp.name}": s.group.start(sp) for sp in specs}
+    release(s, ["/t/actor0", "/t/actor1"])
+
+    # experience flows from both actors, the learner updates, the policy version rises and the
+    # actors act with the new snapshots (their chunks carry the version that chose each action)
+    def progressed() -> bool:
+        st = learner_status(diags)
+        return num(st, "updates") > 20 and num(st, "policy_version") >= 3
+    s.probe.wait_for(progressed, 150, "learner updates and new policy versions")
+    st = learner_status(diags)
+    assert num(st, "actor/0/transitions") > 0 and num(st, "actor/1/transitions") > 0, st
+    s.probe.wait_for(lambda: any(wire.read_table(m)[0][:, 1].max() >= 2 for _, m in chunks[-10:]), 60,
+                     "experience acted with a snapshot newer than the first")
+    tables = [wire.split_experience(*wire.read_table(m)) for _, m in chunks]
+    assert {c.actor for c in tables} == {0, 1}
+    for c in tables:
+        assert np.all(np.abs(c.action) <= 1) and np.all(np.isfinite(c.log_prob))
+    for actor in (0, 1):  # consecutive steps within an actor's chunk
+        steps = [c.step for c in tables if c.actor == actor]
+        assert all(np.all(np.diff(x) == 1) for x in steps if len(x) > 1 and not np.any(np.diff(x) < 0))
+
+    # SIGINT: clean shutdown with a checkpoint, restart resumes from it
+    learner = procs["/t/learner_node"]
+    before = learner_status(diags)
+    assert learner.stop(timeout=60, sig=signal.SIGINT) == 0, learner.log_text()[-3000:]
+    assert list((out / "checkpoints").glob("*")), "no checkpoint after SIGINT"
+    steps_at_stop = num(before, "env_steps")
+    version_at_stop = num(before, "policy_version")
+    diags.clear()
+    learner = s.group.start(learner_spec)
+    s.probe.wait_for(lambda: num(learner_status(diags), "env_steps") >= steps_at_stop
+                     and num(learner_status(diags), "policy_version") >= version_at_stop, 90,
+                     "the restarted learner to resume the counters")
+    assert "resumed" in learner.log_text()
+
+    # SIGKILL: no chance to write; a restart resumes from the newest periodic checkpoint
+    s.probe.wait_for(lambda: num(learner_status(diags), "env_steps") > steps_at_stop + 800, 120,
+                     "a periodic checkpoint after the restart")
+    time.sleep(1.0)
+    learner.kill()
+    diags.clear()
+    learner = s.group.start(learner_spec)
+    s.probe.wait_for(lambda: num(learner_status(diags), "env_steps") >= steps_at_stop + 400, 90,
+                     "the learner to resume after SIGKILL")
+    assert "resumed" in learner.log_text()
+
+
+def test_morl_robot_train_leaves_a_complete_run_directory(tmp_path, tiny_config):
+    """`morl-robot train` as a user runs it: processes, progress, artefacts in --out."""
+    from morl_robot.session.processes import pick_domain_id, ros_env
+
+    out = tmp_path / "run"
+    env = ros_env(pick_domain_id())
+    cmd = [sys.executable, "-m", "morl_robot.cli", "train", "--task", "sawyer_peg_in_hole", "--steps", "1200",
+           "--learner-config", str(tiny_config), "--out", str(out), "--no-progress", "--namespace", "cli"]
+    done = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=400, check=False)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    for name in ("metrics.csv", "episodes.csv", "policy.onnx", "session.yaml"):
+        assert (out / name).is_file(), f"{name} missing: {sorted(p.name for p in out.iterdir())}"
+    assert list((out / "checkpoints").glob("*")) and list((out / "plots").glob("*.png"))
+    from morl_robot.serving.runtime import OnnxPolicy
+
+    policy = OnnxPolicy.from_file(out / "policy.onnx")
+    assert policy.contract.task == "sawyer_peg_in_hole" and policy.version >= 1
