@@ -99,9 +99,11 @@ class MetricsLogger:
             for key, value in returns.items():
                 self._tb.add_scalar(f"eval/{key}", value, env_steps)
 
-    def log_episode(self, env_steps: int, returns: Mapping[str, float], termination: str | None) -> None:
-        """One finished training episode of the exploring policy (the behaviour learning curve)."""
-        self.episode_csv.write({"env_steps": env_steps, **returns, "termination": termination or ""})
+    def log_episode(self, env_steps: int, returns: Mapping[str, float], termination: str | None,
+                    extra: Mapping[str, Any] | None = None) -> None:
+        """One finished training episode of the exploring policy (the behaviour learning curve);
+        ``extra`` (e.g. length, actor, policy version) goes to the CSV only."""
+        self.episode_csv.write({"env_steps": env_steps, **returns, **(extra or {}), "termination": termination or ""})
         if self._tb is not None:
             for key, value in returns.items():
                 self._tb.add_scalar(f"episode/{key}", value, env_steps)
