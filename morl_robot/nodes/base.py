@@ -20,6 +20,7 @@ from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
 from rclpy.executors import ExternalShutdownException, SingleThreadedExecutor
 from rclpy.lifecycle import LifecycleNode, TransitionCallbackReturn
 from rclpy.node import Node
+from rclpy.signals import SignalHandlerOptions
 
 from morl_robot.errors import MorlRobotError
 from morl_robot.nodes.wire import EVENT_QOS
@@ -145,14 +146,17 @@ def run_node(make: Callable[[], Node], args: list[str] | None = None) -> int:
     SIGTERM is treated like Ctrl-C so a launcher's ``terminate()`` runs the same shutdown
     path (checkpoints are written by the nodes' ``close``/``cleanup``).
     """
-    rclpy.init(args=args if args is not None else sys.argv)
+    # We handle SIGINT/SIGTERM ourselves (rclpy's handler would shut the context down first, and
+    # then close() could no longer publish the robot's hold command or log).
+    rclpy.init(args=args if args is not None else sys.argv, signal_handler_options=SignalHandlerOptions.NO)
     node: Node | None = None
     stop = {"flag": False}
 
-    def on_term(signum: int, frame: Any) -> None:  # pragma: no cover - exercised via processes
+    def on_signal(signum: int, frame: Any) -> None:  # pragma: no cover - exercised via processes
         stop["flag"] = True
 
-    signal.signal(signal.SIGTERM, on_term)
+    signal.signal(signal.SIGTERM, on_signal)
+    signal.signal(signal.SIGINT, on_signal)
     rc = 0
     try:
         node = make()

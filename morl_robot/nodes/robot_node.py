@@ -105,8 +105,11 @@ class RobotNode(ManagedNode):
         robot_name = self._param("robot") or (task.robot_name if task is not None else "")
         if not robot_name:
             raise ConfigError("parameter robot: needed when no task is given (sawyer, shadow_hand or a YAML path)")
-        if task is not None and self._param("robot") and robot_name != task.robot_name:
-            raise ConfigError(f"parameter robot: task '{task.name}' runs on '{task.robot_name}', not '{robot_name}'")
+        if task is not None and self._param("robot"):
+            from morl_robot.robots.config import load_robot_config
+
+            if load_robot_config(robot_name).name != task.robot_name:
+                raise ConfigError(f"parameter robot: task '{task.name}' runs on '{task.robot_name}', not '{robot_name}'")
         period = task.config.control_period if task is not None else float(self._param("control_period"))
         robot = self._make_robot(backend, robot_name, task, period)
         if task is None:
@@ -176,8 +179,8 @@ class RobotNode(ManagedNode):
         self._start_episode()
         if self._param("timing") == "realtime":
             self._timers.append(self.create_timer(self.runner.robot.control_period, self._on_tick))
-        else:
-            self._timers.append(self.create_timer(float(self._param("republish_period")), self._on_republish))
+        # both timings: re-send the newest task_step while no command comes (a late actor's cue)
+        self._timers.append(self.create_timer(float(self._param("republish_period")), self._on_republish))
 
     def deactivate(self) -> None:
         self._active = False
@@ -236,7 +239,7 @@ class RobotNode(ManagedNode):
             self._hold()
 
     def _on_republish(self) -> None:
-        """Lockstep: re-send the newest task_step while no command has come for a while."""
+        """Re-send the newest task_step while no command has come for a while."""
         if self._paused or self.runner is None or self.runner.last is None:
             return
         now = time.monotonic()

@@ -1,0 +1,724 @@
+"""The ros2_control hardware backend of the robot interface (pure: no rclpy here).
+
+A real robot is reached through the interfaces its driver exposes under ros2_control
+(``ros2_control`` / ``ros2_controllers`` documentation: ``joint_state_broadcaster``,
+``forward_command_controller``, ``joint_trajectory_controller``):
+
+* state: ``sensor_msgs/JointState`` — matched to our joints **by name** (any order; extra joints such
+  as the Sawyer's ``head_pan`` are ignored);
+* commands: a forward command controller (``std_msgs/Float64MultiArray`` in the controller's joint
+  order), a ``trajectory_msgs/JointTrajectory`` controller, or a ``sensor_msgs/JointState`` command
+  topic;
+* wrench: ``geometry_msgs/WrenchStamped`` of a wrist F/T sensor; tactile: a float array topic.
+
+Topic names, joint order, units and rates per robot live in the ``hardware:`` section of
+``config/robots/<robot>.yaml`` (:class:`~morl_robot.robots.config.HardwareConfig`).  Every
+conversion between the driver's world and ours — joint order and names, degrees, coupled joints
+(the Shadow Hand's J0 motor drives J1 + J2, which a trajectory controller lists separately),
+force units — happens in :class:`DriverCodec` and nowhere else.
+
+:class:`HardwareRobot` receives driver messages as plain data (``on_joint_state``, ``on_wrench``,
+``on_tactile``, called from the ROS thread of :class:`morl_robot.nodes.hardware_link.HardwareLink`)
+and emits :class:`DriverCommand` objects through a sink callable.  A stream with no accepted
+message within its deadline is a **stale-state fault**: ``read_state`` and ``send_command`` raise
+:class:`StaleStateError` and nothing is sent to the driver until fresh data arrives.  Messages
+that arrive out of order (header stamp not newer than the newest accepted one) are discarded, so
+the state never goes back in time; after a stale period any stamp is accepted again (a restarted
+driver may restart its clock).
+
+Cartesian velocity control (the Sawyer peg-in-hole policy of the MO-MPO paper, section 6) runs
+here as in :class:`~morl_robot.robots.mujoco_robot.MujocoRobot`: resolved-rate damped least
+squares (:func:`morl_robot.robots.kinematics.resolved_rate`, Nakamura & Hanafusa 1986) on a
+kinematics-only MuJoCo model of the robot set to the measured joint positions
+(``mj_kinematics`` + ``mj_comPos`` + ``mj_jacSite``), integrated into position targets that lead
+the measured joints by at most ``cartesian.max_tracking_error`` (position interface), or sent as
+joint velocities (velocity interface).
+
+Shapes: J joints, A actuators, C command columns of the driver controller, M joints in a message.
+"""
+from __future__ import annotations
+
+import math
+import threading
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
+
+import mujoco
+import numpy as np
+
+from morl_robot.errors import ConfigError, MorlRobotError, UnknownNameError
+from morl_robot.resources import sim_path
+from morl_robot.robots.base import Robot
+from morl_robot.robots.config import (
+    UNIT_SCALE,
+    HardwareCommandConfig,
+    HardwareConfig,
+    HardwareResetConfig,
+    HardwareStateConfig,
+    HardwareTactileConfig,
+    HardwareUnitsConfig,
+    HardwareWrenchConfig,
+    RobotConfig,
+    load_robot_config,
+)
+from morl_robot.robots.kinematics import resolved_rate
+from morl_robot.robots.mujoco_robot import build_spec
+from morl_robot.robots.spec import ControlMode, RobotSpec, RobotState
+
+__all__ = [
+    "UNIT_SCALE", "DriverCodec", "DriverCommand", "HardwareCommandConfig", "HardwareConfig", "HardwareError",
+    "HardwareResetConfig", "HardwareRobot", "HardwareStateConfig", "HardwareTactileConfig", "HardwareUnitsConfig",
+    "HardwareWrenchConfig", "StaleStateError", "integrate_position_targets", "load_hardware_robot",
+    "split_coupled",
+]
+
+
+class HardwareError(MorlRobotError, RuntimeError):
+    """The real robot cannot do what was asked (reset not reachable, no driver connected…)."""
+
+
+class StaleStateError(HardwareError):
+    """A driver stream had no accepted message within its deadline (or never had one): a fault;
+    the robot is not commanded until fresh state arrives."""
+
+
+#: Control modes a controller's command interface can serve (Cartesian velocity is resolved into
+#: joint position targets or joint velocities here).
+MODES_OF_INTERFACE: dict[str, tuple[ControlMode, ...]] = {
+    "position": (ControlMode.POSITION, ControlMode.CARTESIAN_VELOCITY),
+    "velocity": (ControlMode.VELOCITY, ControlMode.CARTESIAN_VELOCITY),
+    "effort": (ControlMode.EFFORT,),
+}
+
+
+@dataclass(frozen=True)
+class DriverCommand:
+    """One command for the driver, already in the driver's joint order, names and units.
+
+    ``kind`` is the controller interface (``forward`` → ``Float64MultiArray``, ``trajectory`` →
+    ``JointTrajectory`` with one point at ``time_from_start``, ``joint_state`` → ``JointState``);
+    ``mode`` says which field the values are (position, velocity or effort).
+    """
+
+    joint_names: tuple[str, ...]  # (C,)
+    values: np.ndarray  # (C,) driver units
+    kind: str  # forward | trajectory | joint_state
+    mode: str = "position"  # position | velocity | effort
+    time_from_start: float = 0.0  # s (trajectory)
+
+
+def split_coupled(total: float, lower: np.ndarray, upper: np.ndarray) -> np.ndarray:
+    """Joint positions (n,) of a coupled actuator whose position is their sum (the Shadow Hand's
+    J0 = J1 + J2): equal shares, and what a joint's range cannot take goes to the others.  The
+    equal split matches the hand's J1 = J2 coupling in our MJCF (``right_hand_common.xml``)."""
+    n = len(lower)
+    x = np.full(n, total / n)
+    for _ in range(n):
+        x = np.clip(x, lower, upper)
+        rest = total - float(x.sum())
+        if abs(rest) < 1e-12:
+            break
+        free = x < upper if rest > 0 else x > lower
+        if not free.any():
+            break
+        x[free] += rest / int(free.sum())
+    return np.clip(x, lower, upper)
+
+
+def integrate_position_targets(target: np.ndarray, qdot: np.ndarray, q: np.ndarray, dt: float, lead: float,
+                               lower: np.ndarray, upper: np.ndarray) -> np.ndarray:
+    """Resolved-rate integration (n,): ``target + qdot·dt``, never leading the measured ``q`` by more
+    than ``lead`` (so a blocked arm does not wind up its targets) and kept within [lower, upper].
+    The same rule :class:`~morl_robot.robots.mujoco_robot.MujocoRobot` applies in simulation."""
+    new = target + qdot * dt
+    new = np.minimum(np.maximum(new, q - lead), q + lead)
+    return np.minimum(np.maximum(new, lower), upper)
+
+
+class DriverCodec:
+    """Names, order, units and couplings between our joints/actuators and a driver.
+
+    State: a driver ``JointState`` (names in any order, extra joints, driver units) → our joint
+    indices and SI values.  Commands: actuator values (A,) in SI → the controller's columns (C,) in
+    driver units; a coupled actuator listed as its joints is split (position: :func:`split_coupled`;
+    velocity: equal shares; effort: the tendon force acts on each joint) and merged back by the
+    driver emulator (sum, sum, mean).
+    """
+
+    def __init__(self, spec: RobotSpec, hardware: HardwareConfig, source: str = "") -> None:
+        self.spec, self.hardware = spec, hardware
+        nm = hardware.name_map
+        self.driver_joint_names: tuple[str, ...] = tuple(nm.get(n, n) for n in spec.joint_names)  # (J,)
+        self._joint_of_driver = {d: i for i, d in enumerate(self.driver_joint_names)}
+        u = hardware.units
+        self.scale = {"position": UNIT_SCALE[u.position], "velocity": UNIT_SCALE[u.velocity],
+                      "effort": UNIT_SCALE[u.effort]}
+        self.force_scale, self.torque_scale = UNIT_SCALE[u.force], UNIT_SCALE[u.torque]
+        self._jlo = np.array([j.lower for j in spec.joints])
+        self._jhi = np.array([j.upper for j in spec.joints])
+        # actuator -> indices of the joints it drives
+        self.actuator_joints: list[np.ndarray] = [
+            np.array([spec.joint_names.index(j) for j in a.joints], dtype=int) for a in spec.actuators
+        ]
+        # command columns: (actuator, slot) with slot -1 = the whole actuator
+        ours = {nm.get(n, n): n for n in spec.joint_names + spec.actuator_names}
+        cols: list[tuple[int, int]] = []
+        for i, dn in enumerate(hardware.command.joints):
+            key = f"hardware.command.joints[{i}]"
+            our = ours.get(dn)
+            if our is None:
+                raise _config_error(source, key, f"'{dn}' is not a joint or actuator of '{spec.name}'")
+            if our in spec.actuator_names:
+                cols.append((spec.actuator_names.index(our), -1))
+                continue
+            owner = [a for a, act in enumerate(spec.actuators) if our in act.joints]
+            if not owner:
+                raise _config_error(source, key, f"joint '{our}' is driven by no actuator of '{spec.name}'")
+            a = owner[0]
+            joints = spec.actuators[a].joints
+            cols.append((a, -1 if len(joints) == 1 else joints.index(our)))
+        for a, act in enumerate(spec.actuators):
+            slots = [k for b, k in cols if b == a]
+            whole = slots.count(-1)
+            parts = sorted(k for k in slots if k >= 0)
+            if whole + (1 if parts else 0) > 1 or (whole == 0 and parts != list(range(len(act.joints)))):
+                need = act.name if len(act.joints) == 1 else f"{act.name} (or all of {', '.join(act.joints)})"
+                raise _config_error(source, "hardware.command.joints",
+                                    f"must command actuator {need} exactly once; got columns "
+                                    f"{[hardware.command.joints[c] for c, (b, _) in enumerate(cols) if b == a]}")
+        self.command_names: tuple[str, ...] = tuple(hardware.command.joints)  # (C,)
+        self._cols = cols
+        # what the driver publishes (the emulator), extra joints included
+        self.state_names: tuple[str, ...] = tuple(hardware.state.joints) or self.driver_joint_names
+        self._publish_index = np.array([self._joint_of_driver.get(n, -1) for n in self.state_names], dtype=int)
+        self._state_cache: dict[tuple[str, ...], tuple[np.ndarray, np.ndarray]] = {}
+        # tactile labels the driver uses for our sensors, in our order
+        self.tactile_labels: tuple[str, ...] = ()
+        tactile = next((s for s in spec.sensors if s.kind == "tactile"), None)
+        if hardware.tactile is not None and tactile is not None:
+            self.tactile_labels = tuple(hardware.tactile.labels) or tactile.labels
+
+    # --- state ----------------------------------------------------------------------------
+    def state_index(self, names: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
+        """(message indices (M,), our joint indices (M,)) of the known joints among ``names``."""
+        key = tuple(names)
+        hit = self._state_cache.get(key)
+        if hit is None:
+            pairs = [(m, self._joint_of_driver[n]) for m, n in enumerate(key) if n in self._joint_of_driver]
+            hit = (np.array([p[0] for p in pairs], dtype=int), np.array([p[1] for p in pairs], dtype=int))
+            if len(self._state_cache) < 64:
+                self._state_cache[key] = hit
+        return hit
+
+    def encode_state(self, position: np.ndarray, velocity: np.ndarray, effort: np.ndarray
+                     ) -> tuple[tuple[str, ...], np.ndarray, np.ndarray, np.ndarray]:
+        """Our joint state (J,) ×3 in SI → the driver's published names and arrays in driver units
+        (extra joints read 0), as the driver emulator publishes them."""
+        idx = self._publish_index
+        known = idx >= 0
+
+        def pick(values: np.ndarray, scale: float) -> np.ndarray:
+            out = np.zeros(len(idx))
+            out[known] = np.asarray(values, np.float64)[idx[known]] / scale
+            return out
+
+        return (self.state_names, pick(position, self.scale["position"]), pick(velocity, self.scale["velocity"]),
+                pick(effort, self.scale["effort"]))
+
+    # --- commands -------------------------------------------------------------------------
+    def encode_command(self, values: np.ndarray, mode: str) -> np.ndarray:
+        """Actuator values (A,) in SI → controller columns (C,) in driver units."""
+        values = np.asarray(values, np.float64)
+        out = np.empty(len(self._cols))
+        splits: dict[int, np.ndarray] = {}
+        for c, (a, k) in enumerate(self._cols):
+            if k < 0:
+                out[c] = values[a]
+                continue
+            if a not in splits:
+                j = self.actuator_joints[a]
+                if mode == "position":
+                    splits[a] = split_coupled(float(values[a]), self._jlo[j], self._jhi[j])
+                elif mode == "velocity":
+                    splits[a] = np.full(len(j), values[a] / len(j))
+                else:  # a tendon force f exerts f on every joint it spans
+                    splits[a] = np.full(len(j), values[a])
+            out[c] = splits[a][k]
+        return out / self.scale[mode]
+
+    def decode_command(self, driver_values: np.ndarray, mode: str) -> np.ndarray:
+        """Controller columns (C,) in driver units → actuator values (A,) in SI (the emulator)."""
+        si = np.asarray(driver_values, np.float64) * self.scale[mode]
+        out = np.zeros(len(self.spec.actuators))
+        parts = np.zeros(len(self.spec.actuators))
+        for c, (a, k) in enumerate(self._cols):
+            out[a] += si[c]
+            parts[a] += 1
+        if mode == "effort":
+            out /= np.maximum(parts, 1)
+        return out
+
+    def actuator_positions(self, q: np.ndarray) -> np.ndarray:
+        """Actuator positions (A,) of joint positions (J,): a coupled actuator's is the sum."""
+        return np.array([float(q[j].sum()) for j in self.actuator_joints])
+
+
+def _config_error(source: str, key: str, message: str) -> ConfigError:
+    where = f"{source}: " if source else ""
+    return ConfigError(f"{where}key '{key}': {message}")
+
+
+@dataclass
+class _Stream:
+    """Freshness bookkeeping of one driver stream."""
+
+    what: str  # e.g. "joint state"
+    topic: str
+    deadline: float  # s
+    last_receive: float | None = None  # our clock
+    last_stamp: float = -math.inf  # driver header stamp of the newest accepted message
+    accepted: int = 0
+    out_of_order: int = 0
+    rejected: int = 0
+    reject_reason: str = ""
+
+    def age(self, now: float) -> float:
+        return math.inf if self.last_receive is None else now - self.last_receive
+
+    def stale(self, now: float) -> bool:
+        return self.age(now) > self.deadline
+
+    def problem(self, now: float) -> str | None:
+        if not self.stale(now):
+            return None
+        why = (f"never received on {self.topic}" if self.last_receive is None else
+               f"last message on {self.topic} {self.age(now):.3f} s ago (deadline {self.deadline:.3f} s)")
+        if self.rejected:
+            why += f"; {self.rejected} message(s) rejected: {self.reject_reason}"
+        return f"{self.what} {why}"
+
+
+class HardwareRobot(Robot):
+    """A real robot behind its ros2_control driver topics (see the module docstring).
+
+    Args:
+        config: the robot YAML with a ``hardware:`` section.
+        control_period: s between commands (the task's); used for Cartesian integration and reset.
+        source: file name for error messages.
+        sink: where :class:`DriverCommand` objects go (set later with :meth:`connect`).
+        clock: monotonic seconds for freshness (injectable for tests).
+        sleep: waits one reset period (injectable: tests step an emulated driver instead).
+    """
+
+    def __init__(self, config: RobotConfig, control_period: float, *, source: str = "",
+                 sink: Callable[[DriverCommand], None] | None = None,
+                 clock: Callable[[], float] = time.monotonic, sleep: Callable[[float], None] = time.sleep) -> None:
+        if config.hardware is None:
+            raise ConfigError(f"{source or config.name}: the robot YAML has no 'hardware:' section (driver topics)")
+        self.config, self.hardware, self.source = config, config.hardware, source or config.name
+        path = Path(sim_path(config.model.mjcf))
+        try:
+            self.model = mujoco.MjModel.from_xml_path(str(path))  # kinematics only: never stepped
+        except ValueError as exc:
+            raise ConfigError(f"{path}: MJCF does not compile: {exc}") from None
+        self.data = mujoco.MjData(self.model)
+        spec = build_spec(self.model, config, str(path))
+        hw = self.hardware
+        served = MODES_OF_INTERFACE[hw.command.mode]
+        modes = tuple(m for m in spec.control_modes if m in served)
+        if not modes:
+            raise ConfigError(f"{self.source}: key 'hardware.command.mode': a {hw.command.mode} controller serves "
+                              f"none of the robot's control modes {[m.value for m in spec.control_modes]}")
+        default = spec.default_control_mode if spec.default_control_mode in modes else modes[0]
+        spec = replace(spec, control_modes=modes, default_control_mode=default,
+                       sensors=tuple(s for s in spec.sensors if s.kind != "scene"))
+        super().__init__(spec, control_period)
+        self.codec = DriverCodec(spec, hw, self.source)
+        self._sink = sink
+        self._clock, self._sleep = clock, sleep
+        self._lock = threading.Lock()
+        m = self.model
+        jids = [mujoco.mj_name2id(m, mujoco.mjtObj.mjOBJ_JOINT, n) for n in spec.joint_names]
+        self._qadr = m.jnt_qposadr[jids].copy()
+        self._dadr = m.jnt_dofadr[jids].copy()
+        self._jlo = np.array([j.lower for j in spec.joints])
+        self._jhi = np.array([j.upper for j in spec.joints])
+        self._jvel = np.array([j.velocity_limit for j in spec.joints])
+        self._avel = np.array([a.velocity_limit for a in spec.actuators])
+        # --- joint stream: per-joint values, driver stamps and receive times --------------------
+        n = len(spec.joints)
+        self._q, self._qd, self._tau = np.zeros(n), np.zeros(n), np.zeros(n)
+        self._jstamp = np.full(n, -math.inf)
+        self._jrecv = np.full(n, -math.inf)
+        self._joints = _Stream("joint state", hw.state.topic, hw.state.deadline)
+        self._wrench_stream = (_Stream("wrench", hw.wrench.topic, hw.wrench.deadline)
+                               if hw.wrench is not None and spec.has_sensor("wrench") else None)
+        self._tactile_stream = (_Stream("tactile", hw.tactile.topic, hw.tactile.deadline)
+                                if hw.tactile is not None and spec.has_sensor("tactile") else None)
+        self._wrench = np.zeros(6)
+        self._tactile = np.zeros(len(self.codec.tactile_labels))
+        self._tactile_cache: dict[tuple[str, ...], np.ndarray | None] = {}
+        # --- Cartesian control -----------------------------------------------------------------
+        self._site = -1
+        if config.cartesian is not None:
+            self._site = mujoco.mj_name2id(m, mujoco.mjtObj.mjOBJ_SITE, config.cartesian.site)
+            self._jac = np.zeros((6, m.nv))
+            act_joint = np.array([spec.joint_names.index(a.joints[0]) if len(a.joints) == 1 else -1
+                                  for a in spec.actuators])
+            self._cart_mask = act_joint >= 0
+            self._cart_idx = act_joint[self._cart_mask]
+            half = config.cartesian.joint_limit_margin * 0.5
+            self._cart_lo = self._jlo[self._cart_idx] + half
+            self._cart_hi = self._jhi[self._cart_idx] - half
+        self._target: np.ndarray | None = None  # (A,) integrated position targets (Cartesian mode)
+        self._last_position: np.ndarray | None = None  # (A,) newest position command sent
+        self.commands_sent = 0
+        self.home = self._home()
+
+    def _home(self) -> dict[str, float]:
+        """reset() target: ``hardware.home`` or the robot MJCF's keyframe ``home``."""
+        if self.hardware.home:
+            return dict(self.hardware.home)
+        key = mujoco.mj_name2id(self.model, mujoco.mjtObj.mjOBJ_KEY, "home")
+        if key < 0:
+            return {}
+        qpos = self.model.key_qpos[key]
+        return {n: float(qpos[a]) for n, a in zip(self.spec.joint_names, self._qadr)}
+
+    # --- wiring ---------------------------------------------------------------------------
+    def connect(self, sink: Callable[[DriverCommand], None] | None) -> None:
+        """Where commands go (``HardwareLink`` publishes them); None disconnects."""
+        self._sink = sink
+
+    # --- driver messages (called from the ROS thread) -------------------------------------
+    def on_joint_state(self, names: Sequence[str], position: Sequence[float], velocity: Sequence[float],
+                       effort: Sequence[float], stamp: float) -> bool:
+        """A driver ``JointState`` (driver names, order and units; ``stamp`` = header stamp in s,
+        0 if the driver does not stamp).  Returns whether any joint was updated."""
+        now = self._clock()
+        pos = np.asarray(position, np.float64)
+        vel = np.asarray(velocity, np.float64)
+        eff = np.asarray(effort, np.float64)
+        s = self._joints
+        with self._lock:
+            if pos.size != len(names) or (vel.size and vel.size != len(names)) or (eff.size and eff.size != len(names)):
+                s.rejected += 1
+                s.reject_reason = (f"malformed JointState: {len(names)} names, {pos.size} positions, "
+                                   f"{vel.size} velocities, {eff.size} efforts")
+                return False
+            m_idx, j_idx = self.codec.state_index(names)
+            if not j_idx.size:  # another device on a shared topic (e.g. a gripper): not ours
+                return False
+            stamp = float(stamp) if stamp > 0 else now
+            fresh = (self._jstamp[j_idx] < stamp) | (now - self._jrecv[j_idx] > s.deadline)
+            if not fresh.any():
+                s.out_of_order += 1
+                return False
+            m_idx, j_idx = m_idx[fresh], j_idx[fresh]
+            sc = self.codec.scale
+            q = pos[m_idx] * sc["position"]
+            if not np.all(np.isfinite(q)):
+                s.rejected += 1
+                s.reject_reason = "non-finite joint positions"
+                return False
+            if vel.size:
+                qd = vel[m_idx] * sc["velocity"]
+            else:  # the driver sends no velocities: finite differences of accepted positions
+                dt = stamp - self._jstamp[j_idx]
+                ok = np.isfinite(dt) & (dt > 0) & (now - self._jrecv[j_idx] <= s.deadline)
+                qd = np.where(ok, (q - self._q[j_idx]) / np.where(ok, dt, 1.0), 0.0)
+            self._q[j_idx] = q
+            self._qd[j_idx] = qd
+            self._tau[j_idx] = eff[m_idx] * sc["effort"] if eff.size else 0.0
+            self._jstamp[j_idx] = stamp
+            self._jrecv[j_idx] = now
+            s.accepted += 1
+            oldest = float(self._jrecv.min())  # the stream is as fresh as its oldest joint
+            s.last_receive = oldest if oldest > -math.inf else None
+            s.last_stamp = max(s.last_stamp, stamp)
+            return True
+
+    def on_wrench(self, force: Sequence[float], torque: Sequence[float], stamp: float, frame: str = "") -> bool:
+        """A driver ``WrenchStamped`` (driver units); rejected if ``frame`` is not the configured one."""
+        s = self._wrench_stream
+        if s is None:
+            return False
+        now = self._clock()
+        hw = self.hardware.wrench
+        assert hw is not None
+        w = np.concatenate([np.asarray(force, np.float64).reshape(3) * self.codec.force_scale,
+                            np.asarray(torque, np.float64).reshape(3) * self.codec.torque_scale])
+        with self._lock:
+            if hw.frame and frame and frame != hw.frame:
+                s.rejected += 1
+                s.reject_reason = f"frame '{frame}' is not '{hw.frame}' (hardware.wrench.frame)"
+                return False
+            if not np.all(np.isfinite(w)):
+                s.rejected += 1
+                s.reject_reason = "non-finite wrench"
+                return False
+            stamp = float(stamp) if stamp > 0 else now
+            if stamp <= s.last_stamp and not s.stale(now):
+                s.out_of_order += 1
+                return False
+            self._wrench = w
+            s.last_receive, s.last_stamp = now, stamp
+            s.accepted += 1
+            return True
+
+    def on_tactile(self, values: Sequence[float], labels: Sequence[str], stamp: float = 0.0) -> bool:
+        """A tactile array (driver units): by label when the message names its elements, else in our
+        sensor order.  Float arrays carry no header: ``stamp`` 0 means 'now'."""
+        s = self._tactile_stream
+        if s is None:
+            return False
+        now = self._clock()
+        v = np.asarray(values, np.float64)
+        want = self.codec.tactile_labels
+        with self._lock:
+            if labels:
+                key = tuple(labels)
+                if key not in self._tactile_cache:
+                    self._tactile_cache[key] = (np.array([key.index(lab) for lab in want])
+                                                if set(want) <= set(key) and len(key) == v.size else None)
+                idx = self._tactile_cache[key]
+                if idx is None:
+                    s.rejected += 1
+                    s.reject_reason = f"tactile labels {list(key)[:4]}… do not include all of {list(want)}"
+                    return False
+                v = v[idx]
+            elif v.size != len(want):
+                s.rejected += 1
+                s.reject_reason = f"unlabelled tactile array of {v.size} values, expected {len(want)}"
+                return False
+            if not np.all(np.isfinite(v)):
+                s.rejected += 1
+                s.reject_reason = "non-finite tactile values"
+                return False
+            stamp = float(stamp) if stamp > 0 else now
+            if stamp <= s.last_stamp and not s.stale(now):
+                s.out_of_order += 1
+                return False
+            assert self.hardware.tactile is not None
+            self._tactile = v * self.hardware.tactile.scale
+            s.last_receive, s.last_stamp = now, stamp
+            s.accepted += 1
+            return True
+
+    # --- state ----------------------------------------------------------------------------
+    def streams(self) -> list[_Stream]:
+        return [s for s in (self._joints, self._wrench_stream, self._tactile_stream) if s is not None]
+
+    def stale_streams(self) -> list[str]:
+        """What makes the state stale now (empty when fresh)."""
+        now = self._clock()
+        with self._lock:
+            return self._problems(now)
+
+    def _problems(self, now: float) -> list[str]:
+        problems = [p for p in (s.problem(now) for s in self.streams()) if p is not None]
+        missing = [n for n, r in zip(self.spec.joint_names, self._jrecv) if r == -math.inf]
+        if missing and self._joints.accepted:
+            problems[0] += f" (the driver never sent joints {', '.join(missing)})"
+        return problems
+
+    def read_state(self) -> RobotState:
+        """The newest state; raises :class:`StaleStateError` if any stream is past its deadline."""
+        now = self._clock()
+        with self._lock:
+            problems = self._problems(now)
+            if problems:
+                raise StaleStateError(f"{self.spec.name}: stale driver state, not commanding: " + "; ".join(problems))
+            q, qd, tau = self._q.copy(), self._qd.copy(), self._tau.copy()
+            stamp = float(self._jstamp.min())
+            wrench = self._wrench.copy() if self._wrench_stream is not None else None
+            tactile = self._tactile.copy() if self._tactile_stream is not None else None
+        return RobotState(stamp=stamp, position=q, velocity=qd, effort=tau, wrench=wrench, tactile=tactile,
+                          ee_pose=self._ee_pose(q))
+
+    def _kinematics(self, q: np.ndarray) -> None:
+        self.data.qpos[self._qadr] = q
+        mujoco.mj_kinematics(self.model, self.data)
+        mujoco.mj_comPos(self.model, self.data)
+
+    def _ee_pose(self, q: np.ndarray) -> np.ndarray | None:
+        if self._site < 0:
+            return None
+        self._kinematics(q)
+        quat = np.empty(4)
+        mujoco.mju_mat2Quat(quat, self.data.site_xmat[self._site])
+        return np.concatenate([self.data.site_xpos[self._site], quat])
+
+    def status(self) -> dict[str, Any]:
+        """Counters for diagnostics (accepted / out-of-order / rejected messages, ages, commands)."""
+        now = self._clock()
+        out: dict[str, Any] = {"commands_sent": self.commands_sent}
+        with self._lock:
+            for s in self.streams():
+                key = s.what.replace(" ", "_")
+                out.update({f"{key}/accepted": s.accepted, f"{key}/out_of_order": s.out_of_order,
+                            f"{key}/rejected": s.rejected, f"{key}/age": s.age(now)})
+        return out
+
+    # --- commands -------------------------------------------------------------------------
+    def _emit(self, values: np.ndarray, mode: str) -> None:
+        """Actuator values (A,) in SI for the controller's ``mode`` → the driver."""
+        if self._sink is None:
+            raise HardwareError(f"{self.spec.name}: no driver connection (HardwareLink) to send commands to")
+        c = self.hardware.command
+        tfs = c.time_from_start or self.control_period
+        self._sink(DriverCommand(self.codec.command_names, self.codec.encode_command(values, mode), c.interface,
+                                 mode, tfs))
+        if mode == "position":
+            self._last_position = np.asarray(values, np.float64).copy()
+        self.commands_sent += 1
+
+    def _apply(self, command: np.ndarray) -> None:
+        state = self.read_state()  # stale: raises, nothing is sent
+        mode = self.control_mode
+        interface = self.hardware.command.mode
+        if mode == ControlMode.CARTESIAN_VELOCITY:
+            qdot = self._cartesian_qdot(command, state.position)
+            if interface == "velocity":
+                out = np.zeros(len(self.spec.actuators))
+                out[self._cart_mask] = qdot[self._cart_idx]
+                self._emit(out, "velocity")
+                return
+            self._emit(self._integrate(qdot, state.position), "position")
+            return
+        lo, hi = self.spec.command_bounds(mode)
+        self._emit(np.minimum(np.maximum(command, lo), hi), mode.value)
+
+    def _cartesian_qdot(self, twist: np.ndarray, q: np.ndarray) -> np.ndarray:
+        """Resolved rate at the measured ``q`` (J,): twist (6,) → joint velocities (J,)."""
+        c = self.config.cartesian
+        assert c is not None and self._site >= 0
+        hi = np.array([c.max_linear_velocity] * 3 + [c.max_angular_velocity] * 3)
+        twist = np.minimum(np.maximum(twist, -hi), hi)
+        self._kinematics(q)
+        mujoco.mj_jacSite(self.model, self.data, self._jac[:3], self._jac[3:], self._site)
+        jac = self._jac[:, self._dadr]
+        return resolved_rate(jac, twist, q, self._jlo, self._jhi, self._jvel, self.control_period,
+                             c.damping, c.joint_limit_margin)
+
+    def _integrate(self, qdot: np.ndarray, q: np.ndarray) -> np.ndarray:
+        c = self.config.cartesian
+        assert c is not None
+        if self._target is None:
+            self._target = self.codec.actuator_positions(q)
+        target = self._target.copy()
+        idx = self._cart_idx
+        target[self._cart_mask] = integrate_position_targets(target[self._cart_mask], qdot[idx], q[idx],
+                                                             self.control_period, c.max_tracking_error,
+                                                             self._cart_lo, self._cart_hi)
+        self._target = target
+        return target
+
+    def advance(self) -> None:
+        """Nothing to do: on hardware time passes by itself (the robot node's timer keeps the rate)."""
+
+    def hold_command(self) -> np.ndarray:
+        mode = self.control_mode
+        if mode == ControlMode.CARTESIAN_VELOCITY:
+            return np.zeros(6)
+        if mode != ControlMode.POSITION:
+            return np.zeros(len(self.spec.actuators))
+        measured = self.codec.actuator_positions(self.read_state().position)
+        last = self._last_position
+        lead = self.config.cartesian.max_tracking_error if self.config.cartesian is not None else 0.05
+        if last is not None and np.all(np.abs(last - measured) <= lead):
+            return last.copy()  # hold the target, not the (sagging) measurement
+        return measured
+
+    def _on_mode_change(self, mode: ControlMode) -> None:
+        self._target = None  # re-seeded from the measured joints on the next Cartesian command
+
+    # --- reset ----------------------------------------------------------------------------
+    def reset(self, seed: int | None = None, joint_positions: Mapping[str, float] | None = None,
+              scene: Mapping[str, Any] | None = None) -> RobotState:
+        """Drive to a start configuration at a bounded joint speed and wait until every actuator is
+        within ``hardware.reset.tolerance`` (position or velocity interface).  The target is
+        ``home`` (``hardware.home`` or the MJCF keyframe) overridden by ``joint_positions``.
+        Scene objects cannot be placed by the robot: with ``scene`` values this raises unless
+        ``hardware.reset.scene`` is ``ignore`` (a person resets them).  The state must be fresh to
+        start; a stale gap mid-motion pauses commanding for up to ``hardware.reset.stale_grace`` s,
+        then :class:`StaleStateError` is raised."""
+        rc = self.hardware.reset
+        if scene and rc.scene == "error":
+            raise HardwareError(
+                f"{self.spec.name}: the task wants scene objects placed ({', '.join(scene)}); on hardware a person "
+                f"or a fixture does that. Set hardware.reset.scene: ignore in {self.source} once that is arranged")
+        interface = self.hardware.command.mode
+        if interface == "effort":
+            raise HardwareError(f"{self.spec.name}: reset needs a position or velocity controller; "
+                                f"hardware.command.mode is 'effort' in {self.source}")
+        state = self.read_state()
+        names = self.spec.joint_names
+        target_q = state.position.copy()
+        for name, value in {**self.home, **dict(joint_positions or {})}.items():
+            if name not in names:
+                raise UnknownNameError(f"unknown joint '{name}' for robot '{self.spec.name}'; joints: {list(names)}")
+            target_q[names.index(name)] = value
+        target_q = np.clip(target_q, self._jlo, self._jhi)
+        goal = self.codec.actuator_positions(target_q)
+        dt = self.control_period
+        vmax = rc.speed * self._avel * dt  # per period
+        setpoint = self.codec.actuator_positions(state.position)
+        give_up = self._clock() + rc.timeout
+        stale_since: float | None = None
+        while True:
+            try:
+                state = self.read_state()
+                stale_since = None
+            except StaleStateError:  # a gap in the stream: wait (not commanding) for a while
+                now = self._clock()
+                stale_since = now if stale_since is None else stale_since
+                if now - stale_since > rc.stale_grace or now > give_up:
+                    raise
+                self._sleep(dt)
+                continue
+            err = goal - self.codec.actuator_positions(state.position)
+            if float(np.abs(err).max(initial=0.0)) <= rc.tolerance:
+                break
+            if self._clock() > give_up:
+                worst = int(np.argmax(np.abs(err)))
+                raise HardwareError(
+                    f"{self.spec.name}: reset did not reach its start configuration in {rc.timeout:.1f} s: "
+                    f"'{self.spec.actuator_names[worst]}' is {err[worst]:+.4f} rad off (tolerance {rc.tolerance} rad); "
+                    "blocked by an obstacle or a person needed?")
+            if interface == "position":
+                setpoint = setpoint + np.clip(goal - setpoint, -vmax, vmax)
+                self._emit(setpoint, "position")
+            else:
+                self._emit(np.clip(rc.gain * err, -vmax / dt, vmax / dt), "velocity")
+            self._sleep(dt)
+        hold = goal if interface == "position" else np.zeros(len(goal))
+        for _ in range(round(rc.settle / dt)):
+            if not self.stale_streams():  # never command on a stale state
+                self._emit(hold, interface)
+            self._sleep(dt)
+        self._target = goal.copy() if interface == "position" else None
+        return self.read_state()
+
+    # --- landmarks ------------------------------------------------------------------------
+    def landmark(self, name: str) -> np.ndarray:
+        """Calibrated pose (7,) [m, quaternion wxyz] in the robot base frame (``hardware.landmarks``)."""
+        pose = self.hardware.landmarks.get(name)
+        if pose is None:
+            known = ", ".join(self.hardware.landmarks) or "none"
+            raise UnknownNameError(f"{self.spec.name}: no calibrated landmark '{name}' (known: {known}); measure it on "
+                                   f"your cell and add it under hardware.landmarks in {self.source}")
+        return np.asarray(pose, np.float64).copy()
+
+    def close(self) -> None:
+        self._sink = None
+
+
+def load_hardware_robot(name_or_path: str, control_period: float, **kwargs: Any) -> HardwareRobot:
+    """The hardware backend of robot ``name_or_path`` (``sawyer``, ``shadow_hand`` or a YAML path)."""
+    config = load_robot_config(name_or_path)
+    source = name_or_path if name_or_path.endswith((".yaml", ".yml")) else f"config/robots/{name_or_path}.yaml"
+    return HardwareRobot(config, control_period, source=source, **kwargs)
