@@ -52,14 +52,9 @@ def in_process_returns(policy_path: Path, compare: Path | None, task: str, seeds
     source: str
     payload_dir = compare if compare is not None else policy_path.parent
     try:
-        from morl_robot.serving.export import (
-            _checkpoint_payload,
-            policy_from_checkpoint,
-            reference_outputs,
-        )
+        from morl_robot.serving.export import load_run_policy, reference_outputs
 
-        path, payload = _checkpoint_payload(payload_dir)
-        policy, contract, normalizer = policy_from_checkpoint(payload, source=str(path))
+        path, policy, contract, normalizer = load_run_policy(payload_dir)
 
         def act(obs: np.ndarray) -> np.ndarray:
             mean = reference_outputs(policy, contract, obs[None], normalizer)["mean"][0]

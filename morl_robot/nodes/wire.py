@@ -102,6 +102,8 @@ SERVICES: tuple[tuple[str, str, str], ...] = (
     ("~/reset_world", "std_srvs/srv/Trigger", "robot_node (sim): new episode; the message says its number"),
     ("~/set_pause", "std_srvs/srv/SetBool", "robot_node (sim): pause (true) / resume (false) the simulation"),
     ("~/step_simulation", "std_srvs/srv/Trigger", "robot_node (sim): advance one control period while paused"),
+    ("~/reload", "std_srvs/srv/Trigger",
+     "policy_server: reload the model from its policy file (validated; on rejection the running model keeps serving)"),
     ("safety/reset", "std_srvs/srv/Trigger", "safety_monitor: release the e-stop (refused while violating)"),
     ("safety/trigger", "std_srvs/srv/Trigger", "safety_monitor: engage the e-stop"),
 )

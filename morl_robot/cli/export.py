@@ -1,0 +1,42 @@
+"""``morl-robot export RUN_DIR [--out policy.onnx]``: the newest readable checkpoint of a training
+run as an ONNX policy (normaliser and action scaling in the graph, contract in the metadata);
+prints where it went and what it is."""
+from __future__ import annotations
+
+import argparse
+import json
+import time
+from pathlib import Path
+
+from morl_robot.errors import UsageError
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("export", help="export a training run's newest checkpoint as an ONNX policy")
+    p.add_argument("run_dir", metavar="RUN_DIR",
+                   help="run directory of `morl-robot train --out DIR` (or a checkpoints folder or ckpt-*.pt file)")
+    p.add_argument("--out", default=None, help="ONNX file to write (default RUN_DIR/policy.onnx)")
+    p.add_argument("--json", action="store_true", help="print the written contract as JSON")
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from morl_robot.serving.export import export_run
+    from morl_robot.serving.runtime import OnnxPolicy
+
+    run_dir = Path(args.run_dir)
+    if not run_dir.exists():
+        raise UsageError(f"RUN_DIR: '{run_dir}' does not exist")
+    out = Path(args.out) if args.out else (run_dir if run_dir.is_dir() else run_dir.parent) / "policy.onnx"
+    if out.is_dir():
+        raise UsageError(f"--out: '{out}' is a directory; give a file name such as {out / 'policy.onnx'}")
+    t0 = time.perf_counter()
+    contract = export_run(run_dir, out)
+    seconds = time.perf_counter() - t0
+    OnnxPolicy.from_file(out, expected=contract)  # the file loads and runs as the server will load it
+    if args.json:
+        print(json.dumps({"path": str(out), "bytes": out.stat().st_size, "seconds": round(seconds, 3),
+                          "contract": contract.__dict__}, ensure_ascii=False))
+    else:
+        print(f"wrote {out} ({out.stat().st_size / 1e3:.0f} kB, {seconds:.2f} s): {contract.summary()}")
+    return 0

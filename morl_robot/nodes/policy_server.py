@@ -1,0 +1,616 @@
+"""``policy_server``: an ONNX policy on the ROS graph, deterministic (deploy) or exploring (train).
+
+The node is a thin shell around :class:`~morl_robot.serving.runtime.OnnxPolicy` (onnxruntime, one
+intra-op and one inter-op thread, warmed up at configure).  It reads the observation from
+``task_step`` (the robot node runs the task's observation function on both backends; the
+labels are checked against the model's contract whenever a new layout arrives) and publishes
+``command`` (labels = the contract's action labels, robot units) to the safety monitor.
+
+Parameters:
+
+* ``mode`` — ``deploy`` (deterministic action) or ``train`` (samples ``clip(mean + std·ξ, −1, 1)``,
+  records ``log μ(a|s)``, completes transitions from the next ``task_step`` and publishes
+  ``experience`` chunks of ``chunk_size`` rows, and at every episode end; columns
+  :func:`morl_robot.nodes.wire.experience_columns`).
+* ``timing`` — ``lockstep`` (act on each ``task_step`` as it arrives; a repeated (episode, step)
+  gets the same command again; terminal steps get none: the robot resets) or ``realtime`` (a loop
+  thread ticking at the contract's control rate, or ``rate`` Hz, acts on the newest observation;
+  one older than ``observation_timeout`` s is a missing input; a tick that ends after the next one
+  was due, or a skipped period, counts as a deadline miss).
+* ``policy`` — ONNX file (required in deploy mode; in train mode the first model may come on
+  ``policy_snapshot``).  Setting it at run time (``ros2 param set``) or calling ``~/reload``
+  reloads the file; ``policy_snapshot`` (std_msgs/UInt8MultiArray, latched, label
+  ``policy_version=<n>``) hot-reloads learner snapshots, loaded on a worker thread so the loop
+  never waits.  A new model must pass :meth:`PolicyContract.check_compatible` against the running
+  one and give a finite action on the newest observation; otherwise it is rejected with the
+  reason logged and in ``/diagnostics``, and the running model keeps serving.
+* ``actor_id``, ``chunk_size`` (64), ``seed``, ``observation_timeout`` (0.25 s), ``rate`` (0 = the
+  contract's), ``realtime_priority`` (0; 1–99 runs the realtime loop thread under SCHED_FIFO, as
+  ros2_control does for its loop, if the process may), ``diagnostics_period`` (1 s), ``autostart``.
+
+Never garbage: a non-finite observation or model output, a layout that does not match the
+contract, a stale observation or no model means *hold* — no command is published (the robot node
+holds after its ``command_timeout``) — and the reason is counted and reported.  ``heartbeat``
+(std_msgs/Header, ``frame_id`` = model version) goes out on every tick (realtime) or every handled
+``task_step`` (lockstep) while a model is loaded — except while the policy itself is at fault
+(non-finite output, an observation layout that does not fit), so the safety monitor's heartbeat
+watchdog turns a broken policy into its latched stop.  ``/diagnostics`` carries the model version,
+inference latency p50/p99, receive-to-publish latency, deadline misses, holds and rejections.
+"""
+from __future__ import annotations
+
+import hashlib
+import os
+import sys
+import threading
+import time
+from collections import deque
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from rcl_interfaces.msg import SetParametersResult
+from std_msgs.msg import Float64MultiArray, Header, UInt8MultiArray
+from std_srvs.srv import Trigger
+
+from morl_robot.errors import ConfigError
+from morl_robot.nodes import wire
+from morl_robot.nodes.base import DiagnosticsPublisher, ManagedNode, run_node
+from morl_robot.serving.contract import ContractError, PolicyContract
+from morl_robot.serving.runtime import (
+    NonFiniteInput,
+    NonFiniteOutput,
+    OnnxPolicy,
+    PolicyLoadError,
+)
+
+MODES = ("deploy", "train")
+TIMINGS = ("lockstep", "realtime")
+#: Parameters fixed once the node is configured (``policy`` and ``observation_timeout`` may change).
+FIXED_WHILE_CONFIGURED = ("mode", "timing", "actor_id", "chunk_size", "seed", "rate", "diagnostics_period",
+                          "realtime_priority")
+#: Hold reasons (counters ``held_<reason>``).
+HOLD_REASONS = ("no_model", "missing_input", "bad_layout", "non_finite_input", "non_finite_output")
+#: Hold reasons that stop the heartbeat (the policy itself is at fault).
+POLICY_FAULTS = ("non_finite_output", "bad_layout")
+#: s between checks for a model loaded on the worker thread (also checked on every tick / task_step).
+RELOAD_POLL_PERIOD = 0.05
+
+
+def _percentile_ms(samples: deque[float], q: float) -> float:
+    return float(np.percentile(np.fromiter(samples, float), q) * 1e3) if samples else float("nan")
+
+
+class _Pending:
+    """The half of a transition known after acting: (s, a, log μ(a|s)) at (episode, step)."""
+
+    __slots__ = ("action", "episode", "log_prob", "obs", "step", "version")
+
+    def __init__(self, obs: np.ndarray, action: np.ndarray, log_prob: float, version: int, episode: int,
+                 step: int) -> None:
+        self.obs, self.action, self.log_prob = obs, action, log_prob
+        self.version, self.episode, self.step = version, episode, step
+
+
+class PolicyServer(ManagedNode):
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__("policy_server", **kwargs)
+        p = self.declare_parameter
+        p("mode", "deploy")
+        p("policy", "")
+        p("timing", "lockstep")
+        p("actor_id", 0)
+        p("chunk_size", 64)
+        p("seed", 0)
+        p("observation_timeout", 0.25)
+        p("rate", 0.0)
+        p("diagnostics_period", 1.0)
+        p("realtime_priority", 0)  # realtime loop thread: SCHED_FIFO priority 1..99 (0 = normal scheduling)
+        self.add_on_set_parameters_callback(self._on_set_parameters)
+        self.policy: OnnxPolicy | None = None
+        self._configured = False
+        self._active = False
+        self._entities: list[tuple[str, Any]] = []
+        self._loop_thread: threading.Thread | None = None
+        self._stop_loop = threading.Event()
+        self._lock = threading.RLock()  # state shared by the executor thread and the realtime loop
+        self._timing = "lockstep"
+        self._obs_timeout = 0.25
+        self._diagnostics: DiagnosticsPublisher | None = None
+        self._rng = np.random.default_rng(0)
+        # newest observation
+        self._latest: wire.TaskStep | None = None
+        self._latest_time = 0.0
+        # (label string, size, K, objectives, observation labels) of the newest task_step layout
+        self._label_cache: tuple[str, int, int, tuple[str, ...], tuple[str, ...]] | None = None
+        self._command_layout: tuple[PolicyContract, Any] | None = None  # (contract, layout of `command`)
+        self._verified: tuple[str, PolicyContract] | None = None  # (label string, contract) that matched
+        # lockstep
+        self._last_key: tuple[int, int] | None = None
+        self._last_command: Float64MultiArray | None = None
+        # train
+        self._pending: _Pending | None = None
+        self._rows: list[np.ndarray] = []
+        self._columns: tuple[str, ...] = ()
+        self._period = 0.0  # s between realtime ticks
+        # background loading of snapshots
+        self._load_lock = threading.Lock()
+        self._load_queue: tuple[bytes, str] | None = None
+        self._load_results: list[tuple[OnnxPolicy | None, str, str]] = []
+        self._loader_busy = False
+        self._reload_poll: Any = None
+        # reporting
+        self._inference: deque[float] = deque(maxlen=2000)
+        self._latency: deque[float] = deque(maxlen=2000)
+        self._counters = {"ticks": 0, "commands": 0, "repeated_commands": 0, "deadline_misses": 0, "held": 0,
+                          **{f"held_{r}": 0 for r in HOLD_REASONS}, "reloads": 0, "rejected_models": 0,
+                          "transitions": 0, "dropped_transitions": 0, "chunks": 0}
+        self._holding = ""  # current hold reason ("" = serving)
+        self._last_error = ""
+
+    def _param(self, name: str) -> Any:
+        return self.get_parameter(name).value
+
+    # --- lifecycle -----------------------------------------------------------------------------
+    def configure(self) -> None:
+        mode, timing = self._param("mode"), self._param("timing")
+        if mode not in MODES:
+            raise ConfigError(f"parameter mode: got '{mode}'; allowed values: {', '.join(MODES)}")
+        if timing not in TIMINGS:
+            raise ConfigError(f"parameter timing: got '{timing}'; allowed values: {', '.join(TIMINGS)}")
+        if int(self._param("chunk_size")) < 1:
+            raise ConfigError(f"parameter chunk_size: must be >= 1, got {self._param('chunk_size')}")
+        if not float(self._param("observation_timeout")) > 0:
+            raise ConfigError(f"parameter observation_timeout: must be > 0 s, got {self._param('observation_timeout')}")
+        if not 0 <= int(self._param("realtime_priority")) <= 99:
+            raise ConfigError(f"parameter realtime_priority: must be in 0..99, got {self._param('realtime_priority')}")
+        rate = float(self._param("rate"))
+        if rate < 0 or rate > 1000:
+            raise ConfigError(f"parameter rate: must be 0 (the contract's control rate) or in (0, 1000] Hz, got {rate}")
+        path = self._param("policy")
+        if path:
+            self.policy = OnnxPolicy.from_file(path)
+            self.get_logger().info(f"loaded {path}: {self.policy.contract.summary()}")
+        elif mode == "deploy":
+            raise ConfigError("parameter policy: deploy mode needs an ONNX policy file (morl-robot export)")
+        self._rng = np.random.default_rng(int(self._param("seed")))
+        self._timing, self._obs_timeout = timing, float(self._param("observation_timeout"))
+        self._pub_command = self.create_publisher(Float64MultiArray, "command", wire.COMMAND_QOS)
+        self._pub_heartbeat = self.create_publisher(Header, "heartbeat", wire.COMMAND_QOS)
+        self._pub_experience = (self.create_publisher(Float64MultiArray, "experience", wire.EXPERIENCE_QOS)
+                                if mode == "train" else None)
+        self._entities = [
+            ("publisher", self._pub_command), ("publisher", self._pub_heartbeat),
+            ("subscription", self.create_subscription(Float64MultiArray, "task_step", self._on_task_step,
+                                                      wire.SENSOR_QOS)),
+            ("subscription", self.create_subscription(UInt8MultiArray, "policy_snapshot", self._on_snapshot,
+                                                      wire.LATCHED_QOS)),
+            ("service", self.create_service(Trigger, "~/reload", self._srv_reload)),
+        ]
+        if self._pub_experience is not None:
+            self._entities.append(("publisher", self._pub_experience))
+        # rclpy's executor here has no guard conditions: a cheap poll picks up models loaded on the worker
+        self._reload_poll = self.create_timer(RELOAD_POLL_PERIOD, self._on_models_loaded)
+        self._diagnostics = DiagnosticsPublisher(self, f"{self.get_name()}: policy", self._status,
+                                                 period=float(self._param("diagnostics_period")))
+        self._configured = True
+
+    def activate(self) -> None:
+        if self._timing == "realtime":
+            rate = float(self._param("rate")) or (self.policy.contract.control_rate if self.policy else 0.0)
+            if rate <= 0:
+                raise ConfigError("parameter rate: realtime timing without a policy file needs an explicit rate (Hz)")
+            self._period = 1.0 / rate
+            self._stop_loop.clear()
+            self._loop_thread = threading.Thread(target=self._realtime_loop, name="policy_loop", daemon=True)
+        self._active = True
+        if self._loop_thread is not None:
+            self._loop_thread.start()
+            self.get_logger().info(f"realtime loop at {1.0 / self._period:g} Hz")
+
+    def deactivate(self) -> None:
+        self._active = False
+        if self._loop_thread is not None:
+            self._stop_loop.set()
+            self._loop_thread.join(timeout=5.0)
+            self._loop_thread = None
+        with self._lock:
+            self._pending = None
+            self._flush()
+
+    def cleanup(self) -> None:
+        if not self._configured:
+            return
+        for kind, entity in self._entities:
+            getattr(self, f"destroy_{kind}")(entity)
+        self._entities = []
+        if self._reload_poll is not None:
+            self.destroy_timer(self._reload_poll)
+            self._reload_poll = None
+        if self._diagnostics is not None:
+            self._diagnostics.destroy()
+            self._diagnostics = None
+        self.policy = None
+        self._latest, self._label_cache, self._verified, self._command_layout = None, None, None, None
+        self._last_key, self._last_command, self._pending, self._rows = None, None, None, []
+        self._configured = False
+
+    def close(self) -> None:
+        if self._active:
+            self.deactivate()
+        self.cleanup()
+
+    # --- observations --------------------------------------------------------------------------
+    def _decode(self, msg: Float64MultiArray) -> wire.TaskStep | None:
+        """``task_step`` → :class:`wire.TaskStep`; the label string is split once per layout."""
+        dims = msg.layout.dim
+        cache = self._label_cache
+        if cache is not None and len(dims) == 1 and dims[0].label == cache[0] and len(msg.data) == cache[1]:
+            values = np.asarray(msg.data, dtype=np.float64)
+            h, k = len(wire.TASK_STEP_HEADER), cache[2]
+            return wire.TaskStep(episode=int(values[0]), step=int(values[1]), terminated=bool(values[2]),
+                                 truncated=bool(values[3]), stamp=float(values[4]), reward=values[h:h + k],
+                                 observation=values[h + k:], objectives=cache[3], observation_labels=cache[4])
+        try:
+            ts = wire.split_task_step(*wire.read_labelled(msg))
+        except (wire.WireError, IndexError, ValueError) as exc:
+            with self._lock:
+                self._hold("bad_layout", f"malformed task_step: {exc}")
+            return None
+        size = len(wire.TASK_STEP_HEADER) + len(ts.objectives) + len(ts.observation_labels)
+        self._label_cache = (dims[0].label, size, len(ts.objectives), ts.objectives, ts.observation_labels)
+        return ts
+
+    def _layout_matches(self, ts: wire.TaskStep) -> bool:
+        """Check the task_step's observation labels (and, in train mode, objectives) against the
+        running contract, once per (layout, contract)."""
+        assert self.policy is not None and self._label_cache is not None
+        if self._verified is not None and self._verified[0] == self._label_cache[0] \
+                and self._verified[1] is self.policy.contract:
+            return True
+        c = self.policy.contract
+        if ts.observation_labels != tuple(c.observation_labels):
+            got, want = ts.observation_labels, c.observation_labels
+            i = next((i for i, (a, b) in enumerate(zip(got, want)) if a != b), min(len(got), len(want)))
+            self._hold("bad_layout", f"task_step observation labels do not match the policy contract ({len(got)} "
+                                     f"labels, contract {len(want)}; first difference at index {i}: "
+                                     f"{got[i] if i < len(got) else '(none)'!r} vs "
+                                     f"{want[i] if i < len(want) else '(none)'!r})")
+            return False
+        if self._pub_experience is not None and ts.objectives != tuple(c.objective_names):
+            self._hold("bad_layout", f"task_step objectives {list(ts.objectives)} differ from the policy "
+                                     f"contract's {c.objective_names}")
+            return False
+        columns = wire.experience_columns(c.observation_labels, c.action_labels, ts.objectives)
+        if columns != self._columns:
+            self._flush()  # the rows so far keep their columns
+            self._columns = columns
+        self._verified = (self._label_cache[0], c)
+        return True
+
+    def _on_task_step(self, msg: Float64MultiArray) -> None:
+        received = time.monotonic()
+        ts = self._decode(msg)  # outside the lock: the realtime loop never waits for decoding
+        if ts is not None:
+            with self._lock:
+                self._handle_task_step(ts, received)
+
+    def _handle_task_step(self, ts: wire.TaskStep, received: float) -> None:
+        self._latest, self._latest_time = ts, received
+        if not self._active:
+            return
+        if self._timing == "lockstep":
+            self._lockstep(ts, received)
+        elif self._pub_experience is not None:  # realtime training: complete transitions as steps arrive
+            self._complete(ts)
+            if ts.terminated or ts.truncated:
+                self._flush()
+
+    def _lockstep(self, ts: wire.TaskStep, received: float) -> None:
+        key = (ts.episode, ts.step)
+        if key == self._last_key and self._last_command is not None:
+            self._pub_command.publish(self._last_command)  # the robot re-sent the step: same command
+            self._counters["repeated_commands"] += 1
+        elif self.policy is None:
+            self._hold("no_model", "no policy yet (waiting for policy_snapshot)")
+            return
+        elif ts.terminated or ts.truncated:  # no command: the robot node resets and sends step 0
+            if self._pub_experience is not None:
+                self._complete(ts)
+                self._flush()
+            self._last_key, self._last_command = key, None
+        else:
+            if self._pub_experience is not None:
+                self._complete(ts)
+            self._act(ts, received)
+        self._heartbeat()
+
+    def _realtime_loop(self) -> None:
+        """The realtime loop (its own thread, not an rclpy timer: the Python executor adds ~0.2 ms of
+        dispatch and jitter per timer callback at 500 Hz).  Tick k is due at t0 + k·period; a tick
+        that finishes after t0 + (k+1)·period, or a period skipped entirely, is a deadline miss."""
+        period = self._period
+        priority = int(self._param("realtime_priority"))
+        if priority > 0:
+            try:  # this thread only (Linux: pid 0 = the calling thread)
+                os.sched_setscheduler(0, os.SCHED_FIFO, os.sched_param(priority))
+            except (AttributeError, OSError) as exc:
+                self.get_logger().warning(f"realtime_priority {priority}: cannot use SCHED_FIFO ({exc}); "
+                                          "running with normal scheduling")
+        slot = time.monotonic() + period
+        while not self._stop_loop.is_set():
+            delay = slot - time.monotonic()
+            if delay > 0:
+                time.sleep(delay)
+            now = time.monotonic()
+            if now - slot >= period:  # whole periods skipped (the process was starved)
+                skipped = int((now - slot) // period)
+                self._counters["deadline_misses"] += skipped
+                slot += skipped * period
+            with self._lock:
+                if not self._active:
+                    break
+                self._tick(now)
+            if time.monotonic() > slot + period:
+                self._counters["deadline_misses"] += 1
+            slot += period
+
+    def _tick(self, now: float) -> None:
+        """One realtime tick: act on the newest observation, or hold and say why."""
+        self._counters["ticks"] += 1
+        ts = self._latest
+        if self.policy is None:
+            self._hold("no_model", "no policy yet (waiting for policy_snapshot)")
+        elif ts is None:
+            self._hold("missing_input", "no task_step received yet")
+        elif now - self._latest_time > self._obs_timeout:
+            self._hold("missing_input", f"newest task_step is {now - self._latest_time:.3f} s old "
+                                        f"(observation_timeout {self._obs_timeout} s)")
+        elif not (ts.terminated or ts.truncated):  # a terminal step is replaced by the reset's step 0
+            self._act(ts, self._latest_time)
+        self._heartbeat()
+
+    # --- acting --------------------------------------------------------------------------------
+    def _act(self, ts: wire.TaskStep, received: float) -> None:
+        assert self.policy is not None
+        if not self._layout_matches(ts):
+            return
+        policy = self.policy
+        t0 = time.perf_counter()
+        try:
+            out = policy.act(ts.observation, deterministic=self._pub_experience is None, rng=self._rng)
+        except NonFiniteInput as exc:
+            self._hold("non_finite_input", str(exc))
+            return
+        except NonFiniteOutput as exc:
+            self._hold("non_finite_output", str(exc))
+            return
+        except ContractError as exc:
+            self._hold("bad_layout", str(exc))
+            return
+        self._inference.append(time.perf_counter() - t0)
+        msg = self._command_message(out.command, policy)
+        self._pub_command.publish(msg)
+        self._latency.append(time.monotonic() - received)
+        self._counters["commands"] += 1
+        self._last_command, self._last_key = msg, (ts.episode, ts.step)
+        if self._pub_experience is not None:
+            self._pending = _Pending(ts.observation, out.action, out.log_prob, policy.version, ts.episode, ts.step)
+        if self._holding:
+            self.get_logger().info(f"serving again (was holding: {self._holding})")
+            self._holding = ""
+
+    def _command_message(self, command: np.ndarray, policy: OnnxPolicy) -> Float64MultiArray:
+        """``wire.labelled_array(command, action_labels)`` with the layout built once per contract."""
+        if self._command_layout is None or self._command_layout[0] is not policy.contract:
+            layout = wire.labelled_array(command, policy.contract.action_labels).layout
+            self._command_layout = (policy.contract, layout)
+        msg = Float64MultiArray()
+        msg.layout = self._command_layout[1]
+        msg.data = command.tolist()
+        return msg
+
+    def _hold(self, reason: str, why: str) -> None:
+        self._counters["held"] += 1
+        self._counters[f"held_{reason}"] += 1
+        if why != self._last_error:
+            log = self.get_logger().warning if reason in ("no_model", "missing_input") else self.get_logger().error
+            log(f"holding ({reason}): {why}")
+        self._holding, self._last_error = reason, why
+
+    def _heartbeat(self) -> None:
+        """Liveness for the safety monitor's watchdog: sent while a model is loaded and the server is
+        not stuck on a policy fault (non-finite output, observation layout that does not fit), so a
+        broken policy escalates to the monitor's latched stop, while missing or non-finite sensor
+        input (which the monitor sees itself) does not."""
+        if self.policy is not None and self._holding not in POLICY_FAULTS:
+            self._pub_heartbeat.publish(Header(stamp=self.get_clock().now().to_msg(), frame_id=str(self.policy.version)))
+
+    # --- experience (train) --------------------------------------------------------------------
+    def _complete(self, ts: wire.TaskStep) -> None:
+        """Close the pending transition with this step's reward and observation (if it follows it)."""
+        p, self._pending = self._pending, None
+        if p is None or ts.step == 0:
+            if p is not None:
+                self._counters["dropped_transitions"] += 1
+            return
+        if (ts.episode, ts.step) != (p.episode, p.step + 1) or not self._columns:
+            self._counters["dropped_transitions"] += 1
+            return
+        row = np.concatenate([[float(self._param("actor_id")), p.version, p.episode, p.step], p.obs, p.action,
+                              [p.log_prob], ts.reward, ts.observation, [float(ts.terminated), float(ts.truncated)]])
+        if row.size != len(self._columns):
+            self._counters["dropped_transitions"] += 1
+            return
+        self._rows.append(row)
+        self._counters["transitions"] += 1
+        if len(self._rows) >= int(self._param("chunk_size")):
+            self._flush()
+
+    def _flush(self) -> None:
+        if not self._rows or self._pub_experience is None:
+            self._rows = []
+            return
+        self._pub_experience.publish(wire.labelled_table(np.stack(self._rows), self._columns))
+        self._counters["chunks"] += 1
+        self._rows = []
+
+    # --- hot reload ----------------------------------------------------------------------------
+    def _on_snapshot(self, msg: UInt8MultiArray) -> None:
+        label = msg.layout.dim[0].label if msg.layout.dim else ""
+        data = bytes(msg.data)
+        if self.policy is not None and len(data) == self.policy.info.size_bytes \
+                and hashlib.sha256(data).hexdigest() == self.policy.digest:
+            return  # the model already serving (a latched re-delivery)
+        self._request_load(data, f"policy_snapshot ({label or 'no version label'})")
+
+    def _request_load(self, data: bytes, source: str) -> None:
+        """Load on a worker thread (newest request wins); the executor installs the result."""
+        with self._load_lock:
+            self._load_queue = (data, source)
+            if self._loader_busy:
+                return
+            self._loader_busy = True
+        threading.Thread(target=self._loader, name="policy_loader", daemon=True).start()
+
+    def _loader(self) -> None:
+        while True:
+            with self._load_lock:
+                item, self._load_queue = self._load_queue, None
+                if item is None:
+                    self._loader_busy = False
+                    return
+            data, source = item
+            running = self.policy
+            try:
+                result: tuple[OnnxPolicy | None, str, str] = (
+                    OnnxPolicy.from_bytes(data, running.contract if running is not None else None), source, "")
+            except (PolicyLoadError, ContractError) as exc:
+                result = (None, source, str(exc))
+            except Exception as exc:  # noqa: BLE001 - the worker must survive anything a bad model provokes
+                result = (None, source, f"{type(exc).__name__}: {exc}")
+            with self._load_lock:
+                self._load_results.append(result)
+
+    def _on_models_loaded(self) -> None:
+        if not self._load_results:
+            return
+        with self._lock:
+            self._install_loaded()
+
+    def _install_loaded(self) -> None:
+        with self._load_lock:
+            results, self._load_results = self._load_results, []
+        for candidate, source, error in results:
+            if candidate is None:
+                self._reject(source, error)
+            else:
+                self._install(candidate, source)
+        ts = self._latest
+        if (self._active and self.policy is not None and ts is not None and self._timing == "lockstep"
+                and (ts.episode, ts.step) != self._last_key):
+            self._lockstep(ts, self._latest_time)  # a robot waiting in lockstep for the first model
+
+    def _install(self, candidate: OnnxPolicy, source: str) -> bool:
+        """Make ``candidate`` the running model if it is compatible and acts finitely on the newest
+        observation; returns whether it was accepted."""
+        if self.policy is not None:
+            try:
+                self.policy.contract.check_compatible(candidate.contract)
+            except ContractError as exc:
+                self._reject(source, str(exc))
+                return False
+        ts = self._latest
+        if ts is not None and ts.observation_labels == tuple(candidate.contract.observation_labels):
+            try:
+                candidate.act(ts.observation, deterministic=True)
+            except NonFiniteOutput as exc:
+                self._reject(source, f"non-finite output on the newest observation: {exc}")
+                return False
+            except NonFiniteInput:
+                pass  # the observation is bad, not the model
+        old = self.policy.version if self.policy is not None else None
+        self.policy = candidate
+        self._counters["reloads"] += 1
+        self.get_logger().info(f"policy version {candidate.version} from {source} now serving (was {old})")
+        return True
+
+    def _reject(self, source: str, why: str) -> None:
+        self._counters["rejected_models"] += 1
+        self._last_error = f"rejected model from {source}: {why}"
+        self.get_logger().error(self._last_error + " — the running model keeps serving"
+                                if self.policy is not None else self._last_error)
+
+    def _load_file_now(self, path: str) -> tuple[bool, str]:
+        """Synchronous reload from a file (parameter change, ``~/reload``): (accepted, message)."""
+        if not path:
+            return False, "empty policy path"
+        source = f"file {path}"
+        with self._lock:
+            return self._load_file_locked(path, source)
+
+    def _load_file_locked(self, path: str, source: str) -> tuple[bool, str]:
+        try:
+            candidate = OnnxPolicy.from_file(Path(path), self.policy.contract if self.policy is not None else None)
+        except (PolicyLoadError, ContractError) as exc:
+            self._reject(source, str(exc))
+            return False, str(exc)
+        if not self._install(candidate, source):
+            return False, self._last_error
+        return True, f"policy version {candidate.version} from {path} now serving"
+
+    def _on_set_parameters(self, params: list[Any]) -> SetParametersResult:
+        if not self._configured:
+            return SetParametersResult(successful=True)
+        for p in params:
+            if p.name in FIXED_WHILE_CONFIGURED:
+                return SetParametersResult(successful=False,
+                                           reason=f"parameter '{p.name}' can only change while unconfigured")
+            if p.name == "policy":
+                ok, message = self._load_file_now(str(p.value))
+                if not ok:
+                    return SetParametersResult(successful=False, reason=message)
+            if p.name == "observation_timeout":
+                if not float(p.value) > 0:
+                    return SetParametersResult(successful=False, reason="observation_timeout must be > 0 s")
+                self._obs_timeout = float(p.value)
+        return SetParametersResult(successful=True)
+
+    def _srv_reload(self, request: Trigger.Request, response: Trigger.Response) -> Trigger.Response:
+        response.success, response.message = self._load_file_now(self._param("policy"))
+        return response
+
+    # --- diagnostics ---------------------------------------------------------------------------
+    def _status(self) -> tuple[str, str, dict[str, Any]]:
+        values: dict[str, Any] = {
+            "mode": self._param("mode"), "timing": self._timing, "active": self._active,
+            "policy_version": self.policy.version if self.policy is not None else -1,
+            "task": self.policy.contract.task if self.policy is not None else "",
+            "model_sha256": self.policy.digest[:12] if self.policy is not None else "",
+            "rate_hz": 1.0 / self._period if self._period else 0.0,
+            "inference_p50_ms": _percentile_ms(self._inference, 50),
+            "inference_p99_ms": _percentile_ms(self._inference, 99),
+            "receive_to_publish_p50_ms": _percentile_ms(self._latency, 50),
+            "receive_to_publish_p99_ms": _percentile_ms(self._latency, 99),
+            **self._counters,
+            "holding": self._holding, "last_error": self._last_error,
+        }
+        if self.policy is None:
+            level = "error" if self._param("mode") == "deploy" else "warn"
+            return level, "no policy loaded", values
+        if self._holding in ("non_finite_output", "non_finite_input", "bad_layout"):
+            return "error", f"holding: {self._holding}: {self._last_error}", values
+        if self._holding:
+            return "warn", f"holding: {self._holding}", values
+        return "ok", f"serving policy version {self.policy.version} ({self._param('mode')})", values
+
+
+def main(args: list[str] | None = None) -> int:
+    # The realtime loop thread shares the GIL with the executor thread: bound how long it can wait
+    # for it (CPython's default switch interval is 5 ms, longer than a 500 Hz period).
+    sys.setswitchinterval(0.0005)
+    return run_node(lambda: PolicyServer(), args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

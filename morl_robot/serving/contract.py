@@ -1,0 +1,369 @@
+"""The policy contract: what an exported policy expects and produces, carried inside the model.
+
+A trained policy only makes sense together with the exact observation it was trained on (names,
+order, units, frame stacking), the action it outputs (names, units, the robot-unit bounds the
+normalised action maps to, the control mode and rate), and where it came from (robot, task,
+objectives and the ε_k of MO-MPO — Abdolmaleki et al. 2020, "A Distributional View on
+Multi-Objective Policy Optimization", section 4 — or the weights of scalarized MPO, the run and
+the code version).  :class:`PolicyContract` holds all of it; it travels as ONNX ``metadata_props``
+(one key per field, JSON-encoded values, see :meth:`PolicyContract.to_metadata`), so a model file
+is self-describing (``morl-robot inspect policy.onnx``) and a server can refuse a model that does
+not fit the running one (:meth:`PolicyContract.check_compatible`).
+"""
+from __future__ import annotations
+
+import dataclasses
+import functools
+import json
+import math
+import os
+import re
+import subprocess
+from dataclasses import dataclass
+from typing import Any
+
+from morl_robot.errors import MorlRobotError
+from morl_robot.robots.base import Robot
+from morl_robot.robots.spec import CARTESIAN_LABELS, ControlMode, RobotSpec
+from morl_robot.tasks.base import Task
+
+#: Value of the ``contract_format`` metadata key written with every contract.
+CONTRACT_FORMAT = "1"
+ALGORITHMS = ("mo_mpo", "scalarized_mpo")
+NORMALIZERS = ("none", "running")
+
+
+class ContractError(MorlRobotError, ValueError):
+    """A model/contract mismatch or an invalid contract; the message names the field."""
+
+
+@dataclass
+class PolicyContract:
+    """Everything a policy server must know to feed a policy and use its output (see module doc)."""
+
+    robot: str  # "sawyer" | "shadow_hand"
+    task: str  # task name, e.g. "sawyer_peg_in_hole"
+    control_mode: str  # ControlMode value of the task
+    control_rate: float  # Hz (1 / task.config.control_period)
+    observation_labels: list[str]
+    observation_units: list[str]  # one per observation label
+    frame_stack: int  # 1 if the task does not stack frames
+    action_labels: list[str]
+    action_units: list[str]  # one per action label (robot units of the control mode)
+    action_low: list[float]  # robot units; normalised action -1 maps here
+    action_high: list[float]  # normalised +1 maps here
+    objective_names: list[str]
+    algorithm: str  # "mo_mpo" | "scalarized_mpo"
+    epsilons: list[float]  # ε_k per objective (MO-MPO); [] if scalarized
+    weights: list[float]  # scalarization weights (scalarized MPO); [] for MO-MPO
+    observation_normalizer: str = "none"  # "none" | "running" (mean/std baked into the graph)
+    policy_version: int = 0
+    run_id: str = ""
+    code_version: str = ""  # morl_robot version + git commit if available
+
+    # --- validation ----------------------------------------------------------------------------
+    def validate(self) -> None:
+        """Raise :class:`ContractError` naming the first field that is inconsistent."""
+        for name in ("robot", "task"):
+            if not getattr(self, name):
+                raise ContractError(f"contract field '{name}' is empty")
+        modes = [m.value for m in ControlMode]
+        if self.control_mode not in modes:
+            raise ContractError(f"contract field 'control_mode' is '{self.control_mode}'; allowed: {', '.join(modes)}")
+        if not (math.isfinite(self.control_rate) and self.control_rate > 0):
+            raise ContractError(f"contract field 'control_rate' must be a positive number of Hz, got {self.control_rate}")
+        if self.frame_stack < 1:
+            raise ContractError(f"contract field 'frame_stack' must be >= 1, got {self.frame_stack}")
+        for name in ("observation_labels", "action_labels", "objective_names"):
+            labels = getattr(self, name)
+            if not labels:
+                raise ContractError(f"contract field '{name}' is empty")
+            if len(set(labels)) != len(labels):
+                dup = sorted({x for x in labels if labels.count(x) > 1})
+                raise ContractError(f"contract field '{name}' repeats {dup}")
+            bad = [x for x in labels if "," in x or not x]
+            if bad:
+                raise ContractError(f"contract field '{name}' has empty labels or labels with commas: {bad}")
+        self._same_length("observation_units", "observation_labels")
+        for name in ("action_units", "action_low", "action_high"):
+            self._same_length(name, "action_labels")
+        for i, (lo, hi) in enumerate(zip(self.action_low, self.action_high)):
+            if not (math.isfinite(lo) and math.isfinite(hi) and lo <= hi):
+                raise ContractError(f"contract fields 'action_low'/'action_high' at index {i} "
+                                    f"('{self.action_labels[i]}'): need finite low <= high, got [{lo}, {hi}]")
+        if self.algorithm not in ALGORITHMS:
+            raise ContractError(f"contract field 'algorithm' is '{self.algorithm}'; allowed: {', '.join(ALGORITHMS)}")
+        for name in ("epsilons", "weights"):
+            values = getattr(self, name)
+            if values and len(values) != len(self.objective_names):
+                raise ContractError(f"contract field '{name}' has {len(values)} values for "
+                                    f"{len(self.objective_names)} objectives {self.objective_names}")
+            if any(not (math.isfinite(v) and v >= 0) for v in values):
+                raise ContractError(f"contract field '{name}' must hold finite values >= 0, got {values}")
+        if self.observation_normalizer not in NORMALIZERS:
+            raise ContractError(f"contract field 'observation_normalizer' is '{self.observation_normalizer}'; "
+                                f"allowed: {', '.join(NORMALIZERS)}")
+        if self.policy_version < 0:
+            raise ContractError(f"contract field 'policy_version' must be >= 0, got {self.policy_version}")
+
+    def _same_length(self, name: str, of: str) -> None:
+        a, b = getattr(self, name), getattr(self, of)
+        if len(a) != len(b):
+            raise ContractError(f"contract field '{name}' has {len(a)} entries but '{of}' has {len(b)}")
+
+    # --- ONNX metadata ---------------------------------------------------------------------------
+    def to_metadata(self) -> dict[str, str]:
+        """ONNX ``metadata_props``: one key per field, JSON-encoded value, plus ``contract_format``."""
+        self.validate()
+        md = {f.name: json.dumps(getattr(self, f.name), ensure_ascii=False) for f in dataclasses.fields(self)}
+        md["contract_format"] = CONTRACT_FORMAT
+        return md
+
+    @classmethod
+    def from_metadata(cls, md: dict[str, str]) -> PolicyContract:
+        """Parse :meth:`to_metadata` output (extra keys are ignored); :class:`ContractError` names
+        a missing, undecodable or mistyped field."""
+        if "contract_format" not in md:
+            raise ContractError("model metadata carries no morl_robot policy contract (no 'contract_format' key)")
+        if md["contract_format"] != CONTRACT_FORMAT:
+            raise ContractError(f"contract_format {md['contract_format']!r} is not supported (expected {CONTRACT_FORMAT!r})")
+        values: dict[str, Any] = {}
+        for f in dataclasses.fields(cls):
+            if f.name not in md:
+                if f.default is dataclasses.MISSING:
+                    raise ContractError(f"model metadata lacks contract field '{f.name}'")
+                continue
+            try:
+                value = json.loads(md[f.name])
+            except (TypeError, ValueError) as exc:
+                raise ContractError(f"contract field '{f.name}' is not valid JSON ({exc}): {md[f.name]!r}") from None
+            values[f.name] = _typed(f.name, _FIELD_TYPES[f.name], value)
+        contract = cls(**values)
+        contract.validate()
+        return contract
+
+    # --- compatibility ---------------------------------------------------------------------------
+    def check_compatible(self, other: PolicyContract) -> None:
+        """Raise :class:`ContractError` naming the first field in which ``other`` (a new model)
+        cannot replace ``self`` (the running one): robot, task, control mode, rate, observation
+        and action labels, units, frame stack, bounds, objectives.  Version, run id, code
+        version, algorithm, ε_k/weights and the normaliser may differ."""
+        for name in COMPATIBILITY_FIELDS:
+            a, b = getattr(self, name), getattr(other, name)
+            if _equal(a, b):
+                continue
+            raise ContractError(f"policy contract mismatch in '{name}': running model has {_describe(a)}, "
+                                f"new model has {_describe(b)}{_first_difference(a, b)}")
+
+    def summary(self) -> str:
+        """One line: task, robot, sizes, version."""
+        return (f"{self.task} on {self.robot} ({self.control_mode} @ {self.control_rate:g} Hz): "
+                f"{len(self.observation_labels)} observations -> {len(self.action_labels)} actions, "
+                f"{self.algorithm}, version {self.policy_version}, run '{self.run_id}'")
+
+
+#: Fields that must agree for one model to replace another (see :meth:`PolicyContract.check_compatible`).
+COMPATIBILITY_FIELDS = ("robot", "task", "control_mode", "control_rate", "observation_labels", "observation_units",
+                        "frame_stack", "action_labels", "action_units", "action_low", "action_high",
+                        "objective_names")
+
+_FIELD_TYPES: dict[str, str] = {
+    "robot": "str", "task": "str", "control_mode": "str", "control_rate": "float",
+    "observation_labels": "list[str]", "observation_units": "list[str]", "frame_stack": "int",
+    "action_labels": "list[str]", "action_units": "list[str]", "action_low": "list[float]",
+    "action_high": "list[float]", "objective_names": "list[str]", "algorithm": "str",
+    "epsilons": "list[float]", "weights": "list[float]", "observation_normalizer": "str",
+    "policy_version": "int", "run_id": "str", "code_version": "str",
+}
+
+
+def _typed(name: str, kind: str, value: Any) -> Any:
+    def bad() -> ContractError:
+        return ContractError(f"contract field '{name}' must be {kind}, got {value!r}")
+
+    def number(x: Any) -> float:
+        if isinstance(x, bool) or not isinstance(x, (int, float)):
+            raise bad()
+        return float(x)
+
+    if kind == "str":
+        if not isinstance(value, str):
+            raise bad()
+        return value
+    if kind == "int":
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise bad()
+        return value
+    if kind == "float":
+        return number(value)
+    if not isinstance(value, list):
+        raise bad()
+    if kind == "list[str]":
+        if not all(isinstance(x, str) for x in value):
+            raise bad()
+        return list(value)
+    return [number(x) for x in value]
+
+
+def _equal(a: Any, b: Any) -> bool:
+    if isinstance(a, float) and isinstance(b, float):
+        return math.isclose(a, b, rel_tol=1e-9, abs_tol=1e-12)
+    if isinstance(a, list) and isinstance(b, list):
+        return len(a) == len(b) and all(_equal(x, y) for x, y in zip(a, b))
+    return bool(a == b)
+
+
+def _describe(x: Any) -> str:
+    if isinstance(x, list):
+        shown = ", ".join(repr(v) for v in x[:6]) + (", …" if len(x) > 6 else "")
+        return f"{len(x)} entries [{shown}]"
+    return repr(x)
+
+
+def _first_difference(a: Any, b: Any) -> str:
+    if not (isinstance(a, list) and isinstance(b, list)):
+        return ""
+    for i in range(max(len(a), len(b))):
+        x = a[i] if i < len(a) else "(none)"
+        y = b[i] if i < len(b) else "(none)"
+        if not _equal(x, y):
+            return f"; first difference at index {i}: {x!r} vs {y!r}"
+    return ""
+
+
+# --- building a contract for a task --------------------------------------------------------------
+_FRAME_PREFIX = re.compile(r"^t-\d+/")
+
+
+def observation_unit(label: str, spec: RobotSpec) -> str:
+    """The unit of one observation component, from its label (the one place this mapping lives).
+
+    A frame-stack prefix ``t-<k>/`` is ignored.  Rules, in order:
+
+    * a label of one of the robot's sensors (tactile sensor names, scene sensors): the unit the
+      robot spec declares for it (tactile: N);
+    * ``<joint>/position`` rad, ``<joint>/velocity`` rad/s, ``<joint>/effort`` N·m;
+    * ``wrench_fx|fy|fz`` N, ``wrench_tx|ty|tz`` N·m (the wrench sensor's declared units);
+    * ``ee_x|y|z`` m (end-effector position), ``ee_qw|qx|qy|qz`` 1 (unit quaternion);
+    * ``last_action_<component>`` 1 (the previous normalised action in [-1, 1]).
+
+    Raises :class:`ContractError` for a label no rule covers (extend this function for new tasks).
+    """
+    base = _FRAME_PREFIX.sub("", label)
+    for sensor in spec.sensors:
+        if base in sensor.labels and sensor.kind != "wrench":
+            return sensor.units[sensor.labels.index(base)]
+    if "/" in base:
+        joint, quantity = base.rsplit("/", 1)
+        units = {"position": "rad", "velocity": "rad/s", "effort": "N·m"}
+        if joint in spec.joint_names and quantity in units:
+            return units[quantity]
+    if base.startswith("wrench_"):
+        component = base[len("wrench_"):]
+        for sensor in spec.sensors:
+            if sensor.kind == "wrench" and component in sensor.labels:
+                return sensor.units[sensor.labels.index(component)]
+    if base in ("ee_x", "ee_y", "ee_z"):
+        return "m"
+    if base in ("ee_qw", "ee_qx", "ee_qy", "ee_qz"):
+        return "1"
+    if base.startswith("last_action_"):
+        return "1"
+    raise ContractError(f"no unit known for observation label '{label}' of robot '{spec.name}' "
+                        "(add a rule to morl_robot.serving.contract.observation_unit)")
+
+
+def action_unit(label: str, mode: ControlMode) -> str:
+    """Unit of one action component in robot units: the control mode's unit; Cartesian velocity
+    splits into m/s (vx, vy, vz) and rad/s (wx, wy, wz)."""
+    if mode == ControlMode.CARTESIAN_VELOCITY:
+        if label not in CARTESIAN_LABELS:
+            raise ContractError(f"action label '{label}' is not a Cartesian component {CARTESIAN_LABELS}")
+        return "m/s" if label in CARTESIAN_LABELS[:3] else "rad/s"
+    from morl_robot.tasks.base import CONTROL_MODE_UNITS
+
+    return CONTROL_MODE_UNITS[mode]
+
+
+@functools.lru_cache(maxsize=1)
+def code_version() -> str:
+    """``morl_robot <version>`` plus ``+g<short commit>`` when the package sits in a git checkout
+    (never fails when git is absent)."""
+    try:
+        from morl_robot import __version__ as version
+    except ImportError:  # pragma: no cover - always defined in this package
+        from importlib.metadata import version as _v
+
+        version = _v("morl_robot")
+    text = f"morl_robot {version}"
+    here = os.path.dirname(os.path.abspath(__file__))
+    try:
+        out = subprocess.run(["git", "-C", here, "rev-parse", "--short", "HEAD"], capture_output=True, text=True,
+                             timeout=5, check=False)
+    except (OSError, subprocess.SubprocessError):
+        return text
+    commit = out.stdout.strip()
+    if out.returncode == 0 and commit:
+        text += f"+g{commit}"
+    return text
+
+
+def contract_for_task(task: Task, robot: Robot, config: Any | None = None, *, policy_version: int = 0,
+                      run_id: str = "") -> PolicyContract:
+    """The contract of a policy for ``task`` on ``robot`` trained with ``config``
+    (:class:`~morl_robot.learning.config.MPOConfig`; None: MO-MPO with the default ε)."""
+    mode = ControlMode(task.control_mode)
+    low, high = task.action_bounds(robot)  # also binds hand tasks to the robot's actuator names
+    obs_labels = list(task.observation_labels(robot))
+    objectives = list(task.objective_names)
+    if config is None:
+        from morl_robot.learning.config import MPOConfig
+
+        config = MPOConfig()
+    algorithm = config.algorithm
+    k = len(objectives)
+    if algorithm == "mo_mpo":
+        epsilons, weights = [float(e) for e in config.epsilons_for(k)], []
+    else:
+        epsilons, weights = [], [float(w) for w in config.weights_for(k)]
+    contract = PolicyContract(
+        robot=task.robot_name,
+        task=task.name,
+        control_mode=mode.value,
+        control_rate=float(task.control_rate),
+        observation_labels=obs_labels,
+        observation_units=[observation_unit(lab, robot.spec) for lab in obs_labels],
+        frame_stack=int(getattr(task.config, "frame_stack", 1)),
+        action_labels=list(task.action_labels),
+        action_units=[action_unit(a, mode) for a in task.action_labels],
+        action_low=[float(x) for x in low],
+        action_high=[float(x) for x in high],
+        objective_names=objectives,
+        algorithm=algorithm,
+        epsilons=epsilons,
+        weights=weights,
+        policy_version=int(policy_version),
+        run_id=run_id,
+        code_version=code_version(),
+    )
+    contract.validate()
+    return contract
+
+
+def replace(contract: PolicyContract, **changes: Any) -> PolicyContract:
+    """A validated copy with ``changes`` (e.g. ``policy_version``)."""
+    new = dataclasses.replace(contract, **changes)
+    new.validate()
+    return new
+
+
+__all__ = [
+    "COMPATIBILITY_FIELDS",
+    "ContractError",
+    "PolicyContract",
+    "action_unit",
+    "code_version",
+    "contract_for_task",
+    "observation_unit",
+    "replace",
+]

@@ -1,0 +1,251 @@
+"""Export a trained Gaussian policy to ONNX with its contract, normaliser and action scaling inside.
+
+The exported graph (opset 17, dynamic batch B):
+
+* input ``observation`` [B, O] float32 — the raw observation, in the contract's label order;
+* the observation normaliser, if any: ``clip((x − μ) / sqrt(σ² + ε), −c, c)``
+  (:class:`~morl_robot.learning.normalization.RunningNormalizer`), constants in the graph;
+* the policy network (:class:`~morl_robot.learning.networks.GaussianPolicy`, MO-MPO's policy,
+  Abdolmaleki et al. 2020, appendix B) → ``mean`` [B, D], ``std`` [B, D] in the normalised action box;
+* output ``action`` [B, D] float32 — the deterministic action in robot units:
+  ``low + (clip(mean, −1, 1) + 1) / 2 · (high − low)`` (the same affine map as
+  :func:`morl_robot.tasks.base.scale_action`; ``low``/``high`` from ``Task.action_bounds``);
+* outputs ``mean`` [B, D] and ``log_std`` [B, D] (normalised space) for exploring actors.
+
+The :class:`~morl_robot.serving.contract.PolicyContract` is stored in ``metadata_props``.  The
+graph is produced by PyTorch's TorchScript-based exporter (``dynamo=False``: deterministic,
+offline, about 15 ms for the paper's (300, 200) policy; the torch.export-based exporter needs
+``onnxscript``, which this project does not depend on) and checked with ``onnx.checker``.
+"""
+from __future__ import annotations
+
+import copy
+import io
+import os
+import tempfile
+import warnings
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import onnx
+import torch
+from torch import nn
+
+from morl_robot.errors import MorlRobotError
+from morl_robot.learning.normalization import RunningNormalizer
+from morl_robot.serving.contract import (
+    ContractError,
+    PolicyContract,
+    code_version,
+    replace,
+)
+
+OPSET = 17  # LayerNormalization is an ONNX operator from opset 17
+INPUT = "observation"
+OUTPUTS = ("action", "mean", "log_std")
+
+
+class ExportError(MorlRobotError, RuntimeError):
+    """The policy could not be exported (exporter failure, checker failure, no checkpoint)."""
+
+
+class ServingGraph(nn.Module):
+    """What the ONNX file computes: raw observation [B, O] → (action [B, D] robot units,
+    mean [B, D], log_std [B, D]).  Also the torch reference for parity checks and benchmarks."""
+
+    def __init__(self, policy: nn.Module, contract: PolicyContract, normalizer: RunningNormalizer | None = None) -> None:
+        super().__init__()
+        self.policy = policy
+        low = torch.tensor(contract.action_low, dtype=torch.float32)
+        high = torch.tensor(contract.action_high, dtype=torch.float32)
+        self.register_buffer("action_center", (high + low) / 2)
+        self.register_buffer("action_half_range", (high - low) / 2)
+        self.normalize = normalizer is not None
+        if normalizer is not None:
+            self.register_buffer("obs_mean", torch.tensor(normalizer.mean, dtype=torch.float32))
+            self.register_buffer("obs_std", torch.tensor(normalizer.std, dtype=torch.float32))
+            self.clip = float(normalizer.clip)
+        else:
+            self.clip = 0.0
+
+    def forward(self, observation: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        x = observation
+        if self.normalize:
+            x = torch.clamp((x - self.obs_mean) / self.obs_std, -self.clip, self.clip)
+        mean, std = self.policy(x)
+        action = self.action_center + torch.clamp(mean, -1.0, 1.0) * self.action_half_range
+        return action, mean, torch.log(std)
+
+
+def _check_policy(policy: nn.Module, contract: PolicyContract, normalizer: RunningNormalizer | None) -> None:
+    o, d = len(contract.observation_labels), len(contract.action_labels)
+    if normalizer is not None and normalizer.dim != o:
+        raise ContractError(f"normalizer has dim {normalizer.dim} but the contract names {o} observation labels")
+    try:
+        with torch.no_grad():
+            out = policy(torch.zeros(2, o))
+    except Exception as exc:  # noqa: BLE001 - any failure means a wrong-shaped policy
+        raise ContractError(f"policy does not accept observations of width {o} (the contract's "
+                            f"observation_labels): {type(exc).__name__}: {exc}") from None
+    if not (isinstance(out, tuple) and len(out) == 2):
+        raise ContractError("policy must return (mean [B, D], std [B, D]) like GaussianPolicy")
+    for name, t in zip(("mean", "std"), out):
+        if tuple(t.shape) != (2, d):
+            raise ContractError(f"policy {name} has shape {tuple(t.shape)} for a batch of 2 but the contract "
+                                f"names {d} action labels (expected (2, {d}))")
+
+
+def _torch_export(graph: nn.Module, obs_dim: int) -> bytes:
+    buf = io.BytesIO()
+    dynamic = {name: {0: "batch"} for name in (INPUT, *OUTPUTS)}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # the legacy exporter announces its deprecation on every call
+        try:
+            torch.onnx.export(graph, (torch.zeros(1, obs_dim),), buf, dynamo=False, input_names=[INPUT],
+                              output_names=list(OUTPUTS), dynamic_axes=dynamic, opset_version=OPSET,
+                              do_constant_folding=True)
+        except Exception as exc:
+            raise ExportError(f"torch.onnx.export failed: {type(exc).__name__}: {exc}") from exc
+    return buf.getvalue()
+
+
+def write_atomically(path: str | os.PathLike[str], data: bytes) -> Path:
+    """Write ``data`` to ``path`` via a temporary file in the same folder and ``os.replace``: a
+    reader (a policy server reloading the file) sees the old or the new file, never a partial one."""
+    target = Path(path)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, target)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except FileNotFoundError:
+            pass
+        raise
+    return target
+
+
+def export_policy(policy: nn.Module, contract: PolicyContract, path: str | os.PathLike[str] | None = None, *,
+                  normalizer: RunningNormalizer | None = None) -> bytes:
+    """The ONNX bytes of ``policy`` under ``contract`` (see the module docstring for the graph);
+    written atomically to ``path`` if given.
+
+    ``policy`` is copied (to CPU float32, eval mode), so a learner may keep training it.  With a
+    ``normalizer`` the contract's ``observation_normalizer`` is recorded as ``running``.  Raises
+    :class:`ContractError` if the policy's input/output widths do not match the contract.
+    """
+    contract = replace(contract, observation_normalizer="running" if normalizer is not None else "none",
+                       code_version=contract.code_version or code_version())
+    net = copy.deepcopy(policy).to(device="cpu", dtype=torch.float32).eval().requires_grad_(False)
+    _check_policy(net, contract, normalizer)
+    graph = ServingGraph(net, contract, normalizer).eval()
+    raw = _torch_export(graph, len(contract.observation_labels))
+    model = onnx.load_from_string(raw)
+    model.producer_name = "morl_robot"
+    model.doc_string = f"morl_robot policy: {contract.summary()}"
+    model.graph.name = "morl_robot_policy"
+    del model.metadata_props[:]
+    for key, value in contract.to_metadata().items():
+        model.metadata_props.add(key=key, value=value)
+    try:
+        onnx.checker.check_model(model, full_check=True)
+    except onnx.checker.ValidationError as exc:
+        raise ExportError(f"exported model fails onnx.checker: {exc}") from None
+    data = model.SerializeToString()
+    if path is not None:
+        write_atomically(path, data)
+    return data
+
+
+# --- from a learner run directory ----------------------------------------------------------------
+def _checkpoint_payload(run_dir: Path) -> tuple[Path, dict[str, Any]]:
+    from morl_robot.learning.checkpoint import (
+        CheckpointError,
+        load_checkpoint,
+        load_latest,
+    )
+
+    if run_dir.is_file():
+        return run_dir, load_checkpoint(run_dir)
+    if not run_dir.is_dir():
+        raise ExportError(f"{run_dir}: no such run directory")
+    for folder in (run_dir / "checkpoints", run_dir):
+        try:
+            found = load_latest(folder, fallback=True)
+        except CheckpointError as exc:
+            raise ExportError(str(exc)) from None
+        if found is not None:
+            return found
+    raise ExportError(f"{run_dir}: no checkpoint (ckpt-*.pt) in {run_dir / 'checkpoints'} or {run_dir}")
+
+
+def policy_from_checkpoint(payload: dict[str, Any], source: str = "checkpoint") -> tuple[nn.Module, PolicyContract,
+                                                                                          RunningNormalizer | None]:
+    """The Gaussian policy, its contract and its normaliser from a learner_node checkpoint payload
+    (keys ``learner``, ``config``, ``contract``, ``normalizer``, ``counters``)."""
+    from morl_robot.learning.config import config_from_dict
+    from morl_robot.learning.networks import GaussianPolicy
+
+    for key in ("learner", "contract"):
+        if key not in payload:
+            raise ExportError(f"{source}: payload lacks '{key}' (not a learner_node checkpoint?)")
+    contract = PolicyContract.from_metadata(dict(payload["contract"]))
+    learner = payload["learner"]
+    meta = learner.get("meta", {})
+    spec = meta.get("action_spec", {})
+    if spec.get("kind", "box") != "box":
+        raise ExportError(f"{source}: a {spec.get('kind')} policy cannot be served (robot policies are Gaussian)")
+    config = config_from_dict(dict(payload.get("config") or meta.get("config") or {}), source=f"{source}: config")
+    obs_dim = int(meta.get("obs_dim", len(contract.observation_labels)))
+    action_dim = int(spec.get("dim", len(contract.action_labels)))
+    if obs_dim != len(contract.observation_labels) or action_dim != len(contract.action_labels):
+        raise ContractError(f"{source}: the learner has observation width {obs_dim} and action width {action_dim}, "
+                            f"its contract names {len(contract.observation_labels)} observation and "
+                            f"{len(contract.action_labels)} action labels")
+    net = config.networks
+    policy = GaussianPolicy(obs_dim, action_dim, net.policy_hidden, min_std=net.min_std, init_std=net.init_std)
+    try:
+        policy.load_state_dict(learner["policy"])
+    except (KeyError, RuntimeError) as exc:
+        raise ExportError(f"{source}: cannot load the policy weights: {exc}") from None
+    normalizer = None
+    if payload.get("normalizer") is not None:
+        normalizer = RunningNormalizer.from_state_dict(dict(payload["normalizer"]))
+    counters = payload.get("counters") or {}
+    if "policy_version" in counters:
+        contract = replace(contract, policy_version=int(counters["policy_version"]))
+    return policy, contract, normalizer
+
+
+def load_run_policy(run_dir: str | os.PathLike[str]) -> tuple[Path, nn.Module, PolicyContract,
+                                                               RunningNormalizer | None]:
+    """(checkpoint path, torch policy, contract, normaliser) of the newest readable checkpoint of a
+    run directory (what ``export_run`` exports and the deploy check evaluates in-process)."""
+    path, payload = _checkpoint_payload(Path(run_dir))
+    policy, contract, normalizer = policy_from_checkpoint(payload, source=str(path))
+    return path, policy, contract, normalizer
+
+
+def export_run(run_dir: str | os.PathLike[str], out_path: str | os.PathLike[str]) -> PolicyContract:
+    """``morl-robot export RUN_DIR``: the newest readable checkpoint of a learner_node run directory
+    (``RUN_DIR/checkpoints/ckpt-*.pt``; a checkpoint file or a checkpoints folder also work) →
+    ONNX file ``out_path``.  Returns the contract written (policy_version = the run's counter)."""
+    path, payload = _checkpoint_payload(Path(run_dir))
+    policy, contract, normalizer = policy_from_checkpoint(payload, source=str(path))
+    data = export_policy(policy, contract, out_path, normalizer=normalizer)
+    return PolicyContract.from_metadata({p.key: p.value for p in onnx.load_from_string(data).metadata_props})
+
+
+def reference_outputs(policy: nn.Module, contract: PolicyContract, observations: np.ndarray,
+                      normalizer: RunningNormalizer | None = None) -> dict[str, np.ndarray]:
+    """The torch computation the ONNX graph reproduces, on ``observations`` [B, O] (parity checks)."""
+    graph = ServingGraph(copy.deepcopy(policy).float().eval(), contract, normalizer).eval()
+    with torch.no_grad():
+        action, mean, log_std = graph(torch.as_tensor(np.asarray(observations, np.float32)))
+    return {"action": action.numpy(), "mean": mean.numpy(), "log_std": log_std.numpy()}

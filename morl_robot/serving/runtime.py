@@ -1,0 +1,230 @@
+"""Running an exported policy with onnxruntime: the one inference path from training to deployment.
+
+:class:`OnnxPolicy` loads a model produced by :func:`morl_robot.serving.export.export_policy`,
+validates it (an ONNX protobuf with the ``observation`` → ``action``/``mean``/``log_std``
+signature whose widths match the contract in its metadata, optionally compatible with an expected
+contract), opens an onnxruntime CPU session with one intra-op and one inter-op thread (a control
+loop wants predictable latency, not parallel speed-up on a 300×200 MLP) and warms it up.
+
+:meth:`OnnxPolicy.act` turns one raw observation (O,) into a :class:`PolicyOutput`:
+
+* deterministic (deployment): the graph's ``action`` (robot units) and ``clip(mean, −1, 1)``;
+* exploring (an actor in training, MO-MPO's behaviour policy μ, Abdolmaleki et al. 2020):
+  ``a = clip(mean + std · ξ, −1, 1)`` with ξ ~ N(0, I), and
+  ``log μ(a|s) = Σ_d log N(a_d; mean_d, std_d)`` evaluated at the *clipped* sample — the same value
+  :class:`morl_robot.learning.learner.PolicyActor` records (``mpo.gaussian_log_prob``), which
+  Retrace's importance weights need; the command is ``a`` mapped affinely onto
+  ``[action_low, action_high]`` (:func:`morl_robot.tasks.base.scale_action`).
+
+Non-finite model outputs raise :class:`NonFiniteOutput` and a non-finite observation
+:class:`NonFiniteInput`, so a caller holds instead of sending garbage to a robot.
+"""
+from __future__ import annotations
+
+import hashlib
+import math
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from morl_robot.errors import MorlRobotError
+from morl_robot.serving.contract import ContractError, PolicyContract
+from morl_robot.tasks.base import scale_action
+
+INPUT = "observation"
+OUTPUTS = ("action", "mean", "log_std")
+_LOG_SQRT_2PI = 0.5 * math.log(2.0 * math.pi)
+WARMUP_RUNS = 20
+
+
+class PolicyLoadError(MorlRobotError, ValueError):
+    """A model file is truncated, corrupt, not ONNX, carries no contract, or has the wrong shape."""
+
+
+class NonFiniteOutput(MorlRobotError, ValueError):
+    """The model produced NaN or inf; the message names the output and the component."""
+
+
+class NonFiniteInput(MorlRobotError, ValueError):
+    """The observation holds NaN or inf (a sensor fault); the message names the component."""
+
+
+@dataclass
+class PolicyOutput:
+    command: np.ndarray  # (D,) float64, robot units (labels = contract.action_labels)
+    action: np.ndarray  # (D,) float64, normalised [-1, 1] (what the learner stores)
+    log_prob: float  # behaviour log-probability of `action` (clipped sample); 0.0 if deterministic
+
+
+@dataclass(frozen=True)
+class ModelInfo:
+    """What :func:`inspect_model` finds in a model file."""
+
+    contract: PolicyContract
+    opset: int
+    inputs: dict[str, list[int | str]]  # name -> shape (dims as ints or symbolic names)
+    outputs: dict[str, list[int | str]]
+    size_bytes: int
+    sha256: str
+    producer: str
+
+
+def _shape(value_info: object) -> list[int | str]:
+    dims = value_info.type.tensor_type.shape.dim  # type: ignore[attr-defined]
+    return [d.dim_value if d.HasField("dim_value") else (d.dim_param or "?") for d in dims]
+
+
+def inspect_model(data: bytes) -> ModelInfo:
+    """Parse and validate ONNX bytes without running them: :class:`PolicyLoadError` if the bytes
+    are not a well-formed model with the policy signature and a contract that fits its shapes."""
+    import onnx
+    from google.protobuf.message import DecodeError
+
+    if not data:
+        raise PolicyLoadError("empty model (0 bytes)")
+    try:
+        model = onnx.load_from_string(bytes(data))
+    except (DecodeError, ValueError, RuntimeError) as exc:
+        raise PolicyLoadError(f"not an ONNX model, or truncated/corrupt ({len(data)} bytes): {exc}") from None
+    if not model.graph.node:
+        raise PolicyLoadError(f"not an ONNX policy, or truncated/corrupt ({len(data)} bytes): the graph has no nodes")
+    try:
+        onnx.checker.check_model(model)
+    except Exception as exc:  # noqa: BLE001 - onnx raises several types
+        raise PolicyLoadError(f"model fails onnx.checker: {exc}") from None
+    try:
+        contract = PolicyContract.from_metadata({p.key: p.value for p in model.metadata_props})
+    except ContractError as exc:
+        raise PolicyLoadError(f"model has no valid policy contract: {exc}") from None
+    initializers = {i.name for i in model.graph.initializer}
+    inputs = {i.name: _shape(i) for i in model.graph.input if i.name not in initializers}
+    outputs = {o.name: _shape(o) for o in model.graph.output}
+    if list(inputs) != [INPUT]:
+        raise PolicyLoadError(f"model inputs are {list(inputs)}; a policy has exactly one input '{INPUT}' [B, O]")
+    missing = [n for n in OUTPUTS if n not in outputs]
+    if missing:
+        raise PolicyLoadError(f"model lacks the output(s) {missing}; a policy outputs {list(OUTPUTS)}")
+    o, d = len(contract.observation_labels), len(contract.action_labels)
+    for name, shape, width, what in [(INPUT, inputs[INPUT], o, "observation labels")] + \
+            [(n, outputs[n], d, "action labels") for n in OUTPUTS]:
+        if len(shape) != 2:
+            raise PolicyLoadError(f"model {name} has rank {len(shape)} (shape {shape}); expected [B, {width}]")
+        if isinstance(shape[1], int) and shape[1] > 0 and shape[1] != width:
+            raise PolicyLoadError(f"model {name} has width {shape[1]} but its contract names {width} {what}")
+    opset = max((op.version for op in model.opset_import if op.domain in ("", "ai.onnx")), default=0)
+    return ModelInfo(contract=contract, opset=int(opset), inputs=inputs, outputs=outputs, size_bytes=len(data),
+                     sha256=hashlib.sha256(bytes(data)).hexdigest(), producer=model.producer_name)
+
+
+class OnnxPolicy:
+    """An exported policy in an onnxruntime session (see the module docstring)."""
+
+    def __init__(self, session: object, info: ModelInfo) -> None:
+        self._session = session
+        self.info = info
+        self.contract = info.contract
+        self.version = int(info.contract.policy_version)
+        self.obs_dim = len(info.contract.observation_labels)
+        self.action_dim = len(info.contract.action_labels)
+        self._low = np.asarray(info.contract.action_low, dtype=np.float64)
+        self._high = np.asarray(info.contract.action_high, dtype=np.float64)
+        self._rng = np.random.default_rng()
+        self._buf = np.zeros((1, self.obs_dim), dtype=np.float32)
+
+    @property
+    def digest(self) -> str:
+        """sha256 of the model bytes (hex)."""
+        return self.info.sha256
+
+    @classmethod
+    def from_bytes(cls, data: bytes, expected: PolicyContract | None = None) -> OnnxPolicy:
+        """Load, validate (against ``expected`` if given: :class:`ContractError` naming the field),
+        open a 1+1-thread CPU session and warm it up."""
+        import onnxruntime as ort
+
+        info = inspect_model(data)
+        if expected is not None:
+            expected.check_compatible(info.contract)
+        opts = ort.SessionOptions()
+        opts.intra_op_num_threads = 1
+        opts.inter_op_num_threads = 1
+        opts.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
+        opts.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+        opts.log_severity_level = 3
+        try:
+            session = ort.InferenceSession(bytes(data), sess_options=opts, providers=["CPUExecutionProvider"])
+        except Exception as exc:  # noqa: BLE001 - onnxruntime raises its own exception types
+            raise PolicyLoadError(f"onnxruntime cannot load the model: {exc}") from None
+        policy = cls(session, info)
+        policy.warm_up()
+        return policy
+
+    @classmethod
+    def from_file(cls, path: str | os.PathLike[str], expected: PolicyContract | None = None) -> OnnxPolicy:
+        try:
+            data = Path(path).read_bytes()
+        except FileNotFoundError:
+            raise PolicyLoadError(f"{path}: model file not found") from None
+        except OSError as exc:
+            raise PolicyLoadError(f"{path}: cannot read the model file: {exc}") from None
+        try:
+            return cls.from_bytes(data, expected)
+        except PolicyLoadError as exc:
+            raise PolicyLoadError(f"{path}: {exc}") from None
+        except ContractError as exc:
+            raise ContractError(f"{path}: {exc}") from None
+
+    def warm_up(self, runs: int = WARMUP_RUNS) -> None:
+        """Run the graph a few times (allocations, kernel selection) before it must meet deadlines."""
+        for _ in range(runs):
+            self.infer(np.zeros((1, self.obs_dim), dtype=np.float32))
+
+    def infer(self, observations: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Raw graph outputs ``(action, mean, log_std)``, each [B, D] float32, for ``observations`` [B, O]."""
+        action, mean, log_std = self._session.run(OUTPUTS, {INPUT: observations})  # type: ignore[attr-defined]
+        return action, mean, log_std
+
+    def _load_observation(self, observation: np.ndarray) -> None:
+        """Copy one observation (O,) into the float32 input buffer, checking size and finiteness."""
+        obs = np.asarray(observation, dtype=np.float64)
+        if obs.size != self.obs_dim:
+            raise ContractError(f"observation has {obs.size} values but the policy's contract names {self.obs_dim} "
+                                f"observation labels")
+        self._buf[0] = obs.reshape(-1)
+        if not math.isfinite(float(self._buf.sum(dtype=np.float64))):  # one reduction on the fast path
+            bad = np.flatnonzero(~np.isfinite(self._buf[0]))
+            i = int(bad[0])
+            raise NonFiniteInput(f"observation value {obs.reshape(-1)[i]} at index {i} "
+                                 f"('{self.contract.observation_labels[i]}') is not finite (in float32)")
+
+    def _check_outputs(self, **outputs: np.ndarray) -> None:
+        if math.isfinite(sum(float(v.sum()) for v in outputs.values())):
+            return
+        for name, values in outputs.items():
+            bad = np.flatnonzero(~np.isfinite(values.reshape(-1)))
+            if bad.size:
+                i = int(bad[0])
+                raise NonFiniteOutput(f"model output '{name}' is not finite ({values.reshape(-1)[i]} at index {i}, "
+                                      f"'{self.contract.action_labels[i % self.action_dim]}') for policy version "
+                                      f"{self.version}")
+
+    def act(self, observation: np.ndarray, deterministic: bool, rng: np.random.Generator | None = None) -> PolicyOutput:
+        """One observation (O,) → :class:`PolicyOutput` (see the module docstring)."""
+        self._load_observation(observation)
+        action, mean, log_std = self.infer(self._buf)
+        if deterministic:
+            self._check_outputs(action=action, mean=mean)
+            a = np.clip(mean[0].astype(np.float64), -1.0, 1.0)
+            return PolicyOutput(command=action[0].astype(np.float64), action=a, log_prob=0.0)
+        self._check_outputs(mean=mean, log_std=log_std)
+        mu = mean[0].astype(np.float64)
+        std = np.exp(log_std[0].astype(np.float64))
+        gen = rng if rng is not None else self._rng
+        a = np.clip(mu + std * gen.standard_normal(self.action_dim), -1.0, 1.0)
+        z = (a - mu) / std
+        log_prob = float(np.sum(-0.5 * z * z - np.log(std) - _LOG_SQRT_2PI))
+        if not math.isfinite(log_prob):
+            raise NonFiniteOutput(f"log-probability of the sampled action is {log_prob} (policy version {self.version})")
+        return PolicyOutput(command=scale_action(a, self._low, self._high), action=a, log_prob=log_prob)

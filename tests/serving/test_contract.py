@@ -1,0 +1,125 @@
+"""PolicyContract: metadata round trip, compatibility errors naming the field, units per label."""
+from __future__ import annotations
+
+import dataclasses
+import json
+
+import pytest
+from policy_models import SAWYER, SHADOW, task_contract
+
+from morl_robot.envs.mo_env import make_sim_robot
+from morl_robot.learning.config import MPOConfig
+from morl_robot.serving.contract import (
+    COMPATIBILITY_FIELDS,
+    ContractError,
+    PolicyContract,
+    contract_for_task,
+    observation_unit,
+    replace,
+)
+from morl_robot.tasks.registry import load_task
+
+
+@pytest.mark.parametrize("task_name", [SAWYER, SHADOW])
+def test_metadata_round_trip(task_name: str) -> None:
+    c = task_contract(task_name)
+    md = c.to_metadata()
+    assert all(isinstance(v, str) for v in md.values())
+    assert json.loads(md["action_low"]) == c.action_low  # JSON-encoded values
+    assert PolicyContract.from_metadata(md) == c
+    assert PolicyContract.from_metadata({**md, "producer_note": "ignored"}) == c
+
+
+def test_sawyer_contract_describes_the_task() -> None:
+    c = task_contract(SAWYER)
+    assert (c.robot, c.task, c.control_mode, c.control_rate, c.frame_stack) == (
+        "sawyer", SAWYER, "cartesian_velocity", 20.0, 3)
+    assert c.action_labels == ["vx", "vy", "vz"] and c.action_units == ["m/s"] * 3
+    assert len(c.observation_labels) == 90 and c.observation_labels[0] == "t-0/ee_x"
+    units = dict(zip(c.observation_labels, c.observation_units))
+    assert units["t-0/ee_x"] == "m" and units["t-2/ee_qw"] == "1"
+    assert units["t-0/right_j0/position"] == "rad" and units["t-1/right_j6/velocity"] == "rad/s"
+    assert units["t-0/wrench_fz"] == "N" and units["t-0/wrench_tx"] == "N·m"
+    assert units["t-0/last_action_vx"] == "1"
+    assert c.objective_names == ["task", "wrist_force"] and c.algorithm == "mo_mpo" and len(c.epsilons) == 2
+    assert c.weights == [] and c.code_version.startswith("morl_robot ")
+    assert all(lo < hi for lo, hi in zip(c.action_low, c.action_high))
+
+
+def test_shadow_contract_units_and_scalarized_weights() -> None:
+    task = load_task(SHADOW)
+    robot = make_sim_robot(task)
+    try:
+        c = contract_for_task(task, robot, MPOConfig(algorithm="scalarized_mpo", scalarization_weights=[3.0, 1.0]),
+                              policy_version=7, run_id="run-1")
+        assert observation_unit("rh_ffdistal_touch", robot.spec) == "N"
+        with pytest.raises(ContractError, match="no unit known for observation label 'mystery'"):
+            observation_unit("mystery", robot.spec)
+    finally:
+        robot.close()
+    assert len(c.observation_labels) == 63 and c.frame_stack == 1
+    assert c.observation_units.count("rad") == 24 and c.observation_units.count("N") == 15
+    assert len(c.action_labels) == 20 and c.action_units == ["rad"] * 20 and c.control_mode == "position"
+    assert c.algorithm == "scalarized_mpo" and c.epsilons == [] and c.weights == [0.75, 0.25]
+    assert (c.policy_version, c.run_id) == (7, "run-1")
+
+
+CHANGES = {
+    "robot": "shadow_hand", "task": "other_task", "control_mode": "velocity", "control_rate": 40.0,
+    "frame_stack": 2, "objective_names": ["task", "force"],
+}
+
+
+@pytest.mark.parametrize("field", COMPATIBILITY_FIELDS)
+def test_incompatibility_names_the_field(field: str) -> None:
+    c = task_contract(SAWYER)
+    value = getattr(c, field)
+    if field in CHANGES:
+        new = CHANGES[field]
+    elif field in ("action_low", "action_high"):
+        new = [v * 0.5 for v in value]
+    elif field == "observation_units":
+        new = ["1"] + value[1:]
+    else:  # label lists
+        new = value[:-1] + ["renamed"]
+    other = dataclasses.replace(c, **{field: new})
+    with pytest.raises(ContractError, match=f"mismatch in '{field}'"):
+        c.check_compatible(other)
+
+
+def test_version_run_and_preferences_may_differ() -> None:
+    c = task_contract(SAWYER)
+    c.check_compatible(replace(c, policy_version=99, run_id="another", epsilons=[0.01, 0.5], code_version="x",
+                               observation_normalizer="running"))
+
+
+def test_list_mismatch_reports_sizes_and_first_difference() -> None:
+    c = task_contract(SAWYER)
+    other = dataclasses.replace(c, observation_labels=c.observation_labels[:-1],
+                                observation_units=c.observation_units[:-1])
+    with pytest.raises(ContractError, match=r"90 entries .* 89 entries .*index 89: 't-2/last_action_vz' vs '\(none\)'"):
+        c.check_compatible(other)
+
+
+@pytest.mark.parametrize("key,value,message", [
+    ("task", None, "lacks contract field 'task'"),
+    ("action_low", "[1, 2", "'action_low' is not valid JSON"),
+    ("frame_stack", '"3"', "'frame_stack' must be int"),
+    ("observation_units", '["m"]', "'observation_units' has 1 entries but 'observation_labels' has 90"),
+    ("algorithm", '"ppo"', "'algorithm' is 'ppo'"),
+    ("contract_format", "9", "contract_format '9' is not supported"),
+])
+def test_bad_metadata_names_the_field(key: str, value: str | None, message: str) -> None:
+    md = task_contract(SAWYER).to_metadata()
+    if value is None:
+        del md[key]
+    else:
+        md[key] = value
+    with pytest.raises(ContractError, match=message):
+        PolicyContract.from_metadata(md)
+
+
+def test_invalid_bounds_are_rejected() -> None:
+    c = task_contract(SAWYER)
+    with pytest.raises(ContractError, match=r"index 1 \('vy'\)"):
+        replace(c, action_low=[0.0, 1.0, 0.0], action_high=[0.1, 0.5, 0.1])
