@@ -135,9 +135,20 @@ def run(args: argparse.Namespace) -> int:
     try:
         runner.start()
         runner.probe.subscribe("/diagnostics", DiagnosticArray, wire.EVENT_QOS)
+        all_ends: list[dict[str, Any]] = []
         runner.probe.subscribe(f"{ns}/episode", String, wire.EVENT_QOS,
-                               callback=lambda m: ends.append(e) if (e := json.loads(m.data))["event"] == "end" else None)
+                               callback=lambda m: all_ends.append(e) if (e := json.loads(m.data))["event"] == "end"
+                               else None)
         runner.release_safety([ns])
+        first_episode = 0
+        if args.episodes:
+            # count only whole episodes served by the released graph: start a fresh one now
+            from std_srvs.srv import Trigger
+
+            reply = runner.probe.call(f"{ns}/robot_node/reset_world", Trigger, timeout=30.0)
+            if not reply.success:
+                raise UsageError(f"the robot node refused reset_world: {reply.message}")
+            first_episode = int(reply.message.split()[1])  # "episode N started"
         start = time.monotonic()
         last = [start]
 
@@ -150,16 +161,18 @@ def run(args: argparse.Namespace) -> int:
                       "  ".join(f"{k}={st[k]}" for k in keys[:8]), file=sys.stderr)
 
         def done() -> bool:
+            ends[:] = [e for e in all_ends if int(e["episode"]) >= first_episode and e.get("termination") != "reset"]
             if args.episodes:
                 return len(ends) >= args.episodes
             return bool(args.duration) and time.monotonic() - start >= args.duration
 
         finished = runner.wait(done, tick)
         server_status = _diagnostics(runner.probe, "policy")
+        safety_status = _diagnostics(runner.probe, "safety")
     finally:
         runner.stop()
     if not args.episodes:
-        print(json.dumps({"policy_server": server_status}, indent=1))
+        print(json.dumps({"policy_server": server_status, "safety_monitor": safety_status}, indent=1))
         return 0 if finished else 130
     if not finished:
         return 130
@@ -175,6 +188,7 @@ def run(args: argparse.Namespace) -> int:
         "max_abs_difference": np.abs(graph - reference).max(0).tolist(),
         "terminations": [e.get("termination") for e in ends[:args.episodes]],
         "policy_server": server_status,
+        "safety_monitor": safety_status,
     }
     from morl_robot.evaluation.records import write_json_atomic
 
