@@ -62,6 +62,29 @@ def _learner_status(probe: Any, namespace: str) -> dict[str, str]:
     return {}
 
 
+def _count_violations(probe: Any, namespaces: list[str]) -> dict[str, Any]:
+    """Live counts of the safety monitors' violation events, by rule and by actor (written to
+    ``safety_violations.json``; a collision-level stop also ends the episode as ``safety``)."""
+    from diagnostic_msgs.msg import DiagnosticStatus
+
+    from morl_robot.nodes import wire
+
+    counts: dict[str, Any] = {"total": 0, "by_rule": {}, "by_actor": {}}
+
+    def on_event(ns: str, msg: Any) -> None:
+        values = {kv.key: kv.value for kv in msg.values}
+        key = f"{values.get('rule', msg.name)}/{values.get('level', '')}"
+        counts["total"] += 1
+        counts["by_rule"][key] = counts["by_rule"].get(key, 0) + 1
+        actor = counts["by_actor"].setdefault(ns, {})
+        actor[key] = actor.get(key, 0) + 1
+
+    for ns in namespaces:
+        probe.subscribe(f"{ns}/safety/violations", DiagnosticStatus, wire.EVENT_QOS,
+                        callback=lambda m, ns=ns: on_event(ns, m))
+    return counts
+
+
 def run(args: argparse.Namespace) -> int:
     from morl_robot.session.config import load_session_config
     from morl_robot.session.graph import train_nodes
@@ -97,9 +120,11 @@ def run(args: argparse.Namespace) -> int:
     print(f"training {cfg.task} on {cfg.backend} with {len(actor_ns)} actor(s) here (role {args.role}); "
           f"ROS_DOMAIN_ID={runner.domain_id}; run directory {out}", file=sys.stderr)
     bar = None
+    violations: dict[str, Any] = {"total": 0, "by_rule": {}, "by_actor": {}}
     has_learner = any(s.executable == "learner_node" for s in specs)
     try:
         runner.start()
+        violations = _count_violations(runner.probe, actor_ns)
         if actor_ns:
             runner.release_safety(actor_ns)
         if not args.no_progress and has_learner:
@@ -136,6 +161,12 @@ def run(args: argparse.Namespace) -> int:
             bar.close()
         codes = runner.stop()
     learner_rc = codes.get("learner_node")
+    if actor_ns:
+        from morl_robot.evaluation.records import write_json_atomic
+
+        write_json_atomic(out / "safety_violations.json", violations)
+        if violations["total"]:
+            print(f"safety violations: {violations['by_rule']}", file=sys.stderr)
     if not finished:
         print(f"interrupted: nodes stopped (learner exit status {learner_rc}); run the same command to resume "
               f"from the checkpoint in {out}", file=sys.stderr)

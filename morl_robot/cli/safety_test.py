@@ -1,0 +1,566 @@
+"""``morl-robot safety-test --robot sawyer|shadow [--backend sim|hardware] --out DIR``: scripted
+probes through the full graph (robot node + safety monitor, the nodes of
+``config/sessions/safety_test.yaml``; the same graph as ``ros2 launch morl_robot
+safety_test.launch.py``), one report line per rule: configured threshold, the value at which it
+tripped, latency from the sensor sample's stamp to the first held/stopped command, pass/fail.
+
+This process plays the policy: it publishes ``command`` and ``heartbeat`` at the control rate and
+watches ``command_safe``, ``safety/estop``, ``safety/violations`` and the sensor streams.  Probes:
+
+* Sawyer: press the peg onto the fixture with force ramps at several approach speeds (wrench
+  contact and collision levels); approach a joint limit (position mode: the soft-limit clamp).
+* Shadow Hand: press a fingertip onto the block (tactile collision level); approach a joint limit.
+* Both: drop the sensor streams (the simulation is paused: stale-sensor e-stop), send NaN (e-stop),
+  flood commands at 20x the control rate (the monitor answers each one within its rate limits),
+  stop the heartbeat (e-stop).
+
+Writes ``report.json``, ``report.md`` and a plot per force trace to ``--out``; exits 1 if any rule
+fails.
+"""
+from __future__ import annotations
+
+import argparse
+import math
+import sys
+import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from morl_robot.errors import UsageError
+from morl_robot.robots.spec import ControlMode
+
+ROBOTS = {"sawyer": "sawyer", "shadow": "shadow_hand", "shadow_hand": "shadow_hand"}
+SCENES = {"sawyer": "sawyer/peg_in_hole.xml", "shadow_hand": "shadow_hand/touch.xml"}
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("safety-test", help="force-threshold safety tests through the full graph, with a report")
+    p.add_argument("--robot", required=True, choices=sorted(ROBOTS))
+    p.add_argument("--backend", choices=("sim", "hardware"), default="sim")
+    p.add_argument("--out", required=True, help="report directory")
+    p.add_argument("--config", default="safety_test", help="session YAML (default config/sessions/safety_test.yaml)")
+    p.add_argument("--latency-tolerance", type=float, default=0.02, help="s, sensor stamp → held command (default 0.02)")
+    p.add_argument("--ramp-speeds", default="0.005,0.01,0.02", help="Sawyer press speeds, m/s (comma-separated)")
+    p.add_argument("--domain-id", type=int, default=None)
+    p.set_defaults(func=run)
+
+
+def _stamp(msg_stamp: Any) -> float:
+    return float(msg_stamp.sec) + 1e-9 * float(msg_stamp.nanosec)
+
+
+class Harness:
+    """The probe's side of the graph: a stand-in policy (commands + heartbeat at ``rate``) and
+    wall-clock-stamped records of everything the monitor and the robot publish."""
+
+    def __init__(self, runner: Any, ns: str, labels: tuple[str, ...], rate: float) -> None:
+        from diagnostic_msgs.msg import DiagnosticStatus
+        from geometry_msgs.msg import WrenchStamped
+        from sensor_msgs.msg import JointState
+        from std_msgs.msg import Bool, Float64MultiArray, Header
+
+        from morl_robot.nodes import wire
+
+        self.runner, self.ns, self.labels, self.period = runner, ns, labels, 1.0 / rate
+        self.wire = wire
+        probe = runner.probe
+        self.pub_cmd = probe.publisher(f"{ns}/command", Float64MultiArray, wire.COMMAND_QOS)
+        self.pub_hb = probe.publisher(f"{ns}/heartbeat", Header, wire.COMMAND_QOS)
+        self.Header = Header
+        self.lock = threading.Lock()
+        self.safe: list[tuple[float, np.ndarray]] = []  # (receive wall time, command_safe values)
+        self.wrench: list[tuple[float, float, np.ndarray]] = []  # (stamp, receive, wrench)
+        self.tactile: list[tuple[float, np.ndarray, tuple[str, ...]]] = []  # (receive, values, labels)
+        self.joints: list[tuple[float, dict[str, float]]] = []  # (stamp, positions by name)
+        self.events: list[tuple[float, dict[str, str]]] = []  # (receive, violation values)
+        self.estop = True
+
+        def on_safe(m: Any) -> None:
+            v, _ = wire.read_labelled(m)
+            with self.lock:
+                self.safe.append((time.time(), v))
+
+        def on_wrench(m: Any) -> None:
+            f, t = m.wrench.force, m.wrench.torque
+            with self.lock:
+                self.wrench.append((_stamp(m.header.stamp), time.time(), np.array([f.x, f.y, f.z, t.x, t.y, t.z])))
+
+        def on_tactile(m: Any) -> None:
+            v, lab = wire.read_labelled(m)
+            with self.lock:
+                self.tactile.append((time.time(), v, lab))
+
+        def on_joints(m: Any) -> None:
+            with self.lock:
+                self.joints.append((_stamp(m.header.stamp), dict(zip(m.name, m.position))))
+
+        def on_event(m: Any) -> None:
+            with self.lock:
+                self.events.append((time.time(), {kv.key: kv.value for kv in m.values}))
+
+        def on_estop(m: Any) -> None:
+            self.estop = bool(m.data)
+
+        probe.subscribe(f"{ns}/command_safe", Float64MultiArray, wire.COMMAND_QOS, on_safe)
+        probe.subscribe(f"{ns}/wrench", WrenchStamped, wire.SENSOR_QOS, on_wrench)
+        probe.subscribe(f"{ns}/tactile", Float64MultiArray, wire.SENSOR_QOS, on_tactile)
+        probe.subscribe(f"{ns}/joint_states", JointState, wire.SENSOR_QOS, on_joints)
+        probe.subscribe(f"{ns}/safety/violations", DiagnosticStatus, wire.EVENT_QOS, on_event)
+        probe.subscribe(f"{ns}/safety/estop", Bool, wire.LATCHED_QOS, on_estop)
+        self.command = np.zeros(len(labels))
+        self.sending = False
+        self.heartbeat = True
+        self._stop = False
+        self._thread = threading.Thread(target=self._loop, daemon=True)
+        self._thread.start()
+
+    def _loop(self) -> None:
+        next_t = time.monotonic()
+        while not self._stop:
+            if self.heartbeat:
+                hb = self.Header()
+                now = time.time()
+                hb.stamp.sec, hb.stamp.nanosec = int(now), int((now % 1) * 1e9)
+                hb.frame_id = "safety-test"
+                self.pub_hb.publish(hb)
+            if self.sending:
+                self.publish(self.command)
+            next_t += self.period
+            time.sleep(max(0.0, next_t - time.monotonic()))
+
+    def publish(self, values: np.ndarray) -> float:
+        t = time.time()
+        self.pub_cmd.publish(self.wire.labelled_array(values, self.labels))
+        return t
+
+    def close(self) -> None:
+        self._stop = True
+        self._thread.join(timeout=2)
+
+    # --- helpers -------------------------------------------------------------------------
+    def call(self, service: str, srv_type: Any, request: Any = None) -> Any:
+        return self.runner.probe.call(service, srv_type, request, timeout=10.0)
+
+    def restart(self) -> None:
+        """Robot back to its start configuration, simulation running, e-stop released."""
+        from std_srvs.srv import SetBool, Trigger
+
+        self.sending = False
+        self.heartbeat = True
+        self.call(f"{self.ns}/robot_node/set_pause", SetBool, SetBool.Request(data=False))
+        self.call(f"{self.ns}/robot_node/reset_world", Trigger)
+        time.sleep(0.5)
+        deadline = time.monotonic() + 15
+        while True:
+            reply = self.call(f"{self.ns}/safety/reset", Trigger)
+            if reply.success:
+                break
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"the safety monitor will not release: {reply.message}")
+            time.sleep(0.3)
+        self.runner.probe.wait_for(lambda: not self.estop, 5, "e-stop released")
+        with self.lock:
+            self.events.clear()
+            self.safe.clear()
+
+    def wait_event(self, pred: Callable[[dict[str, str]], bool], timeout: float) -> tuple[float, dict[str, str]] | None:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            with self.lock:
+                for t, e in self.events:
+                    if pred(e):
+                        return t, e
+            time.sleep(0.01)
+        return None
+
+    def first_safe_after(self, t: float, held: Callable[[np.ndarray], bool], timeout: float = 1.0) -> float | None:
+        """Receive time of the first ``command_safe`` after wall time ``t`` satisfying ``held``."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            with self.lock:
+                for rt, v in self.safe:
+                    if rt >= t and held(v):
+                        return rt
+            time.sleep(0.01)
+        return None
+
+
+def _event_float(e: dict[str, str], key: str) -> float:
+    try:
+        return float(e.get(key, "nan"))
+    except ValueError:
+        return math.nan
+
+
+def _limit(monitor: Any, rule: str, level: str, key: str | None = None) -> tuple[float, str, str]:
+    for lim in monitor.describe_rules():
+        if lim.rule == rule and lim.level == level and (key is None or lim.key == key):
+            return lim.threshold, lim.unit, lim.response.label
+    raise UsageError(f"the safety configuration has no rule {rule} ({level}{', ' + key if key else ''})")
+
+
+# --- probes ---------------------------------------------------------------------------------
+def probe_force_ramp(h: Harness, monitor: Any, speed: float, tol: float, out: Path) -> list[Any]:
+    """Sawyer: drive the peg down onto the fixture at ``speed`` until the collision level trips."""
+    from morl_robot.safety.testing import RuleCheck, Trace, plot_trace
+
+    name = f"force ramp {speed:g} m/s"
+    contact, unit, contact_resp = _limit(monitor, "wrench.force_norm", "contact", "norm")
+    collision, _, collision_resp = _limit(monitor, "wrench.force_norm", "collision", "norm")
+    h.restart()
+    iz = h.labels.index("vz")
+    # approach: down at 3 cm/s until the first touch (1 N above the resting reading), lift 6 mm,
+    # then the ramp proper at `speed` (the force then rises at speed × the contact's stiffness)
+    with h.lock:
+        rest = float(np.linalg.norm(h.wrench[-1][2][:3])) if h.wrench else 0.0
+    cmd = np.zeros(len(h.labels))
+    cmd[iz] = -0.03
+    h.command, h.sending = cmd.copy(), True
+    t_approach = time.time()
+
+    def touched() -> bool:
+        with h.lock:
+            return bool(h.wrench) and h.wrench[-1][0] > t_approach and \
+                float(np.linalg.norm(h.wrench[-1][2][:3])) > rest + 1.0
+    h.runner.probe.wait_for(touched, 30, "the peg to touch the fixture")
+    cmd[iz] = 0.03
+    h.command = cmd.copy()
+    time.sleep(0.3)
+    if h.estop:
+        raise RuntimeError("the approach touch already tripped the e-stop; lower its speed")
+    with h.lock:  # the report covers the ramp only
+        h.events.clear()
+        h.safe.clear()
+    t_start = time.time()
+    cmd[iz] = -speed
+    h.command = cmd.copy()
+    hit = h.wait_event(lambda e: e.get("rule") == "wrench.force_norm" and e.get("level", "").startswith("collision"),
+                       timeout=0.25 / speed + 10)
+    h.sending = False
+    checks = []
+    trace = Trace("‖F‖ wrist force", unit)
+    with h.lock:
+        for stamp, _, w in h.wrench:
+            if stamp >= t_start - 0.2:
+                trace.add(stamp, float(np.linalg.norm(w[:3])))
+    for level, threshold, resp in (("contact", contact, contact_resp), ("collision", collision, collision_resp)):
+        c = RuleCheck(name, "wrench.force_norm", level, resp, threshold, unit, latency_tolerance=tol)
+        ev = h.wait_event(lambda e, lv=level: e.get("rule") == "wrench.force_norm" and e.get("level", "").startswith(lv),
+                          timeout=0.1)
+        if ev is not None:
+            _, e = ev
+            c.tripped = True
+            c.tripped_value = _event_float(e, "value")
+            c.threshold = _event_float(e, "threshold")  # the level in force (accelerating levels differ)
+            c.threshold_error = c.tripped_value - c.threshold
+            stamp = _event_float(e, "sensor_stamp")
+            c.threshold_tolerance = trace.increment_before(stamp)
+            if level == "collision":
+                t_held = h.first_safe_after(stamp, lambda v: bool(np.all(np.abs(v) < 1e-12)))
+            else:  # contact: the next command comes out slowed (clamp), one command period later at most
+                c.latency_tolerance = tol + h.period
+                t_held = h.first_safe_after(stamp, lambda v: abs(v[h.labels.index("vz")]) < speed - 1e-9)
+            c.latency = (t_held - stamp) if t_held is not None else math.nan
+            c.detail = f"level {e.get('level')}"
+        checks.append(c.judge())
+    trip = hit[1] if hit else None
+    plot = out / f"force_ramp_{speed:g}.png"
+    plot_trace(trace, collision, _event_float(trip, "sensor_stamp") if trip else None,
+               _event_float(trip, "value") if trip else None, f"Sawyer: {name}", plot, {"contact": contact})
+    for c in checks:
+        c.plot = plot.name
+    return checks
+
+
+def probe_fingertip(h: Harness, monitor: Any, tol: float, out: Path) -> list[Any]:
+    """Shadow Hand: flex the first finger onto the block until the tactile collision level trips."""
+    from morl_robot.safety.testing import RuleCheck, Trace, plot_trace
+
+    name = "fingertip press"
+    threshold, unit, resp = _limit(monitor, "tactile", "collision", "rh_ffdistal_touch")
+    contact, _, _ = _limit(monitor, "tactile", "contact", "rh_ffdistal_touch")
+    h.restart()
+    with h.lock:
+        q = dict(h.joints[-1][1])
+    cmd = _actuator_targets(monitor, q)
+    t_start = time.time()
+    h.sending = True
+    i3, i0 = h.labels.index("rh_FFJ3"), h.labels.index("rh_FFJ0")
+    _lo, hi = monitor.spec.command_bounds(monitor.spec.default_control_mode)
+    hit = None
+    for k in range(200):  # close the finger step by step (soft limits clamp the last bit)
+        cmd[i3] = min(cmd[i3] + 0.02, hi[i3])
+        cmd[i0] = min(cmd[i0] + 0.04, hi[i0])
+        h.command = cmd.copy()
+        hit = h.wait_event(lambda e: e.get("rule") == "tactile" and e.get("level", "").startswith("collision"), 0.05)
+        if hit is not None:
+            break
+    h.sending = False
+    c = RuleCheck(name, "tactile", "collision", resp, threshold, unit, latency_tolerance=tol)
+    trace = Trace("rh_ffdistal_touch", unit)
+    with h.lock:
+        for rt, v, lab in h.tactile:
+            if rt >= t_start - 0.5 and "rh_ffdistal_touch" in lab:
+                trace.add(rt, float(v[lab.index("rh_ffdistal_touch")]))
+    if hit is not None:
+        _, e = hit
+        c.tripped, c.tripped_value = True, _event_float(e, "value")
+        c.threshold_error = c.tripped_value - c.threshold
+        stamp = _event_float(e, "sensor_stamp")
+        c.threshold_tolerance = trace.increment_before(stamp + 0.005)
+        t_held = h.first_safe_after(stamp, lambda v: True)
+        c.latency = (t_held - stamp) if t_held is not None else math.nan
+        c.detail = f"sensor {e.get('key')}"
+    else:
+        c.detail = f"the finger never pressed past {threshold:g} N (max {max(trace.values, default=0):.3g} N)"
+    plot = out / "fingertip_press.png"
+    plot_trace(trace, threshold, _event_float(hit[1], "sensor_stamp") if hit else None,
+               c.tripped_value if hit else None, f"Shadow Hand: {name}", plot, {"contact": contact})
+    c.plot = plot.name
+    return [c.judge()]
+
+
+def _actuator_targets(monitor: Any, q: dict[str, float]) -> np.ndarray:
+    """Position targets (actuator order) that hold the measured joints (coupled J0 = J1 + J2)."""
+    out = []
+    for act in monitor.spec.actuators:
+        out.append(sum(q.get(j, 0.0) for j in act.joints))
+    return np.asarray(out)
+
+
+def probe_joint_limit(h: Harness, monitor: Any, tol: float, joint: str, step: float = 0.05) -> list[Any]:
+    """Position mode: ramp one joint's target past its range; the monitor clamps it at the soft
+    limit, so the measured joint must stay within the soft limit (+ tracking tolerance)."""
+    from morl_robot.safety.testing import RuleCheck
+
+    spec = monitor.spec
+    idx = spec.actuator_names.index(joint)
+    upper = spec.actuators[idx].upper
+    soft, _, response = _limit(monitor, "joints.position", "soft", f"{joint}>=")  # the upper soft limit
+    h.restart()
+    with h.lock:
+        q = dict(h.joints[-1][1])
+    cmd = _actuator_targets(monitor, q)
+    h.sending = True
+    first_over = None
+    target = cmd[idx]
+    while target < upper + 0.1:
+        target += step
+        cmd[idx] = target
+        h.command = cmd.copy()
+        if first_over is None and target > soft:
+            first_over = time.time()
+        time.sleep(h.period)
+    time.sleep(1.0)
+    h.sending = False
+    with h.lock:
+        reached = max(p.get(joint, -math.inf) for _, p in h.joints[-60:])
+        clamped = [v[idx] for rt, v in h.safe if first_over is not None and rt >= first_over]
+    c = RuleCheck(f"joint limit {joint}", "joints.position", "soft", f"{response} + clamp into the soft range", soft,
+                  "rad", latency_tolerance=tol + h.period)
+    # tripped = the commands were clamped at the soft limit AND the joint really got there
+    c.tripped = bool(clamped) and max(clamped) <= soft + 1e-9 and reached >= soft - 0.05
+    c.tripped_value = reached
+    c.threshold_error = max(0.0, reached - soft)
+    c.threshold_tolerance = 0.01  # rad of position tracking error at the clamped target
+    t_clamped = h.first_safe_after(first_over or time.time(), lambda v: v[idx] <= soft + 1e-9, 0.5)
+    c.latency = (t_clamped - first_over) if (t_clamped and first_over) else math.nan
+    c.detail = f"commanded up to {target:.3f} rad, max command_safe {max(clamped, default=math.nan):.4f} rad"
+    return [c.judge()]
+
+
+def probe_stale(h: Harness, monitor: Any, tol: float, check_period: float) -> list[Any]:
+    """Pause the simulation: joint_states (and wrench/tactile) stop; e-stop after the deadline."""
+    from std_srvs.srv import SetBool
+
+    from morl_robot.safety.testing import RuleCheck
+
+    deadline, _, resp = _limit(monitor, "stale.joint_states", "deadline")
+    h.restart()
+    h.command, h.sending = np.zeros(len(h.labels)), False
+    h.call(f"{h.ns}/robot_node/set_pause", SetBool, SetBool.Request(data=True))
+    hit = h.wait_event(lambda e: e.get("rule", "").startswith("stale.") and e.get("rule") != "stale.command", 5.0)
+    h.call(f"{h.ns}/robot_node/set_pause", SetBool, SetBool.Request(data=False))
+    c = RuleCheck("sensor streams dropped (simulation paused)", "stale.joint_states", "deadline", resp, deadline, "s",
+                  latency_tolerance=check_period + tol)
+    if hit is not None:
+        _, e = hit
+        c.rule = e.get("rule", c.rule)
+        c.tripped = True
+        last, decided = _event_float(e, "sensor_stamp"), _event_float(e, "decided_at")
+        c.tripped_value = decided - last  # age of the newest sample at the e-stop
+        c.threshold_error = c.tripped_value - deadline
+        c.threshold_tolerance = h.period + check_period  # deadline + one period
+        c.latency = c.threshold_error  # beyond the deadline
+        c.detail = f"stream {e.get('key')}"
+    return [c.judge()]
+
+
+def probe_nan(h: Harness, tol: float) -> list[Any]:
+    from morl_robot.safety.testing import RuleCheck
+
+    h.restart()
+    values = np.zeros(len(h.labels))
+    values[0] = math.nan
+    t = h.publish(values)
+    hit = h.wait_event(lambda e: e.get("rule") == "command.non_finite", 2.0)
+    c = RuleCheck("NaN command", "command.non_finite", "fault", "estop", math.nan, "", latency_tolerance=tol)
+    if hit is not None:
+        c.tripped = True
+        t_held = h.first_safe_after(t, lambda v: bool(np.all(np.isfinite(v))))
+        c.latency = (t_held - t) if t_held is not None else math.nan
+        c.detail = "latency from the command's publication (commands carry no stamp)"
+    c.judge()
+    if c.tripped and not h.estop:
+        c.passed, c.detail = False, "no e-stop after a NaN command"
+    return [c]
+
+
+def probe_flood(h: Harness, monitor: Any, speed: float) -> list[Any]:
+    """Commands at 20x the control rate, alternating sign: every command is answered, none passes
+    its limits (rate-of-change limits where configured)."""
+    from morl_robot.safety.testing import RuleCheck
+
+    h.restart()
+    with h.lock:
+        q = dict(h.joints[-1][1]) if h.joints else {}
+    base = np.zeros(len(h.labels)) if "vx" in h.labels else _actuator_targets(monitor, q)
+    n = 400
+    sent = 0
+    for k in range(n):
+        v = base.copy()
+        v[-1 if "vx" not in h.labels else h.labels.index("vz")] += (speed if k % 2 else -speed)
+        h.publish(v)
+        sent += 1
+        time.sleep(h.period / 20)
+    time.sleep(1.0)
+    with h.lock:
+        answered = list(h.safe)
+    c = RuleCheck(f"command flood ({n} at {20 / h.period:.0f} Hz)", "command.rate", "soft", "clamp", math.nan, "",
+                  latency_tolerance=math.inf)
+    c.tripped = len(answered) >= n
+    c.tripped_value = float(len(answered))
+    if "vx" in h.labels:  # Cartesian: per-command change bounded by linear_acceleration × period
+        i = h.labels.index("vz")
+        dv = np.abs(np.diff([v[i] for _, v in answered])) if len(answered) > 1 else np.zeros(1)
+        cmd_cfg = monitor.config.command
+        limit = (cmd_cfg.linear_acceleration.value * cmd_cfg.period.value
+                 if cmd_cfg.linear_acceleration is not None else math.inf)
+        c.threshold, c.unit = limit, "m/s per command"
+        c.threshold_error, c.threshold_tolerance = 0.0, 1e-9
+        c.detail = f"{len(answered)} of {sent} answered, max |Δvz| {dv.max():.4g} m/s"
+        c.judge()
+        if dv.max() > limit + 1e-9:
+            c.passed, c.detail = False, c.detail + " exceeds the rate limit"
+    else:
+        c.detail = f"{len(answered)} of {sent} answered"
+        c.judge()
+    c.latency = math.nan
+    return [c]
+
+
+def probe_heartbeat(h: Harness, monitor: Any, tol: float, check_period: float) -> list[Any]:
+    from morl_robot.safety.testing import RuleCheck
+
+    deadline, _, resp = _limit(monitor, "stale.heartbeat", "deadline")
+    h.restart()
+    h.command, h.sending = np.zeros(len(h.labels)) if "vx" in h.labels else h.command, "vx" in h.labels
+    time.sleep(0.5)
+    h.heartbeat = False
+    hit = h.wait_event(lambda e: e.get("rule") == "stale.heartbeat", deadline + 3.0)
+    h.sending = False
+    h.heartbeat = True
+    c = RuleCheck("heartbeat stopped", "stale.heartbeat", "deadline", resp, deadline, "s",
+                  latency_tolerance=check_period + tol)
+    if hit is not None:
+        _, e = hit
+        c.tripped = True
+        c.tripped_value = _event_float(e, "decided_at") - _event_float(e, "sensor_stamp")
+        c.threshold_error = c.tripped_value - deadline
+        c.threshold_tolerance = h.period + check_period
+        c.latency = c.threshold_error
+    return [c.judge()]
+
+
+# --- the session ----------------------------------------------------------------------------
+def _session(args: argparse.Namespace, robot: str, control_mode: str, out: Path, tag: str,
+             body: Callable[[Harness, Any], list[Any]]) -> list[Any]:
+    from morl_robot.safety.monitor import build_monitor
+    from morl_robot.session.config import load_session_config
+    from morl_robot.session.graph import safety_test_nodes
+    from morl_robot.session.runner import SessionRunner
+
+    overrides: dict[str, Any] = {"robot": robot, "task": "", "backend": args.backend,
+                                 "robot_node": {"control_mode": control_mode,
+                                                "scene": SCENES[robot] if args.backend == "sim" else ""}}
+    cfg = load_session_config(args.config, overrides)
+    monitor = build_monitor(robot, control_mode)
+    labels = tuple(monitor.spec.command_labels(ControlMode(control_mode)))
+    period = float(cfg.robot_node.get("control_period", 0.05))
+    ns = "/" + cfg.namespace.strip("/")
+    runner = SessionRunner(safety_test_nodes(cfg), out / "logs" / tag, args.domain_id)
+    h = None
+    try:
+        runner.start()
+        h = Harness(runner, ns, labels, 1.0 / period)
+        runner.probe.wait_for(lambda: len(h.joints) > 3, 60, f"{robot} joint_states")
+        return body(h, monitor)
+    finally:
+        if h is not None:
+            h.close()
+        runner.stop()
+
+
+def run(args: argparse.Namespace) -> int:
+    from morl_robot.safety.testing import write_report
+
+    robot = ROBOTS[args.robot]
+    out = Path(args.out).resolve()
+    out.mkdir(parents=True, exist_ok=True)
+    tol = float(args.latency_tolerance)
+    if tol <= 0:
+        raise UsageError(f"--latency-tolerance must be positive, got {tol}")
+    try:
+        speeds = [float(s) for s in args.ramp_speeds.split(",") if s.strip()]
+    except ValueError:
+        raise UsageError(f"--ramp-speeds: expected comma-separated numbers, got {args.ramp_speeds!r}") from None
+    check_period = 0.002
+    checks: list[Any] = []
+    if robot == "sawyer":
+        def cartesian(h: Harness, monitor: Any) -> list[Any]:
+            found: list[Any] = []
+            for speed in speeds:
+                found += probe_force_ramp(h, monitor, speed, tol, out)
+            found += probe_stale(h, monitor, tol, check_period)
+            found += probe_nan(h, tol)
+            found += probe_flood(h, monitor, 0.2)
+            found += probe_heartbeat(h, monitor, tol, check_period)
+            return found
+
+        checks += _session(args, robot, "cartesian_velocity", out, "cartesian", cartesian)
+        checks += _session(args, robot, "position", out, "position",
+                           lambda h, m: probe_joint_limit(h, m, tol, "right_j6", step=0.1))
+    else:
+        def hand(h: Harness, monitor: Any) -> list[Any]:
+            found = probe_fingertip(h, monitor, tol, out)
+            found += probe_joint_limit(h, monitor, tol, "rh_WRJ1")
+            found += probe_stale(h, monitor, tol, check_period)
+            found += probe_nan(h, tol)
+            found += probe_flood(h, monitor, 0.1)
+            found += probe_heartbeat(h, monitor, tol, check_period)
+            return found
+
+        checks += _session(args, robot, "position", out, "position", hand)
+    report = write_report(checks, out, {"robot": robot, "backend": args.backend,
+                                        "latency_tolerance_s": tol, "ramp_speeds_m_s": speeds})
+    for c in checks:
+        lat = "" if math.isnan(c.latency) else f" latency {c.latency * 1e3:.1f} ms"
+        val = "" if math.isnan(c.tripped_value) else f" tripped at {c.tripped_value:.4g}"
+        print(f"{'PASS' if c.passed else 'FAIL'}  {c.probe:40s} {c.rule:22s}{val}{lat}"
+              + ("" if c.passed else f"  ({c.detail})"))
+    print(f"report: {out / 'report.md'}", file=sys.stderr)
+    return 0 if report["passed"] else 1

@@ -1,0 +1,155 @@
+"""Force-threshold safety testing: judging probe traces against the configured rules, and the report.
+
+A probe (``morl-robot safety-test``) drives the robot through the full graph until a rule trips and
+records what the monitor published.  This module turns those records into one
+:class:`RuleCheck` per rule: the configured threshold, the value at which the rule tripped, the
+latency from the sensor sample's stamp to the first held/stopped command, and pass/fail against
+the tolerances:
+
+* **threshold error** — the tripped value must not be below the threshold (no early trips) and
+  may exceed it by at most one sensor sample's increment of the traced quantity (a monitor that
+  checks every sample cannot do better; issue 5's "within one sensor sample");
+* **latency** — at most ``latency_tolerance`` (default 20 ms) from the sample's stamp to the held
+  command on ``command_safe``; watchdogs: the deadline plus one check period plus that tolerance.
+
+It writes ``report.json`` (atomically), ``report.md`` and one plot per traced probe (the trace, the
+threshold, the trip point).
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from morl_robot.evaluation.records import write_json_atomic
+
+
+@dataclass
+class Trace:
+    """A sampled quantity during a probe: times (s, sensor stamps) and values (in ``unit``)."""
+
+    name: str
+    unit: str
+    times: list[float] = field(default_factory=list)
+    values: list[float] = field(default_factory=list)
+
+    def add(self, t: float, v: float) -> None:
+        self.times.append(float(t))
+        self.values.append(float(v))
+
+    def increment_before(self, t: float, window: int = 5) -> float:
+        """Largest |Δ| between consecutive samples among the ``window`` samples up to time ``t``
+        (the resolution with which a per-sample check can see a threshold crossing)."""
+        idx = [i for i, ti in enumerate(self.times) if ti <= t + 1e-9]
+        if len(idx) < 2:
+            return math.inf
+        last = idx[-1]
+        v = np.asarray(self.values[max(0, last - window):last + 1])
+        return float(np.abs(np.diff(v)).max()) if v.size > 1 else math.inf
+
+
+@dataclass
+class RuleCheck:
+    """One rule exercised by one probe."""
+
+    probe: str  # e.g. "force ramp 0.01 m/s"
+    rule: str  # monitor rule name, e.g. "wrench.force_norm"
+    level: str  # contact | collision | soft | hard | fault | deadline
+    expected_response: str  # clamp | hold | estop
+    threshold: float  # configured (unit)
+    unit: str
+    tripped: bool = False
+    tripped_value: float = math.nan  # the monitor's reading at the trip (unit)
+    threshold_error: float = math.nan  # tripped_value − threshold (unit); watchdogs: the overshoot in s
+    threshold_tolerance: float = math.nan  # allowed threshold error (unit)
+    latency: float = math.nan  # s, sensor stamp → first held/stopped command received
+    latency_tolerance: float = math.nan  # s
+    passed: bool = False
+    detail: str = ""
+    plot: str = ""
+
+    def judge(self) -> RuleCheck:
+        """Set ``passed`` (and explain a failure in ``detail``)."""
+        problems = []
+        if not self.tripped:
+            problems.append("did not trip")
+        else:
+            if not math.isnan(self.threshold_error):
+                if self.threshold_error < -1e-9:
+                    problems.append(f"tripped below the threshold ({self.tripped_value:.4g} < {self.threshold:.4g})")
+                elif self.threshold_error > self.threshold_tolerance + 1e-9:
+                    problems.append(f"tripped {self.threshold_error:.4g} {self.unit} past the threshold "
+                                    f"(tolerance {self.threshold_tolerance:.4g})")
+            if math.isinf(self.latency_tolerance):
+                pass  # no latency is measured for this check (e.g. a command flood)
+            elif math.isnan(self.latency):
+                problems.append("no held/stopped command seen")
+            elif self.latency > self.latency_tolerance:
+                problems.append(f"latency {self.latency * 1e3:.1f} ms > {self.latency_tolerance * 1e3:.1f} ms")
+        self.passed = not problems
+        if problems:
+            self.detail = "; ".join(problems) + (f" ({self.detail})" if self.detail else "")
+        return self
+
+
+def plot_trace(trace: Trace, threshold: float, trip_time: float | None, trip_value: float | None,
+               title: str, path: Path, extra_thresholds: dict[str, float] | None = None) -> Path:
+    """The traced quantity over time with the threshold line(s) and the trip point."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    t0 = trace.times[0] if trace.times else 0.0
+    fig, ax = plt.subplots(figsize=(7, 3.6))
+    ax.plot(np.asarray(trace.times) - t0, trace.values, lw=1.2, label=trace.name)
+    ax.axhline(threshold, color="tab:red", ls="--", lw=1, label=f"threshold {threshold:g} {trace.unit}")
+    for name, value in (extra_thresholds or {}).items():
+        ax.axhline(value, color="tab:orange", ls=":", lw=1, label=f"{name} {value:g} {trace.unit}")
+    if trip_time is not None and trip_value is not None:
+        ax.plot([trip_time - t0], [trip_value], "o", color="tab:red", ms=7, label="trip")
+    ax.set_xlabel("time (s)")
+    ax.set_ylabel(f"{trace.name} ({trace.unit})")
+    ax.set_title(title, fontsize=10)
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=8, loc="best")
+    fig.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path
+
+
+def write_report(checks: list[RuleCheck], out_dir: str | Path, meta: dict[str, Any]) -> dict[str, Any]:
+    """``report.json`` and ``report.md`` in ``out_dir``; returns the report."""
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    report = {**meta, "passed": all(c.passed for c in checks) and bool(checks),
+              "checks": [asdict(c) for c in checks]}
+    write_json_atomic(out / "report.json", report)
+    lines = [f"# Safety test: {meta.get('robot', '?')} ({meta.get('backend', '?')})", "",
+             (f"Result: **{'PASS' if report['passed'] else 'FAIL'}** "
+             f"({sum(c.passed for c in checks)}/{len(checks)} checks passed)"), "",
+             "| probe | rule | level | response | threshold | tripped at | error (tol.) | latency (tol.) | result |",
+             "|---|---|---|---|---|---|---|---|---|"]
+
+    def f(x: float, scale: float = 1.0, digits: int = 4) -> str:
+        return "–" if x is None or (isinstance(x, float) and math.isnan(x)) else f"{x * scale:.{digits}g}"
+
+    for c in checks:
+        lines.append(
+            f"| {c.probe} | `{c.rule}` | {c.level} | {c.expected_response} | {f(c.threshold)} {c.unit} | "
+            f"{f(c.tripped_value)} | {f(c.threshold_error)} ({f(c.threshold_tolerance)}) | "
+            f"{f(c.latency, 1e3, 3)} ms ({f(c.latency_tolerance, 1e3, 3)}) | "
+            f"{'pass' if c.passed else 'FAIL: ' + c.detail} |")
+    plots = [c for c in checks if c.plot]
+    if plots:
+        lines += ["", "## Traces", ""] + [f"![{c.probe}]({c.plot})" for c in plots]
+    lines += ["", ("Threshold error: tripped value − threshold; tolerance = one sensor sample's increment "
+              "near the trip. Latency: sensor stamp → first held/stopped `command_safe` received by the "
+              "probe (watchdogs: the last message's stamp + deadline → the e-stop decision).")]
+    (out / "report.md").write_text("\n".join(lines) + "\n")
+    return report
