@@ -282,7 +282,7 @@ def probe_fingertip(h: Harness, monitor: Any, tol: float, out: Path) -> list[Any
 
     name = "fingertip press"
     threshold, unit, resp = _limit(monitor, "tactile", "collision", "rh_ffdistal_touch")
-    contact, _, _ = _limit(monitor, "tactile", "contact", "rh_ffdistal_touch")
+    contact, _, contact_resp = _limit(monitor, "tactile", "contact", "rh_ffdistal_touch")
     h.restart()
     with h.lock:
         q = dict(h.joints[-1][1])
@@ -296,32 +296,44 @@ def probe_fingertip(h: Harness, monitor: Any, tol: float, out: Path) -> list[Any
         cmd[i3] = min(cmd[i3] + 0.02, hi[i3])
         cmd[i0] = min(cmd[i0] + 0.04, hi[i0])
         h.command = cmd.copy()
-        hit = h.wait_event(lambda e: e.get("rule") == "tactile" and e.get("level", "").startswith("collision"), 0.05)
+        hit = h.wait_event(lambda e: e.get("rule") == "tactile" and e.get("key") == "rh_ffdistal_touch"
+                           and e.get("level", "").startswith("collision"), 0.05)
         if hit is not None:
             break
     h.sending = False
-    c = RuleCheck(name, "tactile", "collision", resp, threshold, unit, latency_tolerance=tol)
     trace = Trace("rh_ffdistal_touch", unit)
     with h.lock:
         for rt, v, lab in h.tactile:
             if rt >= t_start - 0.5 and "rh_ffdistal_touch" in lab:
                 trace.add(rt, float(v[lab.index("rh_ffdistal_touch")]))
-    if hit is not None:
-        _, e = hit
-        c.tripped, c.tripped_value = True, _event_float(e, "value")
-        c.threshold_error = c.tripped_value - c.threshold
-        stamp = _event_float(e, "sensor_stamp")
-        c.threshold_tolerance = trace.increment_before(stamp + 0.005)
-        t_held = h.first_safe_after(stamp, lambda v: True)
-        c.latency = (t_held - stamp) if t_held is not None else math.nan
-        c.detail = f"sensor {e.get('key')}"
-    else:
-        c.detail = f"the finger never pressed past {threshold:g} N (max {max(trace.values, default=0):.3g} N)"
+    checks = []
+    for level, thr, response in (("contact", contact, contact_resp), ("collision", threshold, resp)):
+        c = RuleCheck(name, "tactile", level, response, thr, unit, latency_tolerance=tol)
+        ev = h.wait_event(lambda e, lv=level: e.get("rule") == "tactile" and e.get("key") == "rh_ffdistal_touch"
+                          and e.get("level", "").startswith(lv), 0.2)
+        if ev is not None:
+            t_event, e = ev
+            c.tripped, c.tripped_value = True, _event_float(e, "value")
+            c.threshold_error = c.tripped_value - c.threshold
+            stamp = _event_float(e, "sensor_stamp")
+            c.threshold_tolerance = trace.increment_before(stamp + 0.005)
+            if response == "estop":
+                t_held = h.first_safe_after(stamp, lambda v: True)
+            else:  # a warning's response is the violation event itself
+                t_held = t_event
+            c.latency = (t_held - stamp) if t_held is not None else math.nan
+        else:
+            peak = max(trace.values, default=0.0)
+            c.reachable = peak >= thr
+            c.detail = (f"the finger pressed at most {peak:.3g} N: its own motor cannot reach {thr:g} N in simulation"
+                        if not c.reachable else "no violation event although the threshold was crossed")
+        checks.append(c.judge())
     plot = out / "fingertip_press.png"
     plot_trace(trace, threshold, _event_float(hit[1], "sensor_stamp") if hit else None,
-               c.tripped_value if hit else None, f"Shadow Hand: {name}", plot, {"contact": contact})
-    c.plot = plot.name
-    return [c.judge()]
+               _event_float(hit[1], "value") if hit else None, f"Shadow Hand: {name}", plot, {"contact": contact})
+    for c in checks:
+        c.plot = plot.name
+    return checks
 
 
 def _actuator_targets(monitor: Any, q: dict[str, float]) -> np.ndarray:
@@ -332,15 +344,17 @@ def _actuator_targets(monitor: Any, q: dict[str, float]) -> np.ndarray:
     return np.asarray(out)
 
 
-def probe_joint_limit(h: Harness, monitor: Any, tol: float, joint: str, step: float = 0.05) -> list[Any]:
-    """Position mode: ramp one joint's target past its range; the monitor clamps it at the soft
-    limit, so the measured joint must stay within the soft limit (+ tracking tolerance)."""
+def probe_joint_limit(h: Harness, monitor: Any, tol: float, joint: str, step: float = 0.05,
+                      direction: int = 1) -> list[Any]:
+    """Position mode: ramp one joint's target past its range (``direction`` +1: the upper limit,
+    -1: the lower); the monitor clamps the targets into the soft range, so the measured joint must
+    get to the soft limit and not past it (+ tracking tolerance)."""
     from morl_robot.safety.testing import RuleCheck
 
     spec = monitor.spec
     idx = spec.actuator_names.index(joint)
-    upper = spec.actuators[idx].upper
-    soft, _, response = _limit(monitor, "joints.position", "soft", f"{joint}>=")  # the upper soft limit
+    hard = spec.actuators[idx].upper if direction > 0 else spec.actuators[idx].lower
+    soft, _, response = _limit(monitor, "joints.position", "soft", f"{joint}{'>=' if direction > 0 else '<='}")
     h.restart()
     with h.lock:
         q = dict(h.joints[-1][1])
@@ -348,28 +362,32 @@ def probe_joint_limit(h: Harness, monitor: Any, tol: float, joint: str, step: fl
     h.sending = True
     first_over = None
     target = cmd[idx]
-    while target < upper + 0.1:
-        target += step
+    while direction * (target - hard) < 0.1:
+        target += direction * step
         cmd[idx] = target
         h.command = cmd.copy()
-        if first_over is None and target > soft:
+        if first_over is None and direction * (target - soft) > 0:
             first_over = time.time()
         time.sleep(h.period)
     time.sleep(1.0)
     h.sending = False
     with h.lock:
-        reached = max(p.get(joint, -math.inf) for _, p in h.joints[-60:])
-        clamped = [v[idx] for rt, v in h.safe if first_over is not None and rt >= first_over]
-    c = RuleCheck(f"joint limit {joint}", "joints.position", "soft", f"{response} + clamp into the soft range", soft,
-                  "rad", latency_tolerance=tol + h.period)
+        reached = max(direction * p.get(joint, -math.inf * direction) for _, p in h.joints[-60:]) * direction
+        clamped = [direction * v[idx] for rt, v in h.safe if first_over is not None and rt >= first_over]
+    c = RuleCheck(f"joint limit {joint} ({'upper' if direction > 0 else 'lower'})", "joints.position", "soft",
+                  f"{response} + clamp into the soft range", soft, "rad", latency_tolerance=tol + h.period)
+    limit_d = direction * soft
     # tripped = the commands were clamped at the soft limit AND the joint really got there
-    c.tripped = bool(clamped) and max(clamped) <= soft + 1e-9 and reached >= soft - 0.05
+    c.tripped = bool(clamped) and max(clamped) <= limit_d + 1e-9 and direction * reached >= limit_d - 0.05
     c.tripped_value = reached
-    c.threshold_error = max(0.0, reached - soft)
+    c.threshold_error = max(0.0, direction * (reached - soft))
     c.threshold_tolerance = 0.01  # rad of position tracking error at the clamped target
-    t_clamped = h.first_safe_after(first_over or time.time(), lambda v: v[idx] <= soft + 1e-9, 0.5)
+    t_clamped = h.first_safe_after(first_over or time.time(), lambda v: direction * v[idx] <= limit_d + 1e-9, 0.5)
     c.latency = (t_clamped - first_over) if (t_clamped and first_over) else math.nan
-    c.detail = f"commanded up to {target:.3f} rad, max command_safe {max(clamped, default=math.nan):.4f} rad"
+    c.detail = (f"commanded to {target:.3f} rad, command_safe at most {direction * max(clamped, default=math.nan):.4f}"
+                f" rad, joint reached {reached:.4f} rad")
+    if h.estop:
+        c.detail += "; the e-stop tripped during the approach"
     return [c.judge()]
 
 
@@ -547,7 +565,7 @@ def run(args: argparse.Namespace) -> int:
     else:
         def hand(h: Harness, monitor: Any) -> list[Any]:
             found = probe_fingertip(h, monitor, tol, out)
-            found += probe_joint_limit(h, monitor, tol, "rh_WRJ1")
+            found += probe_joint_limit(h, monitor, tol, "rh_WRJ1", direction=-1)  # flexing pushes into the block
             found += probe_stale(h, monitor, tol, check_period)
             found += probe_nan(h, tol)
             found += probe_flood(h, monitor, 0.1)
@@ -560,7 +578,7 @@ def run(args: argparse.Namespace) -> int:
     for c in checks:
         lat = "" if math.isnan(c.latency) else f" latency {c.latency * 1e3:.1f} ms"
         val = "" if math.isnan(c.tripped_value) else f" tripped at {c.tripped_value:.4g}"
-        print(f"{'PASS' if c.passed else 'FAIL'}  {c.probe:40s} {c.rule:22s}{val}{lat}"
+        print(f"{c.status.upper():11s}  {c.probe:40s} {c.rule:22s}{val}{lat}"
               + ("" if c.passed else f"  ({c.detail})"))
     print(f"report: {out / 'report.md'}", file=sys.stderr)
     return 0 if report["passed"] else 1

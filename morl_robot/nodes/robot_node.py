@@ -300,9 +300,19 @@ class RobotNode(ManagedNode):
     def _request_release(self) -> None:
         """Ask the safety monitor to release its e-stop (it refuses while a violation persists)."""
         if self._reset_client.service_is_ready():
-            self._reset_client.call_async(Trigger.Request())
+            future = self._reset_client.call_async(Trigger.Request())
+            future.add_done_callback(self._on_released)
         else:
             self.get_logger().warning("safety/reset is not available; the e-stop stays latched")
+
+    def _on_released(self, future: Any) -> None:
+        """Released: re-send the newest task_step at once (the actor's command at step 0 was
+        answered with a hold while the e-stop was engaged), instead of waiting for the
+        republish timer."""
+        reply = future.result()
+        if reply is not None and reply.success and self.runner is not None and self.runner.last is not None \
+                and self.runner.last.step == 0:
+            self._publish(self.runner.last, announce=False)
 
     def _reject(self, why: str) -> None:
         self._counters["rejected_commands"] += 1

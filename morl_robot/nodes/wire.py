@@ -87,7 +87,8 @@ TOPICS: tuple[Topic, ...] = (
     Topic("safety/estop", "std_msgs/msg/Bool", "LATCHED_QOS", "safety_monitor",
           "true while the latched e-stop is engaged"),
     Topic("safety/violations", "diagnostic_msgs/msg/DiagnosticStatus", "EVENT_QOS", "safety_monitor",
-          "one violation: name = rule, values rule/value/threshold/response/sensor_stamp"),
+          "one violation as it begins: name = rule; values rule, key, level, value, threshold, unit, response, "
+          "sensor_stamp, decided_at, command_published_at"),
     Topic("experience", "std_msgs/msg/Float64MultiArray", "EXPERIENCE_QOS", "policy_server (train)",
           "experience chunk, a table: rows = transitions, columns = EXPERIENCE_COLUMNS + fields"),
     Topic("policy_snapshot", "std_msgs/msg/UInt8MultiArray", "LATCHED_QOS", "learner_node",

@@ -68,8 +68,13 @@ class RuleCheck:
     latency: float = math.nan  # s, sensor stamp → first held/stopped command received
     latency_tolerance: float = math.nan  # s
     passed: bool = False
+    reachable: bool = True  # False: the probe could not drive the quantity to the threshold
     detail: str = ""
     plot: str = ""
+
+    @property
+    def status(self) -> str:
+        return "pass" if self.passed else ("not reached" if not self.reachable else "FAIL")
 
     def judge(self) -> RuleCheck:
         """Set ``passed`` (and explain a failure in ``detail``)."""
@@ -127,12 +132,15 @@ def write_report(checks: list[RuleCheck], out_dir: str | Path, meta: dict[str, A
     """``report.json`` and ``report.md`` in ``out_dir``; returns the report."""
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    report = {**meta, "passed": all(c.passed for c in checks) and bool(checks),
-              "checks": [asdict(c) for c in checks]}
+    judged = [c for c in checks if c.reachable]
+    report = {**meta, "passed": bool(judged) and all(c.passed for c in judged),
+              "checks": [{**asdict(c), "status": c.status} for c in checks]}
     write_json_atomic(out / "report.json", report)
     lines = [f"# Safety test: {meta.get('robot', '?')} ({meta.get('backend', '?')})", "",
              (f"Result: **{'PASS' if report['passed'] else 'FAIL'}** "
-             f"({sum(c.passed for c in checks)}/{len(checks)} checks passed)"), "",
+             f"({sum(c.passed for c in judged)}/{len(judged)} checks passed"
+             + (f"; {len(checks) - len(judged)} threshold(s) not reachable by the probe" if len(judged) < len(checks)
+                else "") + ")"), "",
              "| probe | rule | level | response | threshold | tripped at | error (tol.) | latency (tol.) | result |",
              "|---|---|---|---|---|---|---|---|---|"]
 
@@ -144,7 +152,7 @@ def write_report(checks: list[RuleCheck], out_dir: str | Path, meta: dict[str, A
             f"| {c.probe} | `{c.rule}` | {c.level} | {c.expected_response} | {f(c.threshold)} {c.unit} | "
             f"{f(c.tripped_value)} | {f(c.threshold_error)} ({f(c.threshold_tolerance)}) | "
             f"{f(c.latency, 1e3, 3)} ms ({f(c.latency_tolerance, 1e3, 3)}) | "
-            f"{'pass' if c.passed else 'FAIL: ' + c.detail} |")
+            f"{c.status}{'' if c.passed else ': ' + c.detail} |")
     plots = [c for c in checks if c.plot]
     if plots:
         lines += ["", "## Traces", ""] + [f"![{c.probe}]({c.plot})" for c in plots]

@@ -30,7 +30,9 @@ def _robot_params(cfg: SessionConfig, seed: int) -> dict:
 
 
 def _safety_params(cfg: SessionConfig, robot: str) -> dict:
-    return {"robot": robot, **cfg.safety_monitor}
+    # actuator-labelled commands are read in the robot node's control mode
+    mode = {"control_mode": cfg.robot_node["control_mode"]} if cfg.robot_node.get("control_mode") else {}
+    return {"robot": robot, **mode, **cfg.safety_monitor}
 
 
 def robot_of(cfg: SessionConfig) -> str:

@@ -1,0 +1,276 @@
+"""``safety_monitor``: thresholds and watchdogs between the policy and the robot (a managed node).
+
+A thin wrapper of :class:`morl_robot.safety.monitor.SafetyMonitor` (the rules and the latched
+state machine live there).  Topics and QoS come from :mod:`morl_robot.nodes.wire`:
+
+* in: ``command`` (the policy's labelled command), ``joint_states``, ``wrench`` (robots with an
+  F/T sensor), ``tactile`` (robots with touch sensors), ``heartbeat`` (the policy server);
+* out: ``command_safe`` (the checked command; the robot node executes only this),
+  ``safety/estop`` (latched ``Bool``: late joiners see the current state), ``safety/violations``
+  (one ``DiagnosticStatus`` per violation as it begins: name = rule; values rule, key, level,
+  value, threshold, unit, response, sensor_stamp, decided_at and command_published_at — when the
+  hold command it caused went out, ``nan`` if none), ``/diagnostics`` (state and counters once a
+  second; ``last_trip_latency`` = sensor stamp → hold command published of the newest trip);
+* services: ``safety/reset`` (release; refused with the reason while violating) and
+  ``safety/trigger`` (engage), both ``std_srvs/Trigger``.
+
+Each command is checked and forwarded in its own callback (event-driven: lockstep training waits
+on it).  When a sensor reading starts a stop, the hold command is published at once (for the
+last command's labels); while e-stopped every command is answered by the hold command.  The node
+starts in e-stop and stays there until ``safety/reset``; deactivating it engages the e-stop and
+stops forwarding (the robot node's own command timeout then holds the robot).
+
+Parameters: ``robot`` (``sawyer`` | ``shadow_hand``: ``config/safety/<robot>.yaml``) or
+``config`` (a YAML path); ``control_mode`` (how actuator-labelled commands are read; default the
+robot's default mode); ``watchdogs`` (default true; false = the lockstep-training profile: no
+wall-clock deadlines and no unsolicited hold commands, because in lockstep every ``command_safe``
+advances the simulation and simulated time stands still between commands); ``check_period`` (s,
+the watchdog timer); ``autostart``.  The node's clock is the system clock (``time.time()``), the
+clock the sensor header stamps use, so ``decided_at − sensor_stamp`` is the detection latency.
+"""
+from __future__ import annotations
+
+import math
+import sys
+import time
+from typing import Any
+
+from diagnostic_msgs.msg import DiagnosticStatus
+from geometry_msgs.msg import WrenchStamped
+from rclpy.service import Service
+from rclpy.subscription import Subscription
+from sensor_msgs.msg import JointState
+from std_msgs.msg import Bool, Float64MultiArray, Header
+from std_srvs.srv import Trigger
+
+from morl_robot.errors import ConfigError
+from morl_robot.nodes import wire
+from morl_robot.nodes.base import (
+    DiagnosticsPublisher,
+    ManagedNode,
+    diagnostic_status,
+    run_node,
+)
+from morl_robot.safety.monitor import Outcome, SafetyMonitor, build_monitor
+from morl_robot.safety.rules import Response, Violation
+
+
+def _seconds(stamp: Any) -> float:
+    return stamp.sec + stamp.nanosec * 1e-9
+
+
+def _fmt_time(t: float) -> str:
+    return "nan" if math.isnan(t) else f"{t:.9f}"
+
+
+class SafetyMonitorNode(ManagedNode):
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__("safety_monitor", **kwargs)
+        p = self.declare_parameter
+        p("robot", "")  # sawyer | shadow_hand (config/safety/<robot>.yaml)
+        p("config", "")  # or a safety YAML path (wins over robot)
+        p("control_mode", "")  # how actuator-labelled commands are read ("" = the robot's default)
+        p("watchdogs", True)  # false: lockstep-training profile (no deadlines, no unsolicited holds)
+        p("check_period", 0.002)  # s, watchdog timer
+        p("diagnostics_period", 1.0)  # s
+        self.monitor: SafetyMonitor | None = None
+        self._active = False
+        self._timer: Any = None
+        self._handles: list[Any] = []
+        self._diagnostics: DiagnosticsPublisher | None = None
+        self._estop_published: bool | None = None
+        self._pub_estop: Any = None
+        self._last_trip_latency = math.nan
+
+    @staticmethod
+    def _now() -> float:
+        return time.time()
+
+    # --- lifecycle -----------------------------------------------------------------------------
+    def configure(self) -> None:
+        source = self.get_parameter("config").value or self.get_parameter("robot").value
+        if not source:
+            raise ConfigError("parameter robot: give a robot (sawyer, shadow_hand) or parameter config (a YAML path)")
+        self._watchdogs = bool(self.get_parameter("watchdogs").value)
+        period = float(self.get_parameter("check_period").value)
+        if period <= 0:
+            raise ConfigError(f"parameter check_period: must be positive (s), got {period}")
+        self.monitor = build_monitor(source, self.get_parameter("control_mode").value or None, self._watchdogs,
+                                     now=self._now())
+        spec = self.monitor.spec
+        self._pub_command = self.create_publisher(Float64MultiArray, "command_safe", wire.COMMAND_QOS)
+        if self._pub_estop is None:  # kept across cleanup: late joiners still see the latched state
+            self._pub_estop = self.create_publisher(Bool, "safety/estop", wire.LATCHED_QOS)
+        self._pub_events = self.create_publisher(DiagnosticStatus, "safety/violations", wire.EVENT_QOS)
+        subs = [self.create_subscription(Float64MultiArray, "command", self._on_command, wire.COMMAND_QOS),
+                self.create_subscription(JointState, "joint_states", self._on_joint_state, wire.SENSOR_QOS),
+                self.create_subscription(Header, "heartbeat", self._on_heartbeat, wire.COMMAND_QOS)]
+        if spec.has_sensor("wrench"):
+            subs.append(self.create_subscription(WrenchStamped, "wrench", self._on_wrench, wire.SENSOR_QOS))
+        if spec.has_sensor("tactile"):
+            subs.append(self.create_subscription(Float64MultiArray, "tactile", self._on_tactile, wire.SENSOR_QOS))
+        services = [self.create_service(Trigger, "safety/reset", self._srv_reset),
+                    self.create_service(Trigger, "safety/trigger", self._srv_trigger)]
+        self._handles = subs + services + [self._pub_command, self._pub_events]
+        self._diagnostics = DiagnosticsPublisher(self, f"{self.get_name()}: safety", self._status,
+                                                 float(self.get_parameter("diagnostics_period").value), spec.name)
+        self._publish_estop()
+        self.get_logger().info(
+            f"{spec.name}: {len(self.monitor.describe_rules())} thresholds from {self.monitor.source}; "
+            f"watchdogs {'on' if self._watchdogs else 'off (lockstep profile)'}; e-stop engaged until safety/reset")
+
+    def activate(self) -> None:
+        self._active = True
+        if self._watchdogs:
+            self._timer = self.create_timer(float(self.get_parameter("check_period").value), self._on_timer)
+
+    def deactivate(self) -> None:
+        self._active = False
+        if self._timer is not None:
+            self.destroy_timer(self._timer)
+            self._timer = None
+        if self.monitor is not None:  # not supervising: engage the e-stop, forward nothing
+            self._handle(self.monitor.trigger("safety monitor deactivated", self._now()), unsolicited=False)
+
+    def cleanup(self) -> None:
+        if self._timer is not None:
+            self.destroy_timer(self._timer)
+            self._timer = None
+        for h in self._handles:
+            if isinstance(h, Subscription):
+                self.destroy_subscription(h)
+            elif isinstance(h, Service):
+                self.destroy_service(h)
+            else:
+                self.destroy_publisher(h)
+        self._handles = []
+        if self._diagnostics is not None:
+            self._diagnostics.destroy()
+            self._diagnostics = None
+        self.monitor = None
+
+    def close(self) -> None:
+        """Process exit (run_node): engage and publish the e-stop, so the last word is 'stopped'."""
+        if self.monitor is not None:
+            self.monitor.trigger("safety monitor shutting down", self._now())
+            self._publish_estop()
+
+    # --- publishing ----------------------------------------------------------------------------
+    def _handle(self, outcome: Outcome, unsolicited: bool) -> None:
+        """Publish what the monitor decided: the command first (it is what stops the robot), then
+        the e-stop state if it changed, then the violation events."""
+        published_at = math.nan
+        if outcome.command is not None and self._active and (not unsolicited or self._watchdogs):
+            self._pub_command.publish(wire.labelled_array(outcome.command.values, outcome.command.labels))
+            published_at = self._now()
+        self._publish_estop()
+        stops = []
+        for v in outcome.violations:
+            self._pub_events.publish(self._event(v, published_at))
+            if v.response >= Response.HOLD:
+                stops.append(v.describe())
+            if v.response == Response.ESTOP and not math.isnan(v.sensor_stamp) and not math.isnan(published_at):
+                self._last_trip_latency = published_at - v.sensor_stamp
+        if stops:  # one line per decision: rclpy's logger costs ~0.4 ms a call
+            self.get_logger().warning("; ".join(stops))
+
+    def _publish_estop(self) -> None:
+        if self.monitor is None or self._pub_estop is None:
+            return
+        state = self.monitor.estopped
+        if state != self._estop_published:
+            self._pub_estop.publish(Bool(data=state))
+            self._estop_published = state
+
+    def _event(self, v: Violation, published_at: float = math.nan) -> DiagnosticStatus:
+        level = "error" if v.response == Response.ESTOP else ("warn" if v.response >= Response.CLAMP else "ok")
+        assert self.monitor is not None
+        return diagnostic_status(v.rule, self.monitor.spec.name, level, v.describe(), {
+            "rule": v.rule, "key": v.key, "level": v.level, "value": f"{v.value:.9g}",
+            "threshold": f"{v.threshold:.9g}", "unit": v.unit, "response": v.response.label,
+            "sensor_stamp": _fmt_time(v.sensor_stamp), "decided_at": _fmt_time(v.decided_at),
+            "command_published_at": _fmt_time(published_at)})
+
+    # --- callbacks -----------------------------------------------------------------------------
+    def _on_command(self, msg: Float64MultiArray) -> None:
+        if self.monitor is None:
+            return
+        now = self._now()
+        try:
+            values, labels = wire.read_labelled(msg)
+        except wire.WireError as exc:
+            self.get_logger().error(f"malformed command, holding: {exc}", throttle_duration_sec=1.0)
+            values, labels = [math.nan], ("?",)
+        self._handle(self.monitor.on_command(values, labels, now), unsolicited=False)
+
+    def _on_joint_state(self, msg: JointState) -> None:
+        if self.monitor is not None:
+            self._handle(self.monitor.on_joint_state(msg.name, msg.position, msg.velocity, msg.effort,
+                                                     _seconds(msg.header.stamp), self._now()), unsolicited=True)
+
+    def _on_wrench(self, msg: WrenchStamped) -> None:
+        if self.monitor is not None:
+            f, t = msg.wrench.force, msg.wrench.torque
+            self._handle(self.monitor.on_wrench((f.x, f.y, f.z, t.x, t.y, t.z), _seconds(msg.header.stamp),
+                                                self._now()), unsolicited=True)
+
+    def _on_tactile(self, msg: Float64MultiArray) -> None:
+        if self.monitor is None:
+            return
+        now = self._now()
+        try:
+            values, labels = wire.read_labelled(msg)
+        except wire.WireError:
+            values, labels = [math.nan], ("malformed",)
+        self._handle(self.monitor.on_tactile(values, labels, now, now), unsolicited=True)
+
+    def _on_heartbeat(self, msg: Header) -> None:
+        if self.monitor is not None:
+            self.monitor.on_heartbeat(_seconds(msg.stamp), self._now())
+
+    def _on_timer(self) -> None:
+        if self.monitor is not None:
+            self._handle(self.monitor.check_watchdogs(self._now()), unsolicited=True)
+
+    # --- services ------------------------------------------------------------------------------
+    def _srv_reset(self, request: Trigger.Request, response: Trigger.Response) -> Trigger.Response:
+        if self.monitor is None or not self._active:
+            response.success, response.message = False, "safety monitor is not active"
+            return response
+        response.success, response.message = self.monitor.reset(self._now())
+        self._publish_estop()
+        self.get_logger().info(f"safety/reset: {response.message}")
+        return response
+
+    def _srv_trigger(self, request: Trigger.Request, response: Trigger.Response) -> Trigger.Response:
+        if self.monitor is None:
+            response.success, response.message = False, "safety monitor is not configured"
+            return response
+        self._handle(self.monitor.trigger("safety/trigger", self._now()), unsolicited=True)
+        response.success, response.message = True, "e-stop engaged"
+        return response
+
+    # --- diagnostics ---------------------------------------------------------------------------
+    def _status(self) -> tuple[str, str, dict[str, Any]]:
+        m = self.monitor
+        if m is None:
+            return "stale", "not configured", {}
+        values: dict[str, Any] = dict(m.counters)
+        active = m.active_violations()
+        values.update({"estop": m.estopped, "holding": m.holding, "accelerating": m.accelerating,
+                       "active_violations": len(active), "watchdogs": self._watchdogs,
+                       "last_trip_latency": self._last_trip_latency})
+        cause = m.estop_cause
+        if cause is not None:
+            return "error", f"e-stop: {cause.describe()}", values
+        if m.holding or any(v.response >= Response.CLAMP for v in active):
+            return "warn", "; ".join(v.describe() for v in active)[:500], values
+        return "ok", "supervising" if self._active else "inactive", values
+
+
+def main(args: list[str] | None = None) -> int:
+    return run_node(lambda: SafetyMonitorNode(), args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

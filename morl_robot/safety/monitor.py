@@ -1,0 +1,717 @@
+"""The safety monitor's state machine: every command to the robot passes :meth:`SafetyMonitor.on_command`.
+
+Modelled on what trusted arms promise: Franka's contact/collision force levels (nominal and
+acceleration phase), protective stops that latch until acknowledged (Universal Robots'
+protective stop, Sawyer's ``set_super_reset``), watchdogs on heartbeats and sensor freshness (ROS
+2 ``sw_watchdog``).
+
+States and responses (rising): commands pass, possibly *clamped* (soft limits, rate limits,
+slowed down during contact, no motion further out of the workspace / joint soft range); *hold*
+(commands replaced by the hold command while a hold-level violation lasts); *e-stop* (latched:
+every command is answered by the hold command until :meth:`reset` is accepted; a reset is
+refused, with the reason, while any e-stop-level condition persists in the newest readings).  The
+monitor starts in e-stop.
+
+The hold command, per control mode, for the labels of the command being answered:
+
+* ``cartesian_velocity`` — a zero twist;
+* ``velocity`` — zero joint velocities;
+* ``effort`` — zero effort (the robot's gravity compensation keeps it up; brakes are the
+  driver's);
+* ``position`` — the measured positions of the labelled actuators (a coupled Shadow J0
+  actuator: J1 + J2); unknown positions (no ``joint_states`` yet) → no command at all (the robot
+  node's own command timeout holds).
+
+No rclpy and no clock reads: every call takes ``now`` (s) from the caller, and sensor stamps are
+the readings' own.  Sensor callbacks return the hold command when they start a stop, so the node
+can publish it at once (that publication is what the latency benchmark times).
+"""
+from __future__ import annotations
+
+import math
+import os
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import NamedTuple
+
+import numpy as np
+
+from morl_robot.configuration import fail
+from morl_robot.errors import CommandError, ConfigError, UnknownNameError
+from morl_robot.robots.spec import CARTESIAN_LABELS, ControlMode, RobotSpec
+from morl_robot.safety.config import (
+    SafetyConfig,
+    Thresholds,
+    load_safety_config,
+    to_si,
+    unit_factor,
+)
+from morl_robot.safety.rules import (
+    Level,
+    MagnitudeRule,
+    RangeLevel,
+    RangeRule,
+    Response,
+    RuleLimit,
+    SiteKinematics,
+    Violation,
+    WrenchRule,
+    away_from_limits,
+    clamp,
+    non_finite,
+    rate_limit,
+    slow_down,
+    staleness,
+    two_levels,
+)
+
+SENSOR_STREAMS = ("joint_states", "wrench", "tactile")
+#: Rules whose ``clamp`` response is a directional clamp rather than slowing down.
+DIRECTIONAL = ("workspace", "joints.position")
+
+
+@dataclass(frozen=True)
+class Command:
+    """A labelled command in robot units (the control mode's units)."""
+
+    values: np.ndarray  # (n,)
+    labels: tuple[str, ...]
+
+
+class Outcome(NamedTuple):
+    """What a monitor call decided: the command to publish now (None: publish nothing) and the
+    violations that *started* with this call (events to publish; a lasting violation is reported
+    once, when it begins)."""
+
+    command: Command | None
+    violations: list[Violation]
+
+
+@dataclass(frozen=True)
+class CommandPlan:
+    """How commands with one label set are checked (cached per label tuple)."""
+
+    mode: ControlMode
+    labels: tuple[str, ...]
+    lower: np.ndarray  # (n,) soft limits, robot units
+    upper: np.ndarray  # (n,)
+    max_rate: np.ndarray | None  # (n,) change per second, or None
+    actuators: np.ndarray | None  # (n,) index into spec.actuators (joint-space modes)
+    linear_axis: np.ndarray | None  # (n,) 0..2 for vx/vy/vz, -1 otherwise (Cartesian)
+    unit: str
+
+
+class SafetyMonitor:
+    """The latched safety state machine for one robot (see the module docstring).
+
+    Args:
+        config: the robot's safety limits.
+        spec: the robot (joint ranges, velocity/effort limits, actuators, sensors).
+        kinematics: forward kinematics of the workspace site (None: no workspace rule).
+        control_mode: how actuator-labelled commands are read (default: the robot's default
+            mode); Cartesian-labelled commands are always ``cartesian_velocity``.
+        watchdogs: wall-clock deadlines on; off for lockstep simulation.
+        now: the clock at start-up (sensor streams are overdue from here on).
+    """
+
+    def __init__(self, config: SafetyConfig, spec: RobotSpec, kinematics: SiteKinematics | None = None,
+                 control_mode: ControlMode | str | None = None, watchdogs: bool = True, now: float = 0.0,
+                 source: str = "") -> None:
+        self.config, self.spec, self.source = config, spec, source
+        self.control_mode = ControlMode(control_mode) if control_mode else spec.default_control_mode
+        if self.control_mode not in spec.control_modes:
+            raise ConfigError(f"control mode '{self.control_mode.value}' is not one of robot '{spec.name}''s "
+                              f"modes {[m.value for m in spec.control_modes]}")
+        self.watchdogs = watchdogs
+        self._kin = kinematics
+        self._joint_pos = {n: i for i, n in enumerate(spec.joint_names)}
+        self._build_rules()
+        self._plans: dict[tuple[str, ...], CommandPlan] = {}
+        self._joint_index: dict[tuple[str, ...], np.ndarray] = {}
+        # state
+        self._estopped = True
+        self._cause: Violation | None = Violation("startup", "monitor", "manual", math.nan, math.nan, "",
+                                                  Response.ESTOP, math.nan, now)
+        self._holding = False
+        self._active: dict[str, dict[tuple[str, str, str], Violation]] = {
+            s: {} for s in (*SENSOR_STREAMS, "watchdog")}
+        self._command_active: dict[tuple[str, str, str], Violation] = {}
+        self._started = now
+        self._last_rx: dict[str, float] = {}
+        self._last_stamp: dict[str, float] = {}
+        nj = len(spec.joints)
+        self._q = np.full(nj, np.nan)
+        self._qd = np.full(nj, np.nan)
+        self._qd_stamp = math.nan
+        self._accelerating = False
+        self._ee: np.ndarray | None = None
+        self._last_plan: CommandPlan | None = None
+        self._prev: tuple[tuple[str, ...], np.ndarray] | None = None
+        self.counters: Counter[str] = Counter()
+
+    # --- rules from the config and the robot ------------------------------------------------
+    def _build_rules(self) -> None:
+        cfg, spec, src = self.config, self.spec, self.source
+        joints = spec.joints
+        names = tuple(j.name for j in joints)
+        self._pos_rule = self._vel_rule = self._eff_rule = None
+        self._soft_lo = np.array([j.lower for j in joints])
+        self._soft_hi = np.array([j.upper for j in joints])
+        jc = cfg.joints
+        if jc is not None and jc.position is not None:
+            p = jc.position
+            margin = to_si(p.soft_margin, p.unit, ("angle",))
+            tol = to_si(p.hard_tolerance, p.unit, ("angle",))
+            lo, hi = np.array([j.lower for j in joints]), np.array([j.upper for j in joints])
+            if np.any(hi - lo <= 2 * margin):
+                i = int(np.flatnonzero(hi - lo <= 2 * margin)[0])
+                fail(src, "joints.position.soft_margin", f"{p.soft_margin} {p.unit} leaves no soft range for "
+                                                         f"joint '{names[i]}' ({lo[i]:.4g} .. {hi[i]:.4g} rad)")
+            self._soft_lo, self._soft_hi = lo + margin, hi - margin
+            self._pos_rule = RangeRule("joints.position", names, "rad", [
+                RangeLevel("soft", self._soft_lo, self._soft_hi, Response.of(p.on_soft)),
+                RangeLevel("hard", lo - tol, hi + tol, Response.of(p.on_hard))])
+        if jc is not None and jc.velocity is not None:
+            v = jc.velocity
+            f = to_si(1.0, v.unit, ("fraction",))
+            limits = np.array([j.velocity_limit for j in joints]) * f
+            self._vel_rule = MagnitudeRule("joints.velocity", names, "rad/s", two_levels(
+                v.soft, v.hard, len(names), "soft", "hard", Response.of(v.on_soft), Response.of(v.on_hard), limits))
+        if jc is not None and jc.effort is not None:
+            e = jc.effort
+            f = to_si(1.0, e.unit, ("fraction",))
+            limits = np.array([j.effort_limit if j.effort_limit is not None else np.inf for j in joints]) * f
+            self._eff_rule = MagnitudeRule("joints.effort", names, "N·m", two_levels(
+                e.soft, e.hard, len(names), "soft", "hard", Response.of(e.on_soft), Response.of(e.on_hard), limits))
+
+        self._wrench_rule: WrenchRule | None = None
+        self._accel_above = math.inf
+        if cfg.wrench is not None:
+            if not spec.has_sensor("wrench"):
+                fail(src, "wrench", f"robot '{spec.name}' has no wrench sensor")
+            nominal = self._wrench_family(cfg.wrench)
+            accel: dict[str, MagnitudeRule] = {}
+            if cfg.wrench.accelerating is not None:
+                a = cfg.wrench.accelerating
+                accel = self._wrench_family(a)
+                self._accel_above = to_si(a.above.value, a.above.unit, ("angular_acceleration",))
+            self._wrench_rule = WrenchRule(nominal, accel)
+
+        self._tactile_cfg = cfg.tactile
+        self._tactile_rules: dict[tuple[str, ...], MagnitudeRule] = {}
+        if cfg.tactile is not None:
+            if not spec.has_sensor("tactile"):
+                fail(src, "tactile", f"robot '{spec.name}' has no tactile sensors")
+            known = next(s for s in spec.sensors if s.kind == "tactile").labels
+            for name in cfg.tactile.sensors:
+                if name not in known:
+                    fail(src, f"tactile.sensors.{name}", f"unknown touch sensor; the robot's: {', '.join(known)}")
+            self._tactile_labels = known
+
+        self._ws_rule: RangeRule | None = None
+        if cfg.workspace is not None:
+            if self._kin is None:
+                fail(src, "workspace.site", "needs the robot's kinematics (build the monitor with build_monitor)")
+            w = cfg.workspace
+            lo = np.array([to_si(x, w.unit, ("length",)) for x in w.lower])
+            hi = np.array([to_si(x, w.unit, ("length",)) for x in w.upper])
+            m = to_si(w.margin, w.unit, ("length",))
+            self._ws_soft = (lo + m, hi - m)
+            levels = [RangeLevel("hard", lo, hi, Response.of(w.on_hard))]
+            if m > 0:
+                levels.insert(0, RangeLevel("soft", lo + m, hi - m, Response.of(w.on_soft)))
+            self._ws_rule = RangeRule("workspace", ("x", "y", "z"), "m", levels)
+
+        wd = cfg.watchdogs
+        self._deadlines: dict[str, tuple[float, Response]] = {}
+        for stream in (*SENSOR_STREAMS, "heartbeat", "command"):
+            q = getattr(wd, stream)
+            if q is None:
+                continue
+            if stream == "wrench" and not spec.has_sensor("wrench"):
+                fail(src, "watchdogs.wrench", f"robot '{spec.name}' has no wrench sensor")
+            if stream == "tactile" and not spec.has_sensor("tactile"):
+                fail(src, "watchdogs.tactile", f"robot '{spec.name}' has no tactile sensors")
+            response = {"heartbeat": wd.on_missing_heartbeat, "command": wd.on_stale_command}.get(stream,
+                                                                                                 wd.on_stale_sensor)
+            self._deadlines[stream] = (to_si(q.value, q.unit, ("time",)), Response.of(response))
+
+        c = cfg.command
+        self._period = to_si(c.period.value, c.period.unit, ("time",))
+        self._slow = to_si(c.slow_scale.value, c.slow_scale.unit, ("fraction",))
+
+    def _wrench_family(self, w: object) -> dict[str, MagnitudeRule]:
+        rules: dict[str, MagnitudeRule] = {}
+        for family in WrenchRule.FAMILIES:
+            t = getattr(w, family)
+            if t is None:
+                continue
+            dims = ("force",) if family.startswith("force") else ("torque",)
+            unit = "N" if dims == ("force",) else "N·m"
+            keys = WrenchRule.KEYS[family]
+            scale = to_si(1.0, t.unit, dims)
+            rules[family] = MagnitudeRule(f"wrench.{family}", keys, unit, two_levels(
+                t.contact, t.collision, len(keys), "contact", "collision", Response.of(t.on_contact),
+                Response.of(t.on_collision), scale))
+        return rules
+
+    def _tactile_rule(self, labels: tuple[str, ...]) -> MagnitudeRule:
+        rule = self._tactile_rules.get(labels)
+        if rule is None:
+            cfg = self._tactile_cfg
+            assert cfg is not None
+            contact, collision = np.full(len(labels), np.inf), np.full(len(labels), np.inf)
+            responses: tuple[Response, Response] = (Response.of(cfg.default.on_contact),
+                                                    Response.of(cfg.default.on_collision))
+            for i, lab in enumerate(labels):
+                t: Thresholds = cfg.sensors.get(lab, cfg.default)
+                f = to_si(1.0, t.unit, ("force",))
+                if t.contact is not None:
+                    contact[i] = t.contact * f
+                if t.collision is not None:
+                    collision[i] = t.collision * f
+            levels = [Level("contact", contact, responses[0]), Level("collision", collision, responses[1])]
+            rule = MagnitudeRule("tactile", labels, "N", [lv for lv in levels if np.isfinite(lv.thresholds).any()])
+            self._tactile_rules[labels] = rule
+        return rule
+
+    # --- commands ---------------------------------------------------------------------------
+    def plan(self, labels: Sequence[str]) -> CommandPlan:
+        """How a command with these labels is read and limited; raises :class:`CommandError` for
+        labels that are neither Cartesian axes nor actuator names of the robot."""
+        labels = tuple(labels)
+        cached = self._plans.get(labels)
+        if cached is not None:
+            return cached
+        spec, c = self.spec, self.config.command
+        if not labels or len(set(labels)) != len(labels):
+            raise CommandError(f"command labels {list(labels)} must be non-empty and distinct")
+        if all(lab in CARTESIAN_LABELS for lab in labels):
+            mode = ControlMode.CARTESIAN_VELOCITY
+            if mode not in spec.control_modes or spec.cartesian is None:
+                raise CommandError(f"robot '{spec.name}' has no Cartesian control; got labels {list(labels)}")
+            axis = np.array([CARTESIAN_LABELS.index(lab) for lab in labels])
+            linear = axis < 3
+            v = to_si(c.linear_velocity.value, c.linear_velocity.unit, ("linear_velocity",)) \
+                if c.linear_velocity else spec.cartesian.max_linear_velocity
+            w = to_si(c.angular_velocity.value, c.angular_velocity.unit, ("angular_velocity",)) \
+                if c.angular_velocity else spec.cartesian.max_angular_velocity
+            upper = np.where(linear, v, w)
+            rate = None
+            if c.linear_acceleration is not None or c.angular_acceleration is not None:
+                a = to_si(c.linear_acceleration.value, c.linear_acceleration.unit, ("linear_acceleration",)) \
+                    if c.linear_acceleration else np.inf
+                b = to_si(c.angular_acceleration.value, c.angular_acceleration.unit, ("angular_acceleration",)) \
+                    if c.angular_acceleration else np.inf
+                rate = np.where(linear, a, b)
+            plan = CommandPlan(mode, labels, -upper, upper, rate, None, np.where(linear, axis, -1), "m/s|rad/s")
+        else:
+            names = spec.actuator_names
+            unknown = [lab for lab in labels if lab not in names]
+            if unknown:
+                raise CommandError(f"command labels {unknown} are neither Cartesian axes {list(CARTESIAN_LABELS)} "
+                                   f"nor actuators of robot '{spec.name}'")
+            idx = np.array([names.index(lab) for lab in labels])
+            acts = [spec.actuators[i] for i in idx]
+            mode = self.control_mode
+            if mode == ControlMode.CARTESIAN_VELOCITY:
+                raise CommandError(f"actuator-labelled command while the monitor expects Cartesian commands: "
+                                   f"{list(labels)}")
+            jc = self.config.joints
+            rate = None
+            if mode == ControlMode.POSITION:
+                margin = 0.0
+                if jc is not None and jc.position is not None:
+                    margin = to_si(jc.position.soft_margin, jc.position.unit, ("angle",))
+                lower = np.array([a.lower for a in acts]) + margin
+                upper = np.array([a.upper for a in acts]) - margin
+                unit = "rad"
+                if c.position_rate is not None:
+                    dim, f = _dim(c.position_rate.unit)
+                    vmax = np.array([a.velocity_limit for a in acts])
+                    rate = c.position_rate.value * f * (vmax if dim == "fraction" else 1.0)
+            elif mode == ControlMode.VELOCITY:
+                soft = jc.velocity.soft if jc is not None and jc.velocity is not None and jc.velocity.soft else 1.0
+                upper = np.array([a.velocity_limit for a in acts]) * soft
+                lower, unit = -upper, "rad/s"
+                if c.velocity_rate is not None:
+                    rate = np.full(len(labels), to_si(c.velocity_rate.value, c.velocity_rate.unit,
+                                                      ("angular_acceleration",)))
+            else:
+                soft = jc.effort.soft if jc is not None and jc.effort is not None and jc.effort.soft else 1.0
+                upper = np.array([a.force_limit for a in acts]) * soft
+                lower, unit = -upper, "N·m"
+                if c.effort_rate is not None:
+                    rate = np.full(len(labels), to_si(c.effort_rate.value, c.effort_rate.unit, ("torque_rate",)))
+            plan = CommandPlan(mode, labels, lower, upper, rate, idx, None, unit)
+        self._plans[labels] = plan
+        return plan
+
+    def hold_command(self, plan: CommandPlan | None = None) -> Command | None:
+        """The command that holds the robot for ``plan``'s labels (default: the last command's),
+        or None when it cannot be formed (no command seen; positions not measured yet)."""
+        plan = plan or self._last_plan
+        if plan is None:
+            return None
+        if plan.mode != ControlMode.POSITION:
+            return Command(np.zeros(len(plan.labels)), plan.labels)
+        assert plan.actuators is not None
+        values = np.empty(len(plan.labels))
+        for i, a in enumerate(plan.actuators):
+            joints = [self._joint_pos.get(jn, -1) for jn in self.spec.actuators[a].joints]
+            values[i] = sum(self._q[j] for j in joints) if joints and min(joints) >= 0 else math.nan
+        if not np.all(np.isfinite(values)):
+            return None
+        return Command(values, plan.labels)
+
+    def on_command(self, values: np.ndarray | Sequence[float], labels: Sequence[str], now: float) -> Outcome:
+        """Check one command (robot units, labelled); returns what to publish on ``command_safe``."""
+        self.counters["commands"] += 1
+        self._fresh("command", now, now)
+        labels = tuple(labels)
+        arr = np.asarray(values, dtype=np.float64).reshape(-1)
+        found: list[Violation] = []
+        plan: CommandPlan | None = None
+        if arr.size != len(labels):
+            found.append(Violation("command.malformed", "size", "fault", float(arr.size), float(len(labels)), "",
+                                   Response.HOLD, math.nan, now,
+                                   detail=f"{arr.size} values for {len(labels)} labels"))
+        else:
+            try:
+                plan = self.plan(labels)
+            except CommandError as exc:
+                found.append(Violation("command.labels", ",".join(labels)[:200] or "-", "fault", math.nan, math.nan,
+                                       "", Response.HOLD, math.nan, now, detail=str(exc)))
+        if plan is not None:
+            bad = non_finite("command.non_finite", labels, arr, math.nan, now)
+            if bad is not None:
+                found.append(bad)
+        if found:  # a malformed, unknown or non-finite command is never forwarded
+            onsets = self._command_edges(found)
+            if any(v.response == Response.ESTOP for v in found):
+                self._latch(next(v for v in found if v.response == Response.ESTOP))
+            self.counters["held"] += 1
+            hold = self.hold_command(plan)
+            self._remember(hold)
+            return Outcome(hold, onsets)
+        assert plan is not None
+        self._last_plan = plan
+        if self._estopped or self._holding:
+            self.counters["held"] += 1
+            hold = self.hold_command(plan)
+            self._remember(hold)
+            return Outcome(hold, self._command_edges([]))
+        out, found = self._shape(arr, plan, now)
+        if found:
+            self.counters["clamped"] += 1
+        self.counters["forwarded"] += 1
+        command = Command(out, labels)
+        self._remember(command)
+        return Outcome(command, self._command_edges(found))
+
+    def _shape(self, values: np.ndarray, plan: CommandPlan, now: float) -> tuple[np.ndarray, list[Violation]]:
+        found: list[Violation] = []
+        out, hit = clamp(values, plan.lower, plan.upper)
+        for i in np.flatnonzero(hit):
+            bound = plan.upper[i] if values[i] > plan.upper[i] else plan.lower[i]
+            found.append(Violation("command.limit", plan.labels[i], "soft", float(values[i]), float(bound), plan.unit,
+                                   Response.CLAMP, math.nan, now))
+        clamping = self._clamping_rules()
+        if "workspace" in clamping and plan.linear_axis is not None and self._ee is not None:
+            lin = plan.linear_axis >= 0
+            ax = plan.linear_axis[lin]
+            out[lin], _ = away_from_limits(out[lin], self._ee[ax], self._ws_soft[0][ax], self._ws_soft[1][ax])
+        if "joints.position" in clamping and plan.mode == ControlMode.VELOCITY and plan.actuators is not None:
+            for i, a in enumerate(plan.actuators):
+                joints = self.spec.actuators[a].joints
+                if len(joints) == 1:
+                    j = self._joint_pos[joints[0]]
+                    out[i:i + 1], _ = away_from_limits(out[i:i + 1], self._q[j:j + 1], self._soft_lo[j:j + 1],
+                                                       self._soft_hi[j:j + 1])
+        previous = self._previous(plan)
+        if clamping - set(DIRECTIONAL):
+            out = slow_down(out, previous, self._slow, absolute=plan.mode != ControlMode.POSITION)
+        if plan.max_rate is not None and previous is not None:
+            requested = out
+            out, hit = rate_limit(out, previous, plan.max_rate * self._period)
+            for i in np.flatnonzero(hit):
+                found.append(Violation("command.rate", plan.labels[i], "soft",
+                                       float((requested[i] - previous[i]) / self._period), float(plan.max_rate[i]),
+                                       f"{plan.unit}/s", Response.CLAMP, math.nan, now))
+        return out, found
+
+    def _previous(self, plan: CommandPlan) -> np.ndarray | None:
+        if self._prev is not None and self._prev[0] == plan.labels:
+            return self._prev[1]
+        hold = self.hold_command(plan)
+        return None if hold is None else hold.values
+
+    def _remember(self, command: Command | None) -> None:
+        if command is not None:
+            self._prev = (command.labels, command.values.copy())
+
+    def _command_edges(self, found: list[Violation]) -> list[Violation]:
+        new = {v.ident: v for v in found}
+        onsets = [v for k, v in new.items() if k not in self._command_active]
+        self._command_active = new
+        self._count(onsets)
+        return onsets
+
+    # --- sensors ----------------------------------------------------------------------------
+    def on_joint_state(self, names: Sequence[str], position: Sequence[float], velocity: Sequence[float],
+                       effort: Sequence[float], stamp: float, now: float) -> Outcome:
+        """A ``joint_states`` reading: names (J',), position rad, velocity rad/s, effort N·m
+        (each (J',) or empty), ``stamp`` its header stamp (s)."""
+        self._fresh("joint_states", stamp, now)
+        names = tuple(names)
+        idx = self._joint_index.get(names)
+        if idx is None:
+            known = self._joint_pos
+            idx = np.array([known.get(n, -1) for n in names])
+            self._joint_index[names] = idx
+        ok = idx >= 0
+        found: list[Violation] = []
+        arrays = {}
+        for field_name, raw in (("position", position), ("velocity", velocity), ("effort", effort)):
+            arr = np.asarray(raw, dtype=np.float64)
+            if arr.size == 0:
+                arrays[field_name] = None
+                continue
+            if arr.size != len(names):
+                found.append(Violation(f"joint_states.{field_name}", "size", "fault", float(arr.size), float(len(names)),
+                                       "", Response.ESTOP, stamp, now,
+                                       detail=f"{arr.size} {field_name} values for {len(names)} names"))
+                arrays[field_name] = None
+                continue
+            bad = non_finite("joint_states.non_finite", [f"{n}.{field_name}" for n in names], arr, stamp, now)
+            if bad is not None:
+                found.append(bad)
+                arrays[field_name] = None
+                continue
+            full = np.full(len(self.spec.joints), np.nan)
+            full[idx[ok]] = arr[ok]
+            arrays[field_name] = full
+        q, qd, tau = arrays["position"], arrays["velocity"], arrays["effort"]
+        if q is not None:
+            known = ~np.isnan(q)
+            self._q[known] = q[known]
+            if self._pos_rule is not None:
+                found += self._pos_rule.evaluate(q, stamp, now)
+            if self._ws_rule is not None and self._kin is not None and np.all(np.isfinite(self._q)):
+                self._ee = self._kin.position(self._q)
+                found += self._ws_rule.evaluate(self._ee, stamp, now)
+        if qd is not None:
+            if self._vel_rule is not None:
+                found += self._vel_rule.evaluate(qd, stamp, now)
+            self._update_acceleration(qd, stamp)
+        if tau is not None and self._eff_rule is not None:
+            found += self._eff_rule.evaluate(tau, stamp, now)
+        return self._sensor_update("joint_states", found, now)
+
+    def _update_acceleration(self, qd: np.ndarray, stamp: float) -> None:
+        """Franka's acceleration phase, measured: max |Δq̇ / Δt| over the joints (rad/s²)."""
+        dt = stamp - self._qd_stamp
+        if math.isfinite(dt) and dt > 0:
+            acc = np.abs(qd - self._qd) / dt
+            acc = acc[np.isfinite(acc)]
+            self._accelerating = bool(acc.size and acc.max() >= self._accel_above)
+        self._qd, self._qd_stamp = qd.copy(), stamp
+
+    def on_wrench(self, wrench: np.ndarray | Sequence[float], stamp: float, now: float) -> Outcome:
+        """A wrist F/T reading (6,) [fx fy fz (N), tx ty tz (N·m)] stamped ``stamp`` (s)."""
+        self._fresh("wrench", stamp, now)
+        w = np.asarray(wrench, dtype=np.float64).reshape(-1)
+        bad = non_finite("wrench.non_finite", ("fx", "fy", "fz", "tx", "ty", "tz"), w, stamp, now)
+        if bad is not None:
+            found = [bad]
+        elif w.size != 6:
+            found = [Violation("wrench.malformed", "size", "fault", float(w.size), 6.0, "", Response.ESTOP, stamp, now,
+                               detail=f"{w.size} values instead of 6")]
+        else:
+            found = self._wrench_rule.evaluate(w, self._accelerating, stamp, now) if self._wrench_rule else []
+        return self._sensor_update("wrench", found, now)
+
+    def on_tactile(self, values: np.ndarray | Sequence[float], labels: Sequence[str], stamp: float,
+                   now: float) -> Outcome:
+        """A tactile reading (T,) N labelled by sensor name (no header: ``stamp`` = receipt time)."""
+        self._fresh("tactile", stamp, now)
+        labels = tuple(labels)
+        arr = np.asarray(values, dtype=np.float64).reshape(-1)
+        bad = non_finite("tactile.non_finite", labels, arr, stamp, now)
+        if bad is not None:
+            found = [bad]
+        elif arr.size != len(labels):
+            found = [Violation("tactile.malformed", "size", "fault", float(arr.size), float(len(labels)), "",
+                               Response.ESTOP, stamp, now, detail=f"{arr.size} values for {len(labels)} labels")]
+        else:
+            found = self._tactile_rule(labels).evaluate(arr, stamp, now) if self._tactile_cfg else []
+        return self._sensor_update("tactile", found, now)
+
+    def on_heartbeat(self, stamp: float, now: float) -> Outcome:
+        """The commander is alive (arms the heartbeat watchdog)."""
+        self._fresh("heartbeat", stamp, now)
+        return Outcome(None, [])
+
+    def _fresh(self, stream: str, stamp: float, now: float) -> None:
+        self._last_rx[stream] = now
+        self._last_stamp[stream] = stamp
+        active = self._active["watchdog"]
+        key = (f"stale.{stream}", stream, "deadline")
+        if key in active:
+            del active[key]
+            self._refresh_holding()
+
+    def check_watchdogs(self, now: float) -> Outcome:
+        """Deadlines: a sensor stream is overdue ``deadline`` s after its last message (or after
+        start-up if none came); heartbeat and command streams once they have started."""
+        if not self.watchdogs:
+            return Outcome(None, [])
+        found = []
+        for stream, (deadline, response) in self._deadlines.items():
+            last = self._last_rx.get(stream)
+            if last is None:
+                if stream not in SENSOR_STREAMS:
+                    continue  # heartbeat / command: armed by their first message
+                last = self._started
+            v = staleness(stream, now - last, deadline, response, self._last_stamp.get(stream, math.nan), now)
+            if v is not None:
+                found.append(v)
+        return self._sensor_update("watchdog", found, now)
+
+    def _sensor_update(self, stream: str, found: list[Violation], now: float) -> Outcome:
+        """Replace ``stream``'s active violations; latch / hold as needed; report the new ones."""
+        old = self._active[stream]
+        new = {v.ident: v for v in found}
+        onsets = [v for k, v in new.items() if k not in old]
+        self._active[stream] = new
+        self._count(onsets)
+        was_stopped = self._estopped or self._holding
+        if not self._estopped:
+            cause = next((v for v in onsets if v.response == Response.ESTOP), None) or next(
+                (v for v in self.active_violations() if v.response == Response.ESTOP), None)
+            if cause is not None:
+                self._latch(cause)
+        self._refresh_holding()
+        command = None
+        if not was_stopped and (self._estopped or self._holding):
+            command = self.hold_command()
+            self._remember(command)
+        return Outcome(command, onsets)
+
+    def _refresh_holding(self) -> None:
+        self._holding = any(v.response == Response.HOLD for v in self.active_violations())
+
+    def _clamping_rules(self) -> set[str]:
+        return {v.rule for v in self.active_violations() if v.response == Response.CLAMP}
+
+    def _count(self, onsets: list[Violation]) -> None:
+        for v in onsets:
+            self.counters[f"violations/{v.rule}"] += 1
+
+    # --- latch, reset, trigger --------------------------------------------------------------
+    def _latch(self, cause: Violation) -> None:
+        if not self._estopped:
+            self._estopped = True
+            self._cause = cause
+            self.counters["estops"] += 1
+
+    def trigger(self, reason: str, now: float) -> Outcome:
+        """Engage the e-stop on request (``safety/trigger``); returns the hold command to publish."""
+        v = Violation("manual", reason or "request", "manual", math.nan, math.nan, "", Response.ESTOP, math.nan, now)
+        was_stopped = self._estopped or self._holding
+        self._latch(v)
+        self._count([v])
+        command = None
+        if not was_stopped:
+            command = self.hold_command()
+            self._remember(command)
+        return Outcome(command, [v])
+
+    def persisting(self, now: float) -> list[Violation]:
+        """E-stop-level conditions present in the newest readings (they block a reset)."""
+        self.check_watchdogs(now)
+        return [v for v in self.active_violations() if v.response == Response.ESTOP]
+
+    def reset(self, now: float) -> tuple[bool, str]:
+        """Release the latched e-stop (``safety/reset``); refused, with the reasons, while an
+        e-stop-level violation persists (newest readings, overdue streams)."""
+        blocking = self.persisting(now)
+        if blocking:
+            self.counters["resets_refused"] += 1
+            return False, "refused, still violating: " + "; ".join(v.describe() for v in blocking)
+        if not self._estopped:
+            return True, "not engaged"
+        cause = self._cause
+        self._estopped, self._cause = False, None
+        self._prev = None  # the next command ramps from the hold command
+        self._command_active = {}
+        self.counters["resets"] += 1
+        return True, f"released (was: {cause.describe() if cause else 'engaged'})"
+
+    # --- state ------------------------------------------------------------------------------
+    @property
+    def estopped(self) -> bool:
+        return self._estopped
+
+    @property
+    def holding(self) -> bool:
+        """A hold-level violation is active (not latched: commands resume when it clears)."""
+        return self._holding
+
+    @property
+    def estop_cause(self) -> Violation | None:
+        return self._cause if self._estopped else None
+
+    @property
+    def accelerating(self) -> bool:
+        return self._accelerating
+
+    @property
+    def end_effector(self) -> np.ndarray | None:
+        """Workspace site position (3,) m in the base frame from the newest joint positions."""
+        return None if self._ee is None else self._ee.copy()
+
+    def active_violations(self) -> list[Violation]:
+        return [v for group in self._active.values() for v in group.values()]
+
+    def describe_rules(self) -> list[RuleLimit]:
+        """Every configured threshold (rule, component, level, SI value, unit, response)."""
+        rows: list[RuleLimit] = []
+        for rule in (self._pos_rule, self._vel_rule, self._eff_rule, self._wrench_rule, self._ws_rule):
+            if rule is not None:
+                rows += rule.limits()
+        if self._tactile_cfg is not None:
+            rows += self._tactile_rule(tuple(self._tactile_labels)).limits()
+        for stream, (deadline, response) in self._deadlines.items():
+            rows.append(RuleLimit(f"stale.{stream}", stream, "deadline", deadline, "s", response))
+        return rows
+
+
+def _dim(unit: str) -> tuple[str, float]:
+    return unit_factor(unit, ("angular_velocity", "fraction"), "", "command.position_rate.unit")
+
+
+def build_monitor(robot_or_config: str | os.PathLike[str], control_mode: str | None = None, watchdogs: bool = True,
+                  now: float = 0.0) -> SafetyMonitor:
+    """A monitor for a robot name (``config/safety/<robot>.yaml``) or a safety YAML path: joint
+    limits, actuators and the workspace site's kinematics come from the robot's model (its robot
+    YAML and MJCF, the same :class:`RobotSpec` the robot node uses)."""
+    from morl_robot.robots.config import load_robot_config
+    from morl_robot.robots.mujoco_robot import MujocoRobot
+
+    config, source = load_safety_config(robot_or_config)
+    try:
+        robot_config = load_robot_config(config.robot)
+    except UnknownNameError as exc:
+        fail(source, "robot", str(exc))
+    robot = MujocoRobot(robot_config)
+    kin = None
+    if config.workspace is not None:
+        base = robot_config.cartesian.base_frame if robot_config.cartesian is not None else None
+        try:
+            kin = SiteKinematics(robot.model, config.workspace.site, robot.spec.joint_names, base)
+        except KeyError:
+            fail(source, "workspace.site", f"the model of robot '{config.robot}' has no site "
+                                           f"'{config.workspace.site}'")
+    return SafetyMonitor(config, robot.spec, kin, control_mode or None, watchdogs, now, source)

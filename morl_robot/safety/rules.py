@@ -1,0 +1,301 @@
+"""The safety rules as small pure pieces: each evaluates one reading and returns violations, and
+the command-shaping maths (clamp, rate limit, slow down, workspace and joint-limit clamps).
+
+What the rules model (the promises of the most trusted arms):
+
+* two force/torque levels — *contact* (warn / slow) and *collision* (stop) — with separate
+  acceleration-phase values (Franka, libfranka ``Robot::setCollisionBehavior``);
+* soft and hard joint position limits, velocity and effort limits as fractions of the robot's own
+  limits, and rate-of-change limits on commands (ROS ``joint_limits``: ``max_velocity``,
+  ``max_acceleration``, soft limits with a margin);
+* per-sensor tactile force maxima (Shadow Hand) and an end-effector workspace box (Sawyer);
+* non-finite values and stale streams are faults (ROS 2 ``sw_watchdog``: a missed deadline is a
+  fault, not a pause).
+
+A rule *trips when a value reaches its threshold*: ``|x| ≥ threshold`` (or, for ranges,
+``x ≤ lower`` or ``x ≥ upper``); below it, it never trips.  Thresholds are SI (N, N·m, m, rad,
+s); ``inf`` disables one component.  Shapes: ``(n,)`` per rule component (axes, joints, sensors).
+"""
+from __future__ import annotations
+
+import enum
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import ClassVar
+
+import mujoco
+import numpy as np
+
+
+class Response(enum.IntEnum):
+    """What a violation makes the monitor do, in rising order."""
+
+    NONE = 0
+    WARN = 1  # report only
+    CLAMP = 2  # limit the command (to the soft limit, slowed down, or away from a limit)
+    HOLD = 3  # replace commands by the hold command while the violation lasts
+    ESTOP = 4  # latched stop: hold until an explicit reset, refused while the cause persists
+
+    @classmethod
+    def of(cls, name: str) -> Response:
+        return cls[name.upper()]
+
+    @property
+    def label(self) -> str:
+        return self.name.lower()
+
+
+@dataclass(frozen=True)
+class Violation:
+    """One rule reaching one threshold: everything a report or an event needs.
+
+    ``value`` and ``threshold`` are SI in ``unit``; ``sensor_stamp`` is the stamp of the reading
+    that tripped (s; for a watchdog, the last message's stamp; NaN when there is none);
+    ``decided_at`` is the monitor clock when the response was decided, so ``decided_at −
+    sensor_stamp`` is the detection latency when both come from the same clock."""
+
+    rule: str  # e.g. "wrench.force_norm", "joints.velocity", "stale.wrench", "command.limit"
+    key: str  # component: "norm", "fz", a joint / actuator / sensor / stream / command label
+    level: str  # contact | collision | soft | hard | fault | deadline | manual (+ "/accelerating")
+    value: float
+    threshold: float
+    unit: str
+    response: Response
+    sensor_stamp: float
+    decided_at: float
+    detail: str = ""  # free text where a number does not say it (why command labels were refused)
+
+    @property
+    def ident(self) -> tuple[str, str, str]:
+        """Identity for edge detection: the same rule, component and level."""
+        return (self.rule, self.key, self.level)
+
+    def describe(self) -> str:
+        if self.detail:
+            what = self.detail
+        elif self.level == "fault":
+            what = f"non-finite value ({self.value})"
+        elif self.rule == "startup":
+            return "e-stop engaged at start-up (reset to release)"
+        elif self.level == "manual":
+            what = "triggered by request"
+        elif self.level == "deadline":
+            what = f"no message for {self.value:.3g} s (deadline {self.threshold:.3g} s)"
+        else:
+            what = f"{self.value:.4g} {self.unit} reached the {self.level} limit {self.threshold:.4g} {self.unit}"
+        return f"{self.rule} [{self.key}]: {what} -> {self.response.label}"
+
+
+@dataclass(frozen=True)
+class RuleLimit:
+    """One configured threshold, for reports (``morl-robot safety-test``) and diagnostics."""
+
+    rule: str
+    key: str
+    level: str
+    threshold: float
+    unit: str
+    response: Response
+
+
+# --- threshold rules --------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Level:
+    """One level of a magnitude rule: thresholds (n,) SI (``inf`` = off) and its response."""
+
+    name: str
+    thresholds: np.ndarray
+    response: Response
+
+
+class MagnitudeRule:
+    """``|x_i| ≥ threshold_i`` at any level → one violation per component and level."""
+
+    def __init__(self, rule: str, keys: Sequence[str], unit: str, levels: Sequence[Level]) -> None:
+        self.rule, self.keys, self.unit = rule, tuple(keys), unit
+        self.levels = tuple(levels)
+        for lv in self.levels:
+            if lv.thresholds.shape != (len(self.keys),):
+                raise ValueError(f"{rule}: {lv.name} thresholds have shape {lv.thresholds.shape}, "
+                                 f"expected ({len(self.keys)},)")
+        # (n,) the lowest threshold per component: one comparison rejects a reading below all levels
+        self._lowest = np.min([lv.thresholds for lv in self.levels], axis=0) if self.levels else None
+
+    def evaluate(self, values: np.ndarray, stamp: float, now: float, suffix: str = "") -> list[Violation]:
+        """``values`` (n,) → violations (empty when every |x_i| is below every threshold)."""
+        mags = np.abs(values)
+        if self._lowest is None or not (mags >= self._lowest).any():
+            return []
+        out: list[Violation] = []
+        for lv in self.levels:
+            for i in np.flatnonzero(mags >= lv.thresholds):
+                out.append(Violation(self.rule, self.keys[i], lv.name + suffix, float(values[i]),
+                                     float(lv.thresholds[i]), self.unit, lv.response, stamp, now))
+        return out
+
+    def limits(self) -> list[RuleLimit]:
+        return [RuleLimit(self.rule, k, lv.name, float(t), self.unit, lv.response)
+                for lv in self.levels for k, t in zip(self.keys, lv.thresholds) if np.isfinite(t)]
+
+
+@dataclass(frozen=True)
+class RangeLevel:
+    """One level of a range rule: the value trips at ``x ≤ lower`` or ``x ≥ upper`` (n,)."""
+
+    name: str
+    lower: np.ndarray
+    upper: np.ndarray
+    response: Response
+
+
+class RangeRule:
+    """A two-sided range per component (joint positions, a workspace box)."""
+
+    def __init__(self, rule: str, keys: Sequence[str], unit: str, levels: Sequence[RangeLevel]) -> None:
+        self.rule, self.keys, self.unit, self.levels = rule, tuple(keys), unit, tuple(levels)
+
+    def evaluate(self, values: np.ndarray, stamp: float, now: float) -> list[Violation]:
+        out: list[Violation] = []
+        for lv in self.levels:
+            low, high = values <= lv.lower, values >= lv.upper
+            for i in np.flatnonzero(low | high):
+                bound = lv.lower[i] if low[i] else lv.upper[i]
+                out.append(Violation(self.rule, self.keys[i], lv.name, float(values[i]), float(bound), self.unit,
+                                     lv.response, stamp, now))
+        return out
+
+    def limits(self) -> list[RuleLimit]:
+        rows = []
+        for lv in self.levels:
+            for k, lo, hi in zip(self.keys, lv.lower, lv.upper):
+                rows.append(RuleLimit(self.rule, f"{k}<=", lv.name, float(lo), self.unit, lv.response))
+                rows.append(RuleLimit(self.rule, f"{k}>=", lv.name, float(hi), self.unit, lv.response))
+        return rows
+
+
+def two_levels(low: float | Sequence[float] | None, high: float | Sequence[float] | None, n: int,
+               low_name: str, high_name: str, low_response: Response, high_response: Response,
+               scale: float | np.ndarray = 1.0) -> list[Level]:
+    """The (up to) two levels of a threshold pair, each broadcast to (n,) and multiplied by
+    ``scale`` (a unit factor, or per-component robot limits for fractions)."""
+    levels = []
+    for value, name, response in ((low, low_name, low_response), (high, high_name, high_response)):
+        if value is None:
+            continue
+        t = np.broadcast_to(np.asarray(value, np.float64), (n,)) * scale
+        levels.append(Level(name, np.where(np.isnan(t), np.inf, t), response))
+    return levels
+
+
+def non_finite(rule: str, labels: Sequence[str], values: np.ndarray, stamp: float, now: float) -> Violation | None:
+    """A fault violation naming the first non-finite component, or None if all are finite."""
+    bad = ~np.isfinite(values)
+    if not bad.any():
+        return None
+    i = int(np.flatnonzero(bad)[0])
+    key = labels[i] if i < len(labels) else str(i)
+    return Violation(rule, key, "fault", float(values[i]), math.nan, "", Response.ESTOP, stamp, now)
+
+
+def staleness(stream: str, age: float, deadline: float, response: Response, stamp: float,
+              now: float) -> Violation | None:
+    """A deadline violation when ``age ≥ deadline`` (s)."""
+    if age < deadline:
+        return None
+    return Violation(f"stale.{stream}", stream, "deadline", float(age), float(deadline), "s", response, stamp, now)
+
+
+class WrenchRule:
+    """Force norm, per-axis force, torque norm and per-axis torque levels; the accelerating-phase
+    set replaces a family while the robot accelerates (Franka's nominal vs. acceleration)."""
+
+    FAMILIES: ClassVar[tuple[str, ...]] = ("force_norm", "force_axis", "torque_norm", "torque_axis")
+    KEYS: ClassVar[dict[str, tuple[str, ...]]] = {"force_norm": ("norm",), "force_axis": ("fx", "fy", "fz"),
+            "torque_norm": ("norm",), "torque_axis": ("tx", "ty", "tz")}
+
+    def __init__(self, nominal: dict[str, MagnitudeRule], accelerating: dict[str, MagnitudeRule]) -> None:
+        self.nominal, self.accelerating = nominal, accelerating
+
+    @staticmethod
+    def derived(wrench: np.ndarray) -> dict[str, np.ndarray]:
+        """wrench (6,) [fx fy fz tx ty tz] → the values each family checks."""
+        f, t = wrench[:3], wrench[3:]
+        return {"force_norm": np.array([math.sqrt(float(f @ f))]), "force_axis": f,
+                "torque_norm": np.array([math.sqrt(float(t @ t))]), "torque_axis": t}
+
+    def evaluate(self, wrench: np.ndarray, accelerating: bool, stamp: float, now: float) -> list[Violation]:
+        values = self.derived(wrench)
+        out: list[Violation] = []
+        for family in self.FAMILIES:
+            rule = self.accelerating.get(family) if accelerating else None
+            if rule is not None:
+                out += rule.evaluate(values[family], stamp, now, suffix="/accelerating")
+            elif family in self.nominal:
+                out += self.nominal[family].evaluate(values[family], stamp, now)
+        return out
+
+    def limits(self) -> list[RuleLimit]:
+        rows = [r for rule in self.nominal.values() for r in rule.limits()]
+        for rule in self.accelerating.values():
+            rows += [RuleLimit(r.rule, r.key, r.level + "/accelerating", r.threshold, r.unit, r.response)
+                     for r in rule.limits()]
+        return rows
+
+
+class SiteKinematics:
+    """Position (3,) of one MJCF site in the robot base frame for joint positions q (J,):
+    MuJoCo forward kinematics (``mj_kinematics``) on a private ``MjData``."""
+
+    def __init__(self, model: mujoco.MjModel, site: str, joint_names: Sequence[str], base_body: str | None) -> None:
+        self.model, self.data = model, mujoco.MjData(model)
+        self.site = mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_SITE, site)
+        if self.site < 0:
+            raise KeyError(site)
+        jids = [mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_JOINT, j) for j in joint_names]
+        self.qadr = model.jnt_qposadr[np.array(jids)].copy()
+        self.base = mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_BODY, base_body) if base_body else -1
+
+    def position(self, q: np.ndarray) -> np.ndarray:
+        self.data.qpos[self.qadr] = q
+        mujoco.mj_kinematics(self.model, self.data)
+        p = self.data.site_xpos[self.site].copy()
+        if self.base > 0:  # express in the base body's frame
+            rot = self.data.xmat[self.base].reshape(3, 3)
+            p = rot.T @ (p - self.data.xpos[self.base])
+        return p
+
+
+# --- command shaping --------------------------------------------------------------------------
+def clamp(values: np.ndarray, lower: np.ndarray, upper: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(values clipped into [lower, upper], mask (n,) of the components that were changed)."""
+    out = np.minimum(np.maximum(values, lower), upper)
+    return out, out != values
+
+
+def rate_limit(values: np.ndarray, previous: np.ndarray, max_step: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Limit the change from ``previous`` to ``max_step`` per component (a slew-rate limiter);
+    returns (limited values, mask of the limited components)."""
+    step = values - previous
+    limited = previous + np.minimum(np.maximum(step, -max_step), max_step)
+    return limited, np.abs(step) > max_step
+
+
+def slow_down(values: np.ndarray, previous: np.ndarray | None, scale: float, absolute: bool) -> np.ndarray:
+    """The ``clamp`` response of a contact-level rule.  Velocity-like commands (``absolute``:
+    twist, joint velocity, effort) are scaled by ``scale``; position targets move only ``scale``
+    of the way from the previous target (unchanged when there is none)."""
+    if absolute:
+        return values * scale
+    if previous is None:
+        return values
+    return previous + scale * (values - previous)
+
+
+def away_from_limits(velocity: np.ndarray, position: np.ndarray, lower: np.ndarray,
+                     upper: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Zero the velocity components that move a coordinate further beyond its soft bound:
+    ``v_i > 0`` where ``p_i ≥ upper_i``, ``v_i < 0`` where ``p_i ≤ lower_i`` (n,).  Used for the
+    workspace box (Cartesian linear velocity) and joint soft limits (joint velocity commands)."""
+    outward = ((position >= upper) & (velocity > 0)) | ((position <= lower) & (velocity < 0))
+    return np.where(outward, 0.0, velocity), outward

@@ -1,0 +1,29 @@
+"""Shared builders for the safety tests (imported by them): the real robot models and configs, built once."""
+from __future__ import annotations
+
+from functools import cache
+
+from morl_robot.robots.config import load_robot_config
+from morl_robot.robots.mujoco_robot import MujocoRobot
+from morl_robot.safety.config import SafetyConfig, load_safety_config
+from morl_robot.safety.monitor import SafetyMonitor
+from morl_robot.safety.rules import SiteKinematics
+
+
+@cache
+def _robot(name: str) -> MujocoRobot:
+    return MujocoRobot(load_robot_config(name))
+
+
+@cache
+def _config(name: str) -> SafetyConfig:
+    return load_safety_config(name)[0]
+
+
+def new_monitor(robot: str = "sawyer", config: SafetyConfig | None = None, watchdogs: bool = True,
+                control_mode: str | None = None, now: float = 0.0) -> SafetyMonitor:
+    """A fresh monitor on the real robot model (cached) with ``config`` (default: the shipped YAML)."""
+    r = _robot(robot)
+    cfg = config if config is not None else _config(robot)
+    kin = SiteKinematics(r.model, cfg.workspace.site, r.spec.joint_names, "base") if cfg.workspace else None
+    return SafetyMonitor(cfg, r.spec, kin, control_mode, watchdogs, now)

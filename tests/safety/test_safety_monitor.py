@@ -1,0 +1,350 @@
+"""SafetyMonitor: rules trip at their thresholds through the state machine, the e-stop latches,
+a reset is refused while violating and accepted after, holds and clamps per control mode."""
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from safety_helpers import new_monitor
+
+from morl_robot.safety.rules import Response
+
+HOME = np.array([-0.27489, -0.74390, 0.04075, 1.62493, -0.04707, 0.69072, 3.12516])  # peg tip at (0.65, 0, 0.02)
+XYZ = ("vx", "vy", "vz")
+REST = np.array([0.0, 0.0, -3.4, 0.0, 0.0, 0.0])  # the tool's weight
+
+
+def released(robot="sawyer", t=0.0, **kw):
+    """A monitor with fresh, quiet readings, released from its start-up e-stop."""
+    m = new_monitor(robot, now=t, **kw)
+    quiet(m, t)
+    ok, why = m.reset(t)
+    assert ok, why
+    return m
+
+
+def quiet(m, t):
+    spec = m.spec
+    if robot_is(m, "sawyer"):
+        m.on_joint_state(spec.joint_names, HOME, np.zeros(7), np.zeros(7), t, t)
+        m.on_wrench(REST, t, t)
+    else:
+        q = np.array([0.5 * (j.lower + j.upper) for j in spec.joints])
+        m.on_joint_state(spec.joint_names, q, np.zeros(len(q)), [], t, t)
+        m.on_tactile(np.zeros(15), _tactile_labels(m), t, t)
+
+
+def robot_is(m, name):
+    return m.spec.name == name
+
+
+def _tactile_labels(m):
+    return next(s for s in m.spec.sensors if s.kind == "tactile").labels
+
+
+def threshold(m, rule, key, level):
+    return next(r.threshold for r in m.describe_rules() if (r.rule, r.key, r.level) == (rule, key, level))
+
+
+# --- each rule trips at its threshold and not below, over random traces -------------------------
+samples = st.lists(st.floats(0.0, 1.0), min_size=1, max_size=25)
+
+
+def scaled_trace(fractions, t):
+    """Magnitudes in [0, 1.2 t] with the threshold itself and the float just below it mixed in."""
+    return [f * 1.2 * t for f in fractions] + [np.nextafter(t, 0.0)]
+
+
+@pytest.mark.parametrize("axis, rule, key", [(2, "wrench.force_norm", "norm"), (0, "wrench.force_axis", "fx"),
+                                             (4, "wrench.torque_norm", "norm")])
+@settings(max_examples=40, deadline=None)
+@given(fractions=samples, hit_exactly=st.booleans())
+def test_wrench_collision_trips_at_threshold_and_not_below(axis, rule, key, fractions, hit_exactly):
+    m = released(watchdogs=False)
+    t = threshold(m, rule, key, "collision")
+    trace = scaled_trace(fractions, t) + ([t] if hit_exactly else [])
+    should_trip = max(trace) >= t
+    for i, x in enumerate(trace):
+        w = np.zeros(6)
+        w[axis] = -x
+        m.on_wrench(w, i, i)
+    assert m.estopped == should_trip
+    if should_trip:
+        assert m.estop_cause.rule == rule and m.estop_cause.threshold == t and abs(m.estop_cause.value) >= t
+
+
+@settings(max_examples=40, deadline=None)
+@given(fractions=samples, sensor=st.integers(0, 14), hit_exactly=st.booleans())
+def test_tactile_levels_trip_at_threshold_and_not_below(fractions, sensor, hit_exactly):
+    m = released("shadow_hand", watchdogs=False)
+    labels = _tactile_labels(m)
+    t = threshold(m, "tactile", labels[sensor], "collision")
+    contact = threshold(m, "tactile", labels[sensor], "contact")
+    trace = scaled_trace(fractions, t) + ([t] if hit_exactly else [])
+    events = []
+    for i, x in enumerate(trace):
+        values = np.zeros(15)
+        values[sensor] = x
+        events += m.on_tactile(values, labels, i, i).violations
+    assert m.estopped == (max(trace) >= t)
+    assert any(v.level == "contact" for v in events) == (max(trace) >= contact)
+
+
+@settings(max_examples=40, deadline=None)
+@given(fractions=samples, joint=st.integers(0, 6), sign=st.sampled_from([-1.0, 1.0]))
+def test_joint_velocity_hard_limit(fractions, joint, sign):
+    m = released(watchdogs=False)
+    name = m.spec.joint_names[joint]
+    t = threshold(m, "joints.velocity", name, "hard")
+    trace = scaled_trace(fractions, t)
+    for i, x in enumerate(trace):
+        qd = np.zeros(7)
+        qd[joint] = sign * x
+        m.on_joint_state(m.spec.joint_names, HOME, qd, np.zeros(7), 1.0 + i, 1.0 + i)  # 1 s apart: not accelerating
+    assert m.estopped == (max(trace) >= t)
+
+
+@settings(max_examples=40, deadline=None)
+@given(fractions=samples, joint=st.integers(4, 6))
+def test_joint_effort_hard_limit(fractions, joint):
+    m = released(watchdogs=False)
+    t = threshold(m, "joints.effort", m.spec.joint_names[joint], "hard")
+    trace = scaled_trace(fractions, t)
+    for i, x in enumerate(trace):
+        tau = np.zeros(7)
+        tau[joint] = -x
+        m.on_joint_state(m.spec.joint_names, HOME, np.zeros(7), tau, i, i)
+    assert m.estopped == (max(trace) >= t)
+
+
+@settings(max_examples=40, deadline=None)
+@given(offsets=st.lists(st.floats(-0.05, 0.05), min_size=1, max_size=15), upper=st.booleans())
+def test_joint_position_hard_limit(offsets, upper):
+    m = released("shadow_hand", watchdogs=False)
+    j = 2  # rh_FFJ4
+    name = m.spec.joint_names[j]
+    bound = threshold(m, "joints.position", f"{name}{'>=' if upper else '<='}", "hard")
+    base = m._q.copy()
+    trace = [bound + (o if upper else -o) for o in offsets] + [bound - 1e-9 if upper else bound + 1e-9]
+    for i, x in enumerate(trace):
+        q = base.copy()
+        q[j] = x
+        m.on_joint_state(m.spec.joint_names, q, [], [], i, i)
+    crossed = any((x >= bound) if upper else (x <= bound) for x in trace)
+    assert m.estopped == crossed
+
+
+@settings(max_examples=40, deadline=None)
+@given(gaps=st.lists(st.floats(0.0, 0.5), min_size=1, max_size=20))
+def test_stale_stream_trips_at_its_deadline(gaps):
+    """Messages arrive after ``gaps``; the watchdog is checked every 1 ms: e-stop iff a gap reached
+    the deadline (checked at the arrival time itself too)."""
+    m = released(t=0.0)
+    deadline = threshold(m, "stale.wrench", "wrench", "deadline")
+    t = 0.0
+    for gap in gaps:
+        for c in np.arange(t, t + gap, 0.001):
+            m.check_watchdogs(c)
+            m.on_joint_state(m.spec.joint_names, HOME, np.zeros(7), np.zeros(7), c, c)  # joints stay fresh
+        m.check_watchdogs(t + gap)
+        t += gap
+        m.on_wrench(REST, t, t)
+    tripped = [v for v in m.active_violations() if v.rule == "stale.wrench"]
+    assert m.estopped == any(g >= deadline for g in gaps)
+    if m.estopped:
+        assert m.estop_cause.rule == "stale.wrench" and m.estop_cause.value >= deadline
+    assert not tripped  # fresh again at the end
+
+
+def test_a_sensor_stream_never_received_is_stale_from_start_up():
+    m = new_monitor("sawyer", now=10.0)
+    m.on_wrench(REST, 10.1, 10.1)
+    ok, why = m.reset(10.3)
+    assert not ok and "stale.joint_states" in why and "no message" in why and "stale.wrench" not in why
+
+
+def test_watchdogs_off_is_the_lockstep_profile():
+    m = new_monitor("sawyer", watchdogs=False, now=0.0)
+    assert m.check_watchdogs(1e6).violations == []
+    assert m.reset(1e6)[0]  # nothing was ever received, and nothing is overdue
+
+
+def test_heartbeat_is_watched_once_started_and_blocks_reset_while_missing():
+    m = released(t=0.0)
+    fresh = lambda t: (m.on_joint_state(m.spec.joint_names, HOME, np.zeros(7), np.zeros(7), t, t),
+                       m.on_wrench(REST, t, t))
+    for t in np.arange(0.0, 2.0, 0.1):  # no heartbeat yet: not armed
+        fresh(t)
+        m.check_watchdogs(t)
+    assert not m.estopped
+    m.on_heartbeat(2.0, 2.0)
+    deadline = threshold(m, "stale.heartbeat", "heartbeat", "deadline")
+    fresh(2.0 + deadline)
+    out = m.check_watchdogs(2.0 + deadline)
+    assert m.estopped and [v.rule for v in out.violations] == ["stale.heartbeat"]
+    ok, why = m.reset(2.0 + deadline + 0.01)
+    assert not ok and "stale.heartbeat" in why
+    m.on_heartbeat(2.7, 2.7)
+    fresh(2.7)
+    assert m.reset(2.71)[0]
+
+
+@pytest.mark.parametrize("stream", ["joint_states", "wrench", "tactile"])
+def test_non_finite_sensor_values_engage_the_estop(stream):
+    m = released("shadow_hand" if stream == "tactile" else "sawyer", watchdogs=False)
+    if stream == "joint_states":
+        q = HOME.copy()
+        q[3] = np.nan
+        m.on_joint_state(m.spec.joint_names, q, np.zeros(7), np.zeros(7), 1.0, 1.0)
+    elif stream == "wrench":
+        m.on_wrench([0.0, np.inf, 0.0, 0.0, 0.0, 0.0], 1.0, 1.0)
+    else:
+        values = np.zeros(15)
+        values[4] = np.nan
+        m.on_tactile(values, _tactile_labels(m), 1.0, 1.0)
+    assert m.estopped and m.estop_cause.level == "fault" and m.estop_cause.rule == f"{stream}.non_finite"
+    assert not m.reset(1.1)[0]  # the newest reading is still non-finite
+
+
+def test_non_finite_command_is_never_forwarded_and_engages_the_estop():
+    m = released(watchdogs=False)
+    out = m.on_command([0.1, np.nan, 0.0], XYZ, 1.0)
+    assert m.estopped and m.estop_cause.rule == "command.non_finite"
+    assert np.array_equal(out.command.values, np.zeros(3))  # the hold command instead
+
+
+# --- latch and reset ------------------------------------------------------------------------------
+def test_starts_in_estop_and_answers_commands_with_hold_until_reset():
+    m = new_monitor("sawyer", watchdogs=False)
+    assert m.estopped and "start-up" in m.estop_cause.describe()
+    out = m.on_command([0.1, 0.0, 0.0], XYZ, 0.0)
+    assert out.command.labels == XYZ and np.array_equal(out.command.values, np.zeros(3))
+    assert m.reset(0.0) == (True, "released (was: e-stop engaged at start-up (reset to release))")
+    assert m.on_command([0.1, 0.0, 0.0], XYZ, 0.05).command.values[0] == pytest.approx(0.1)
+
+
+def test_estop_latches_until_reset_and_reset_is_refused_while_violating():
+    m = released(watchdogs=False)
+    m.on_command([0.1, 0.0, 0.0], XYZ, 0.0)
+    out = m.on_wrench([0.0, 0.0, -45.0, 0.0, 0.0, 0.0], 1.0, 1.0)
+    assert m.estopped and out.command is not None and np.array_equal(out.command.values, np.zeros(3))
+    ok, why = m.reset(1.1)
+    assert not ok and "wrench.force_norm" in why and "45" in why and "40" in why
+    assert m.estopped
+    m.on_wrench(REST, 1.2, 1.2)  # the violation is gone, the e-stop is not
+    assert m.estopped
+    for k in range(5):
+        assert np.array_equal(m.on_command([0.1, 0.0, 0.0], XYZ, 1.3 + k).command.values, np.zeros(3))
+    ok, why = m.reset(2.0)
+    assert ok and "wrench.force_norm" in why
+    assert not m.estopped
+    # after a release the twist ramps up from the hold command (rate limit 4 m/s² × 0.05 s = 0.2 m/s)
+    assert m.on_command([0.2, 0.0, 0.0], XYZ, 2.1).command.values[0] == pytest.approx(0.2)
+
+
+def test_trigger_latches_and_events_are_reported_once_per_onset():
+    m = released(watchdogs=False)
+    m.on_command([0.0, 0.0, 0.0], XYZ, 0.0)
+    out = m.trigger("operator", 1.0)
+    assert m.estopped and out.command is not None and out.violations[0].rule == "manual"
+    assert m.reset(1.1)[0]
+    onsets = [m.on_wrench([0.0, 0.0, -25.0, 0.0, 0.0, 0.0], 2.0 + i, 2.0 + i).violations for i in range(5)]
+    assert [len(o) for o in onsets] == [2, 0, 0, 0, 0]  # norm and fz contact, reported when they begin
+
+
+# --- responses per control mode ------------------------------------------------------------------
+def test_contact_slows_cartesian_commands_and_soft_limits_clamp():
+    m = released(watchdogs=False)
+    scale = m.config.command.slow_scale.value
+    assert m.on_command([0.5, 0.0, 0.0], XYZ, 0.0).command.values[0] == pytest.approx(0.2)  # clamped to 0.2 m/s
+    m.on_wrench([0.0, 0.0, -25.0, 0.0, 0.0, 0.0], 0.1, 0.1)  # contact level: slow down
+    out = m.on_command([0.2, 0.0, 0.0], XYZ, 0.2)
+    assert out.command.values[0] == pytest.approx(0.2 * scale)
+    m.on_wrench(REST, 0.3, 0.3)
+    assert m.on_command([0.2, 0.0, 0.0], XYZ, 0.4).command.values[0] == pytest.approx(0.2)
+
+
+def test_acceleration_phase_raises_the_collision_force():
+    m = released(watchdogs=False)
+    names = m.spec.joint_names
+    m.on_joint_state(names, HOME, np.zeros(7), np.zeros(7), 10.0, 10.0)
+    m.on_joint_state(names, HOME, np.full(7, 0.5), np.zeros(7), 10.01, 10.01)  # 50 rad/s²
+    assert m.accelerating
+    w = [20.0, 0.0, -37.5, 0.0, 0.0, 0.0]  # ‖F‖ = 42.5 N: above 40 (nominal), below 45; each axis below its level
+    m.on_wrench(w, 10.02, 10.02)
+    assert not m.estopped
+    m.on_joint_state(names, HOME, np.full(7, 0.5), np.zeros(7), 10.03, 10.03)  # steady: nominal again
+    assert not m.accelerating
+    m.on_wrench(w, 10.04, 10.04)
+    assert m.estopped and m.estop_cause.rule == "wrench.force_norm"
+
+
+def test_workspace_box_clamps_outward_motion_near_a_face_and_stops_outside():
+    base = new_monitor("sawyer").config
+    # the shipped box, with its ceiling lowered to 2.5 cm above the home tip (z = 0.02): home is
+    # inside the box but within the 1 cm margin of the ceiling
+    box = dataclasses.replace(base.workspace, upper=[base.workspace.upper[0], base.workspace.upper[1], 0.025])
+    m = new_monitor("sawyer", config=dataclasses.replace(base, workspace=box), watchdogs=False)
+    quiet(m, 0.0)
+    assert m.reset(0.0)[0]
+    assert m.end_effector == pytest.approx([0.65, 0.0, 0.02], abs=1e-3)
+    assert any(v.rule == "workspace" and v.level == "soft" for v in m.active_violations())
+    out = m.on_command([0.05, 0.0, 0.1], XYZ, 0.1).command.values
+    assert out[2] == 0.0 and out[0] == pytest.approx(0.05)  # no further up; sideways is fine
+    assert m.on_command([0.0, 0.0, -0.1], XYZ, 0.2).command.values[2] < 0.0  # down, away from the face
+    far = HOME.copy()
+    far[0] += np.pi  # the arm swung round: the tip leaves the box
+    m.on_joint_state(m.spec.joint_names, far, np.zeros(7), np.zeros(7), 1.3, 1.3)
+    assert m.estopped and m.estop_cause.rule == "workspace" and m.estop_cause.level == "hard"
+
+
+def test_position_mode_hold_is_the_measured_position_with_coupled_j0():
+    m = released("shadow_hand", watchdogs=False)
+    spec = m.spec
+    q = np.array([0.5 * (j.lower + j.upper) for j in spec.joints])
+    q[spec.joint_names.index("rh_FFJ1")], q[spec.joint_names.index("rh_FFJ2")] = 0.3, 0.4
+    m.on_joint_state(spec.joint_names, q, [], [], 1.0, 1.0)
+    m.trigger("test", 1.0)
+    out = m.on_command(np.full(20, 0.2), spec.actuator_names, 1.1)
+    hold = dict(zip(out.command.labels, out.command.values))
+    assert hold["rh_FFJ0"] == pytest.approx(0.7)  # J1 + J2
+    assert hold["rh_WRJ1"] == pytest.approx(q[spec.joint_names.index("rh_WRJ1")])
+
+
+def test_position_hold_needs_measured_positions():
+    m = new_monitor("shadow_hand", watchdogs=False)
+    assert m.on_command(np.zeros(20), m.spec.actuator_names, 0.0).command is None
+
+
+def test_position_targets_are_clamped_into_the_soft_range():
+    m = released("shadow_hand", watchdogs=False)
+    act = m.spec.actuators[0]
+    margin = m.config.joints.position.soft_margin
+    values = np.array([a.upper + 1.0 for a in m.spec.actuators])
+    out = m.on_command(values, m.spec.actuator_names, 1.0)
+    assert out.command.values[0] == pytest.approx(act.upper - margin)
+    assert {v.rule for v in out.violations} == {"command.limit"}
+
+
+def test_velocity_mode_holds_with_zeros_and_stops_pushing_into_a_joint_limit():
+    m = released(watchdogs=False, control_mode="velocity")
+    names = m.spec.joint_names
+    q = HOME.copy()
+    q[6] = m.spec.joints[6].upper - 0.01  # inside the soft margin of right_j6
+    m.on_joint_state(names, q, np.zeros(7), np.zeros(7), 1.0, 1.0)
+    out = m.on_command(np.full(7, 0.05), names, 1.1).command
+    assert out.values[6] == 0.0 and out.values[0] == pytest.approx(0.05)
+    m.trigger("test", 1.2)
+    assert np.array_equal(m.on_command(np.full(7, 0.05), names, 1.3).command.values, np.zeros(7))
+
+
+def test_unknown_labels_are_not_forwarded():
+    m = released(watchdogs=False)
+    m.on_command([0.0, 0.0, 0.0], XYZ, 0.0)
+    out = m.on_command([0.1, 0.1], ["vx", "right_j0"], 0.1)
+    assert out.violations[0].rule == "command.labels" and out.violations[0].response == Response.HOLD
+    assert out.command.labels == XYZ and np.array_equal(out.command.values, np.zeros(3))
+    assert not m.estopped
