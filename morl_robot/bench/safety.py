@@ -267,27 +267,6 @@ def across_processes(robot: str, trips: int, increment: float, sample_period: fl
         node.stop(timeout=10)
 
 
-_RELAY = """
-import sys, rclpy
-from rclpy.executors import SingleThreadedExecutor
-from geometry_msgs.msg import WrenchStamped
-from std_msgs.msg import Float64MultiArray
-from morl_robot.nodes import wire
-rclpy.init(args=sys.argv)
-node = rclpy.create_node("relay", namespace=sys.argv[1])
-pub = node.create_publisher(Float64MultiArray, "command_safe", wire.COMMAND_QOS)
-node.create_subscription(WrenchStamped, "wrench",
-                         lambda m: pub.publish(wire.labelled_array([0.0, 0.0, 0.0], ["vx", "vy", "vz"])),
-                         wire.SENSOR_QOS)
-executor = SingleThreadedExecutor()
-executor.add_node(node)
-try:
-    while rclpy.ok():
-        executor.spin_once(timeout_sec=0.1)
-except KeyboardInterrupt:
-    pass
-"""
-
 
 def relay_baseline(samples: int, work: Path) -> list[float]:
     """Round trips (s) through a bare rclpy relay process spun like ``run_node``: the floor the
@@ -306,7 +285,7 @@ def relay_baseline(samples: int, work: Path) -> list[float]:
     domain = pick_domain_id()
     (work / "logs").mkdir(parents=True, exist_ok=True)
     with open(work / "logs" / "relay.log", "wb") as log:
-        proc = subprocess.Popen([sys.executable, "-c", _RELAY, ns], env=ros_env(domain), stdout=log,
+        proc = subprocess.Popen([sys.executable, "-m", "morl_robot.nodes.bench_relay", ns], env=ros_env(domain), stdout=log,
                                 stderr=subprocess.STDOUT, start_new_session=True)
     probe = GraphProbe(domain, name="bench_relay_probe")
     got = threading.Event()

@@ -40,6 +40,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--duration", type=float, default=0.0, help="without --episodes: stop after this many seconds")
     p.add_argument("--config", default="deploy", help="session YAML (default config/sessions/deploy.yaml)")
     p.add_argument("--out", default=None, help="report directory (default: next to the policy)")
+    p.add_argument("--emulate", default=None, metavar="FAULTS",
+                   help="--backend hardware without a robot: start the MuJoCo driver emulator, with faults "
+                        "'latency=0.02,jitter=0.01,drop=0.05,reorder=0.1' (s, probabilities) or 'none'")
     p.add_argument("--domain-id", type=int, default=None)
     p.set_defaults(func=run)
 
@@ -89,6 +92,22 @@ def in_process_returns(policy_path: Path, compare: Path | None, task: str, seeds
     return np.asarray(returns), source
 
 
+def _faults(text: str) -> dict[str, float | int]:
+    """``latency=0.02,jitter=0.01`` → emulator parameters (``none``: no faults)."""
+    if text.strip() in ("", "none"):
+        return {}
+    out: dict[str, float | int] = {}
+    for item in text.split(","):
+        key, _, value = item.partition("=")
+        if key.strip() not in ("latency", "jitter", "drop", "reorder", "rate", "seed"):
+            raise UsageError(f"--emulate: unknown fault '{key.strip()}'; known: latency, jitter, drop, reorder, rate, seed")
+        try:
+            out[key.strip()] = int(value) if key.strip() == "seed" else float(value)
+        except ValueError:
+            raise UsageError(f"--emulate: '{item}' is not name=number") from None
+    return out
+
+
 def _diagnostics(probe: Any, name_part: str) -> dict[str, str]:
     store = probe.received.get("/diagnostics", [])
     for _, msg in reversed(store[-50:]):
@@ -106,6 +125,7 @@ def run(args: argparse.Namespace) -> int:
     from morl_robot.serving.runtime import OnnxPolicy
     from morl_robot.session.config import load_session_config
     from morl_robot.session.graph import deploy_nodes
+    from morl_robot.session.processes import NodeSpec
     from morl_robot.session.runner import SessionRunner
 
     policy_path = Path(args.policy).resolve()
@@ -128,7 +148,13 @@ def run(args: argparse.Namespace) -> int:
     out = Path(args.out).resolve() if args.out else policy_path.parent / f"deploy_{policy_path.stem}"
     out.mkdir(parents=True, exist_ok=True)
     ns = "/" + cfg.namespace.strip("/")
-    runner = SessionRunner(deploy_nodes(cfg), out / "logs", args.domain_id)
+    specs = deploy_nodes(cfg)
+    if args.emulate is not None:
+        if args.backend != "hardware":
+            raise UsageError("--emulate stands in for the robot's driver: use it with --backend hardware")
+        specs.insert(0, NodeSpec("driver_emulator", "driver_emulator", "/",
+                                 {"robot": contract.robot, **_faults(args.emulate)}))
+    runner = SessionRunner(specs, out / "logs", args.domain_id)
     print(f"deploying {policy_path.name} (task {contract.task}, robot {contract.robot}, version "
           f"{contract.policy_version}) on {args.backend}, {timing}; ROS_DOMAIN_ID={runner.domain_id}", file=sys.stderr)
     ends: list[dict[str, Any]] = []
