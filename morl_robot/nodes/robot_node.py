@@ -43,7 +43,7 @@ from morl_robot.errors import CommandError, ConfigError, MorlRobotError
 from morl_robot.nodes import wire
 from morl_robot.nodes.base import DiagnosticsPublisher, ManagedNode, run_node
 from morl_robot.robots.base import Robot
-from morl_robot.robots.spec import SensorSpec
+from morl_robot.robots.spec import RobotState, SensorSpec
 
 
 def _stamp(seconds: float) -> TimeMsg:
@@ -138,6 +138,7 @@ class RobotNode(ManagedNode):
         from morl_robot.robots.hardware import load_hardware_robot
 
         robot = load_hardware_robot(robot_name, control_period=period)
+        robot.reset_progress = self._publish_state  # keep the sensor streams alive during a reset
         if task is not None:
             robot.set_control_mode(task.control_mode)
         self._link = HardwareLink(self, robot)
@@ -331,8 +332,11 @@ class RobotNode(ManagedNode):
         self._last_publish_time = time.monotonic()
 
     def _publish_sensors(self, rec: StepRecord) -> None:
-        assert self.robot is not None
-        state = rec.state
+        self._publish_state(rec.state)
+
+    def _publish_state(self, state: RobotState) -> None:
+        if self.robot is None or not hasattr(self, "_pub_joints"):
+            return
         now = self.get_clock().now().to_msg()
         js = JointState()
         js.header.stamp = now

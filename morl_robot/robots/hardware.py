@@ -338,6 +338,10 @@ class HardwareRobot(Robot):
         super().__init__(spec, control_period)
         self.codec = DriverCodec(spec, hw, self.source)
         self._sink = sink
+        #: Called with each fresh state while :meth:`reset` drives the robot (a reset takes seconds
+        #: on hardware; the robot node keeps publishing the sensor streams from it, so watchdogs
+        #: downstream do not see a silent robot).
+        self.reset_progress: Callable[[RobotState], None] | None = None
         self._clock, self._sleep = clock, sleep
         self._lock = threading.Lock()
         m = self.model
@@ -680,6 +684,8 @@ class HardwareRobot(Robot):
                     raise
                 self._sleep(dt)
                 continue
+            if self.reset_progress is not None:
+                self.reset_progress(state)
             err = goal - self.codec.actuator_positions(state.position)
             if float(np.abs(err).max(initial=0.0)) <= rc.tolerance:
                 break
@@ -699,6 +705,8 @@ class HardwareRobot(Robot):
         for _ in range(round(rc.settle / dt)):
             if not self.stale_streams():  # never command on a stale state
                 self._emit(hold, interface)
+                if self.reset_progress is not None:
+                    self.reset_progress(self.read_state())
             self._sleep(dt)
         self._target = goal.copy() if interface == "position" else None
         return self.read_state()
