@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["to_jsonable", "write_json_atomic", "read_json"]
+__all__ = ["read_json", "to_jsonable", "write_bytes_atomic", "write_json_atomic"]
 
 
 def _file_mode() -> int:
@@ -56,15 +56,21 @@ def write_json_atomic(path: str | os.PathLike[str], data: Any, indent: int = 2) 
 
     Creates the parent folder.  Returns the final path.
     """
+    text = json.dumps(to_jsonable(data), indent=indent, sort_keys=False, allow_nan=False)
+    return write_bytes_atomic(path, (text + "\n").encode())
+
+
+def write_bytes_atomic(path: str | os.PathLike[str], data: bytes) -> Path:
+    """Write ``data`` to ``path`` atomically: a temporary file in the same folder, fsync, then
+    ``os.replace`` — a reader (a policy server reloading a model, a report viewer) sees the old
+    file or the new one, never a partial one.  Creates the parent folder; returns the path."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    text = json.dumps(to_jsonable(data), indent=indent, sort_keys=False, allow_nan=False)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
         os.fchmod(fd, _FILE_MODE)  # mkstemp creates 0o600
-        with os.fdopen(fd, "w") as handle:
-            handle.write(text)
-            handle.write("\n")
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data)
             handle.flush()
             os.fsync(handle.fileno())
         os.replace(tmp, path)

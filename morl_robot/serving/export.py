@@ -22,7 +22,6 @@ from __future__ import annotations
 import copy
 import io
 import os
-import tempfile
 import warnings
 from pathlib import Path
 from typing import Any
@@ -111,24 +110,10 @@ def _torch_export(graph: nn.Module, obs_dim: int) -> bytes:
 
 
 def write_atomically(path: str | os.PathLike[str], data: bytes) -> Path:
-    """Write ``data`` to ``path`` via a temporary file in the same folder and ``os.replace``: a
-    reader (a policy server reloading the file) sees the old or the new file, never a partial one."""
-    target = Path(path)
-    target.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, target)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except FileNotFoundError:
-            pass
-        raise
-    return target
+    """Write the model atomically (a server hot-reloading the file never sees a partial one)."""
+    from morl_robot.evaluation.records import write_bytes_atomic
+
+    return write_bytes_atomic(path, data)
 
 
 def export_policy(policy: nn.Module, contract: PolicyContract, path: str | os.PathLike[str] | None = None, *,
