@@ -108,17 +108,7 @@ def _faults(text: str) -> dict[str, float | int]:
     return out
 
 
-def _diagnostics(probe: Any, name_part: str) -> dict[str, str]:
-    store = probe.received.get("/diagnostics", [])
-    for _, msg in reversed(store[-50:]):
-        for status in msg.status:
-            if name_part in status.name:
-                return {kv.key: kv.value for kv in status.values}
-    return {}
-
-
 def run(args: argparse.Namespace) -> int:
-    from diagnostic_msgs.msg import DiagnosticArray
     from std_msgs.msg import String
 
     from morl_robot.nodes import wire
@@ -160,7 +150,7 @@ def run(args: argparse.Namespace) -> int:
     ends: list[dict[str, Any]] = []
     try:
         runner.start()
-        runner.probe.subscribe("/diagnostics", DiagnosticArray, wire.EVENT_QOS)
+        runner.probe.diagnostics()  # subscribe now, so the newest statuses are there at the end
         all_ends: list[dict[str, Any]] = []
         runner.probe.subscribe(f"{ns}/episode", String, wire.EVENT_QOS,
                                callback=lambda m: all_ends.append(e) if (e := json.loads(m.data))["event"] == "end"
@@ -181,7 +171,7 @@ def run(args: argparse.Namespace) -> int:
         def tick() -> None:
             if time.monotonic() - last[0] >= 5.0:
                 last[0] = time.monotonic()
-                st = _diagnostics(runner.probe, "policy")
+                st = runner.probe.diagnostics("policy")
                 keys = [k for k in st if any(w in k for w in ("rate", "latency", "miss", "version", "held"))]
                 print(f"[{time.monotonic() - start:6.1f} s] episodes {len(ends)}  " +
                       "  ".join(f"{k}={st[k]}" for k in keys[:8]), file=sys.stderr)
@@ -193,8 +183,8 @@ def run(args: argparse.Namespace) -> int:
             return bool(args.duration) and time.monotonic() - start >= args.duration
 
         finished = runner.wait(done, tick)
-        server_status = _diagnostics(runner.probe, "policy")
-        safety_status = _diagnostics(runner.probe, "safety")
+        server_status = runner.probe.diagnostics("policy")
+        safety_status = runner.probe.diagnostics("safety")
     finally:
         runner.stop()
     if not args.episodes:

@@ -45,23 +45,6 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(func=run)
 
 
-def _learner_status(probe: Any, namespace: str) -> dict[str, str]:
-    """Newest key/values of the learner's /diagnostics status."""
-    from diagnostic_msgs.msg import DiagnosticArray
-
-    from morl_robot.nodes import wire
-
-    store = probe.received.get("/diagnostics")
-    if store is None:
-        store = probe.subscribe("/diagnostics", DiagnosticArray, wire.EVENT_QOS)
-    prefix = namespace.strip("/")
-    for _, msg in reversed(store[-50:]):
-        for status in msg.status:
-            if "learner" in status.name and prefix in status.name:
-                return {kv.key: kv.value for kv in status.values}
-    return {}
-
-
 def _count_violations(probe: Any, namespaces: list[str]) -> dict[str, Any]:
     """Live counts of the safety monitors' violation events, by rule and by actor (written to
     ``safety_violations.json``; a collision-level stop also ends the episode as ``safety``)."""
@@ -136,7 +119,7 @@ def run(args: argparse.Namespace) -> int:
         def tick() -> None:
             if not has_learner:
                 return
-            st = _learner_status(runner.probe, ns)
+            st = runner.probe.diagnostics("learner", ns.strip("/"))
             if not st:
                 return
             steps = int(float(st.get("env_steps", 0)))

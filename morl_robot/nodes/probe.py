@@ -79,6 +79,24 @@ class GraphProbe:
         finally:
             self.node.destroy_client(client)
 
+    def diagnostics(self, *name_parts: str) -> dict[str, str]:
+        """Key/values of the newest ``/diagnostics`` status whose name contains every one of
+        ``name_parts`` (subscribes on the first call; empty until a matching status arrives)."""
+        from diagnostic_msgs.msg import DiagnosticArray
+
+        from morl_robot.nodes.wire import EVENT_QOS
+
+        store = self.received.get("/diagnostics")
+        if store is None:
+            store = self.subscribe("/diagnostics", DiagnosticArray, EVENT_QOS)
+        with self._lock:
+            recent = list(store[-50:])
+        for _, msg in reversed(recent):
+            for status in msg.status:
+                if all(part in status.name for part in name_parts):
+                    return {kv.key: kv.value for kv in status.values}
+        return {}
+
     def close(self) -> None:
         self._running = False
         self._thread.join(timeout=2)

@@ -288,6 +288,27 @@ class _Stream:
     def age(self, now: float) -> float:
         return math.inf if self.last_receive is None else now - self.last_receive
 
+    def reject(self, reason: str) -> bool:
+        """Count a malformed message; returns False (not accepted)."""
+        self.rejected += 1
+        self.reject_reason = reason
+        return False
+
+    def in_order(self, stamp: float, now: float) -> float | None:
+        """The message's stamp (``now`` when it has none) if it is newer than the newest accepted
+        one, or the stream has gone stale (a restarted driver may reset its clock); else None,
+        counted as out of order."""
+        stamp = float(stamp) if stamp > 0 else now
+        if stamp <= self.last_stamp and not self.stale(now):
+            self.out_of_order += 1
+            return None
+        return stamp
+
+    def accept(self, stamp: float, now: float) -> bool:
+        self.last_receive, self.last_stamp = now, stamp
+        self.accepted += 1
+        return True
+
     def stale(self, now: float) -> bool:
         return self.age(now) > self.deadline
 
@@ -409,10 +430,8 @@ class HardwareRobot(Robot):
         s = self._joints
         with self._lock:
             if pos.size != len(names) or (vel.size and vel.size != len(names)) or (eff.size and eff.size != len(names)):
-                s.rejected += 1
-                s.reject_reason = (f"malformed JointState: {len(names)} names, {pos.size} positions, "
-                                   f"{vel.size} velocities, {eff.size} efforts")
-                return False
+                return s.reject(f"malformed JointState: {len(names)} names, {pos.size} positions, "
+                                f"{vel.size} velocities, {eff.size} efforts")
             m_idx, j_idx = self.codec.state_index(names)
             if not j_idx.size:  # another device on a shared topic (e.g. a gripper): not ours
                 return False
@@ -425,9 +444,7 @@ class HardwareRobot(Robot):
             sc = self.codec.scale
             q = pos[m_idx] * sc["position"]
             if not np.all(np.isfinite(q)):
-                s.rejected += 1
-                s.reject_reason = "non-finite joint positions"
-                return False
+                return s.reject("non-finite joint positions")
             if vel.size:
                 qd = vel[m_idx] * sc["velocity"]
             else:  # the driver sends no velocities: finite differences of accepted positions
@@ -457,21 +474,14 @@ class HardwareRobot(Robot):
                             np.asarray(torque, np.float64).reshape(3) * self.codec.torque_scale])
         with self._lock:
             if hw.frame and frame and frame != hw.frame:
-                s.rejected += 1
-                s.reject_reason = f"frame '{frame}' is not '{hw.frame}' (hardware.wrench.frame)"
-                return False
+                return s.reject(f"frame '{frame}' is not '{hw.frame}' (hardware.wrench.frame)")
             if not np.all(np.isfinite(w)):
-                s.rejected += 1
-                s.reject_reason = "non-finite wrench"
-                return False
-            stamp = float(stamp) if stamp > 0 else now
-            if stamp <= s.last_stamp and not s.stale(now):
-                s.out_of_order += 1
+                return s.reject("non-finite wrench")
+            ordered = s.in_order(stamp, now)
+            if ordered is None:
                 return False
             self._wrench = w
-            s.last_receive, s.last_stamp = now, stamp
-            s.accepted += 1
-            return True
+            return s.accept(ordered, now)
 
     def on_tactile(self, values: Sequence[float], labels: Sequence[str], stamp: float = 0.0) -> bool:
         """A tactile array (driver units): by label when the message names its elements, else in our
@@ -490,26 +500,18 @@ class HardwareRobot(Robot):
                                                 if set(want) <= set(key) and len(key) == v.size else None)
                 idx = self._tactile_cache[key]
                 if idx is None:
-                    s.rejected += 1
-                    s.reject_reason = f"tactile labels {list(key)[:4]}… do not include all of {list(want)}"
-                    return False
+                    return s.reject(f"tactile labels {list(key)[:4]}… do not include all of {list(want)}")
                 v = v[idx]
             elif v.size != len(want):
-                s.rejected += 1
-                s.reject_reason = f"unlabelled tactile array of {v.size} values, expected {len(want)}"
-                return False
+                return s.reject(f"unlabelled tactile array of {v.size} values, expected {len(want)}")
             if not np.all(np.isfinite(v)):
-                s.rejected += 1
-                s.reject_reason = "non-finite tactile values"
-                return False
-            stamp = float(stamp) if stamp > 0 else now
-            if stamp <= s.last_stamp and not s.stale(now):
-                s.out_of_order += 1
+                return s.reject("non-finite tactile values")
+            ordered = s.in_order(stamp, now)
+            if ordered is None:
                 return False
             assert self.hardware.tactile is not None
             self._tactile = v * self.hardware.tactile.scale
-            s.last_receive, s.last_stamp = now, stamp
-            s.accepted += 1
+            s.accept(ordered, now)
             return True
 
     # --- state ----------------------------------------------------------------------------
