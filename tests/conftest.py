@@ -23,12 +23,19 @@ _DOMAINS = None
 
 
 def _next_domain() -> int:
-    """A fresh ROS_DOMAIN_ID per test: a random base per pytest run, then consecutive ids."""
+    """A fresh ROS_DOMAIN_ID per test: a random base per pytest run, then consecutive ids
+    (or the ids of ``$MORL_TEST_DOMAINS``, ``LO-HI``, for pytest runs that share a machine)."""
     global _DOMAINS
     if _DOMAINS is None:
-        from morl_robot.session.processes import pick_domain_id
+        span = os.environ.get("MORL_TEST_DOMAINS", "")  # e.g. "101-110": pytest runs side by side never meet
+        if span:
+            lo, _, hi = span.partition("-")
+            ids = list(range(int(lo), int(hi or lo) + 1))
+        else:
+            from morl_robot.session.processes import pick_domain_id
 
-        _DOMAINS = itertools.cycle([1 + (pick_domain_id() + i) % 100 for i in range(100)])
+            ids = [1 + (pick_domain_id() + i) % 100 for i in range(100)]
+        _DOMAINS = itertools.cycle(ids)
     return next(_DOMAINS)
 
 
