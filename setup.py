@@ -33,6 +33,7 @@ CORE_REQUIRES = [
     "matplotlib==3.11.2",
     "tqdm==4.70.1",
     "tensorboard==2.21.0",
+    "scipy==1.17.1",
 ]
 
 # ROS 2 (Kilted-era) from the PyPI wheels; in a colcon workspace these come from the ROS install.

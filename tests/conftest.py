@@ -53,6 +53,12 @@ class RosSession:
 
 
 @pytest.fixture
+def domain_id() -> int:
+    """A DDS domain id of this pytest run's own (for CLI sessions started by a test)."""
+    return _next_domain()
+
+
+@pytest.fixture
 def ros_session(tmp_path, request):
     """Nodes started as real processes on a private DDS domain (discovery on localhost), and an
     in-process probe on the same domain.  Node logs are printed when the test fails."""

@@ -13,8 +13,8 @@ import sys
 from morl_robot.errors import MorlRobotError
 
 # Subcommand modules, in the order `morl-robot --help` lists them.
-SUBCOMMANDS = ("tasks", "rollout", "train", "deploy", "safety_test", "export", "inspect_policy", "bench",
-               "experiment", "demo")
+SUBCOMMANDS = ("tasks", "rollout", "train", "deploy", "safety_test", "export", "inspect_policy", "evaluate",
+               "bench", "experiment", "demo")
 
 
 def build_parser() -> argparse.ArgumentParser:

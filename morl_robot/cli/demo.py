@@ -1,38 +1,136 @@
 """``morl-robot demo``: the main job on the embedded defaults (what ``make demo`` runs).
 
-A short training session through the ROS graph on the Sawyer peg-in-hole task (robot node in
-lockstep, safety monitor, an exploring policy server, the MO-MPO learner node), then the trained
-policy served through robot node + safety monitor + policy server in simulation and compared with
-its in-process evaluation on the same seeds (the sim-to-sim check).  Everything lands in ``--out``.
+1. A training session through the ROS graph (``morl-robot train``: robot node in lockstep, safety
+   monitor, an exploring policy server, the MO-MPO learner node) on the Sawyer peg-in-hole task
+   with the demo learner profile (``config/learner/demo.yaml``).
+2. The evaluation protocol (:mod:`morl_robot.evaluation.protocol`) on the initial policy and on
+   the final one, same fixed seeds: a before/after table (each objective with its CI, success
+   rate, peak contact force, termination reasons), written as ``demo_report.json``
+   (``{"before": EVAL, "after": EVAL, ...}``); and on every kept snapshot, as a learning curve of
+   deterministic evaluations (``eval_curve.csv``, ``plots/eval_curve.png``).
+3. The sim-to-sim deploy check (``morl-robot deploy --episodes N``): the trained policy served
+   through robot node + safety monitor + policy server, compared with its in-process evaluation.
+
+Sub-commands are built through the real ``morl-robot`` parser, so an option added to ``train``
+or ``deploy`` later cannot break the demo.  Everything lands in ``--out``.
 """
 from __future__ import annotations
 
 import argparse
+import csv
+import sys
+import time
 from pathlib import Path
+from typing import Any
+
+from morl_robot.errors import UsageError
+
+#: What ``make demo`` trains: chosen so the improvement is clear within the 10-minute budget.
+DEMO_TASK = "sawyer_peg_in_hole"
+DEMO_LEARNER = "demo"
+DEMO_STEPS = 12_000
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("demo", help="the embedded default job: a short training session, then a sim-to-sim deploy check")
-    p.add_argument("--task", default="sawyer_peg_in_hole")
-    p.add_argument("--steps", type=int, default=3000, help="training env steps (default 3000)")
+    p = sub.add_parser("demo", help="the embedded default job: train, evaluate before/after, deploy check")
+    p.add_argument("--task", default=DEMO_TASK)
+    p.add_argument("--steps", type=int, default=DEMO_STEPS, help=f"training env steps (default {DEMO_STEPS})")
+    p.add_argument("--learner-config", default=DEMO_LEARNER, help=f"learner YAML or name (default {DEMO_LEARNER})")
+    p.add_argument("--eval-episodes", type=int, default=10,
+                   help="evaluation episodes per policy, seeds S…S+N−1 (default 10)")
     p.add_argument("--episodes", type=int, default=2, help="deploy check episodes (default 2)")
     p.add_argument("--out", default="runs/demo")
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--eval-seed", type=int, default=10_000,
+                   help="first evaluation seed (kept apart from the training episodes' seeds)")
+    p.add_argument("--domain-id", type=int, default=None, help="ROS_DOMAIN_ID (default: random)")
+    p.add_argument("--no-progress", action="store_true", help="no progress bars")
     p.set_defaults(func=run)
 
 
-def run(args: argparse.Namespace) -> int:
-    from morl_robot.cli import deploy, train
+def _sub_command(argv: list[str]) -> int:
+    """Run ``morl-robot <argv>`` through the real parser (the CLI's own entry point)."""
+    from morl_robot.cli import build_parser
 
-    out = Path(args.out)
-    train_args = argparse.Namespace(
-        task=args.task, backend="sim", actors=1, steps=args.steps, config="train", learner_config=None,
-        out=str(out), seed=args.seed, namespace="demo", domain_id=None, role="all", first_actor=0,
-        discovery="localhost", no_progress=False)
-    rc = train.run(train_args)
+    args = build_parser().parse_args(argv)
+    return int(args.func(args) or 0)
+
+
+def _table(before: dict[str, Any], after: dict[str, Any]) -> str:
+    rows = [("measure", "before (initial policy)", "after (trained)")]
+    for name in before["objectives"]:
+        b, a = before["objectives"][name], after["objectives"][name]
+        rows.append((f"return: {name}", f"{b['mean']:.2f} [{b['ci_low']:.2f}, {b['ci_high']:.2f}]",
+                     f"{a['mean']:.2f} [{a['ci_low']:.2f}, {a['ci_high']:.2f}]"))
+    rows.append(("success rate", f"{before['success_rate']:.0%}", f"{after['success_rate']:.0%}"))
+    if before.get("peak_force") is not None:
+        rows.append(("peak contact force (N)", f"{before['peak_force']:.1f}", f"{after['peak_force']:.1f}"))
+    rows.append(("terminations", ", ".join(f"{k} {v}" for k, v in before["terminations"].items()),
+                 ", ".join(f"{k} {v}" for k, v in after["terminations"].items())))
+    widths = [max(len(r[i]) for r in rows) for i in range(3)]
+    lines = [" | ".join(c.ljust(w) for c, w in zip(r, widths)) for r in rows]
+    lines.insert(1, "-+-".join("-" * w for w in widths))
+    return "\n".join(lines)
+
+
+def write_curve(curve: list[tuple[int, Any]], out: Path) -> Path:
+    """``eval_curve.csv``: env_steps, return/<objective> (+ CI columns), success_rate."""
+    path = out / "eval_curve.csv"
+    names = list(curve[0][1].objective_names)
+    with open(path, "w", newline="") as f:
+        w = csv.writer(f)
+        w.writerow(["env_steps"] + [f"return/{n}" for n in names] + [f"ci_low/{n}" for n in names]
+                   + [f"ci_high/{n}" for n in names] + ["success_rate"])
+        for steps, ev in curve:
+            obj = ev.objectives()
+            w.writerow([steps] + [obj[n]["mean"] for n in names] + [obj[n]["ci_low"] for n in names]
+                       + [obj[n]["ci_high"] for n in names] + [ev.success_rate])
+    return path
+
+
+def run(args: argparse.Namespace) -> int:
+    from morl_robot.evaluation.protocol import evaluation_curve, snapshot_files
+    from morl_robot.evaluation.records import write_json_atomic
+
+    if args.steps < 1 or args.eval_episodes < 1 or args.episodes < 0:
+        raise UsageError("--steps and --eval-episodes must be >= 1, --episodes >= 0")
+    out = Path(args.out).resolve()
+    common = ["--seed", str(args.seed)] + (["--domain-id", str(args.domain_id)] if args.domain_id is not None else [])
+    start = time.monotonic()
+    print(f"[demo 1/3] training {args.task} for {args.steps} env steps through the ROS graph -> {out}", file=sys.stderr)
+    rc = _sub_command(["train", "--task", args.task, "--steps", str(args.steps), "--out", str(out),
+                       "--learner-config", args.learner_config, "--namespace", "demo", *common]
+                      + (["--no-progress"] if args.no_progress else []))
     if rc != 0:
         return rc
-    deploy_args = argparse.Namespace(
-        policy=str(out / "policy.onnx"), robot=None, backend="sim", episodes=args.episodes, timing=None,
-        compare=str(out), seed=args.seed, duration=0.0, config="deploy", out=str(out / "deploy"), domain_id=None)
-    return deploy.run(deploy_args)
+    train_s = time.monotonic() - start
+
+    print(f"[demo 2/3] evaluating every kept snapshot on seeds {args.eval_seed}…"
+          f"{args.eval_seed + args.eval_episodes - 1} (deterministic policy)", file=sys.stderr)
+    snapshots = snapshot_files(out)
+    if len(snapshots) < 2 or snapshots[0][0] != 0:
+        raise UsageError(f"{out}/snapshots/ lacks the initial policy or a trained one ({len(snapshots)} files): "
+                         "the demo needs a fresh run directory (use a new --out)")
+    curve = evaluation_curve(out, args.eval_episodes, args.eval_seed, progress=not args.no_progress)
+    before, after = curve[0][1].to_json(), curve[-1][1].to_json()
+    write_curve(curve, out)
+    from morl_robot.evaluation.plots import plot_learning_curves
+
+    names = list(curve[0][1].objective_names)
+    plot_learning_curves(out / "eval_curve.csv", out / "plots" / "eval_curve.png", step_column="env_steps",
+                         return_columns=[f"return/{n}" for n in names] + ["success_rate"], title=f"{args.task}: deterministic evaluation ({args.eval_episodes} episodes, 95 % CI)")
+    report = {"task": args.task, "steps": args.steps, "learner_config": args.learner_config, "seed": args.seed,
+              "eval_seed": args.eval_seed, "before_env_steps": curve[0][0], "after_env_steps": curve[-1][0],
+              "train_wall_time_s": round(train_s, 1), "before": before, "after": after,
+              "curve": [{"env_steps": s, **{n: v["mean"] for n, v in ev.objectives().items()},
+                         "success_rate": ev.success_rate} for s, ev in curve]}
+    write_json_atomic(out / "demo_report.json", report)
+    print(_table(before, after))
+    print(f"wrote {out / 'demo_report.json'}, {out / 'eval_curve.csv'}, {out / 'plots' / 'eval_curve.png'}")
+
+    if args.episodes:
+        print(f"[demo 3/3] deploy check: {args.episodes} episodes through the graph vs in-process", file=sys.stderr)
+        rc = _sub_command(["deploy", "--policy", str(out / "policy.onnx"), "--episodes", str(args.episodes),
+                           "--compare", str(out), "--out", str(out / "deploy"), *common])
+    print(f"demo wall time {time.monotonic() - start:.0f} s", file=sys.stderr)
+    return rc

@@ -75,18 +75,11 @@ def in_process_returns(policy_path: Path, compare: Path | None, task: str, seeds
             return onnx_policy.act(obs, deterministic=True).action
 
         source = f"onnxruntime in-process (no checkpoint next to the policy: {exc})"
+    from morl_robot.evaluation.protocol import run_episode
+
     env = MORobotEnv(task)
-    returns = []
     try:
-        for seed in seeds:
-            obs, _ = env.reset(seed=seed)
-            total = np.zeros(env.reward_dim)
-            done = False
-            while not done:
-                obs, r, term, trunc, _ = env.step(act(np.asarray(obs)))
-                total += r
-                done = bool(term or trunc)
-            returns.append(total)
+        returns = [run_episode(env, act, seed).returns for seed in seeds]
     finally:
         env.close()
     return np.asarray(returns), source

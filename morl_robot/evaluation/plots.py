@@ -143,7 +143,8 @@ def plot_learning_curves(
     ``return_columns`` default to the columns named like ``return_<objective>``,
     ``return/<objective>`` or ``eval_return_<objective>``, or, when there are none (the learner's
     ``eval.csv``: ``env_steps`` and one column per objective), every non-step column.  Rows where
-    a column is blank are skipped for that column.
+    a column is blank are skipped for that column.  Where ``ci_low/<objective>`` and
+    ``ci_high/<objective>`` columns exist (an evaluation curve), the confidence band is shaded.
     """
     data = read_metrics_csv(metrics_csv)
     if step_column is None:
@@ -162,10 +163,16 @@ def plot_learning_curves(
     for index, (ax, column) in enumerate(zip(axes.flat, return_columns)):
         y = data[column]
         ok = np.isfinite(steps) & np.isfinite(y)
-        ax.plot(steps[ok], y[ok], color=_colour(index), linewidth=1.2)
+        few = int(ok.sum()) <= 40  # evaluation curves: few points, each one a measurement
+        ax.plot(steps[ok], y[ok], color=_colour(index), linewidth=1.2, marker="o" if few else None, markersize=3)
+        name = column.split("/", 1)[-1]
+        low, high = data.get(f"ci_low/{name}"), data.get(f"ci_high/{name}")
+        if low is not None and high is not None:  # confidence band (evaluation protocol)
+            band = ok & np.isfinite(low) & np.isfinite(high)
+            ax.fill_between(steps[band], low[band], high[band], color=_colour(index), alpha=0.2, linewidth=0)
         ax.set_title(column)
         ax.set_xlabel(step_column)
-        ax.set_ylabel("return")
+        ax.set_ylabel("success rate" if column == "success_rate" else "return")
         ax.grid(alpha=0.3)
     if title:
         fig.suptitle(title, y=1.03)

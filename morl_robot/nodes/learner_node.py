@@ -28,7 +28,8 @@ broadcasts its policy.  This node is a thin wrapper around the pure pieces of
 Run directory (``out_dir``): ``checkpoints/ckpt-<env_steps>.pt`` every ``checkpoint_every`` env
 steps and at shutdown (SIGINT/SIGTERM → :meth:`LearnerNode.close`), ``metrics.csv`` (learner
 statistics every ``training.log_every`` updates), ``episodes.csv`` (one row per finished actor
-episode), ``tb/``; when ``total_steps`` is reached (the node then exits) or at a clean shutdown
+episode), ``tb/``, ``snapshots/policy_<env_steps>.onnx`` (the initial policy and the policy of
+every checkpoint, for learning curves of deterministic evaluations); when ``total_steps`` is reached (the node then exits) or at a clean shutdown
 also ``policy.onnx`` and ``plots/``.  On start the newest readable checkpoint is resumed (an
 unreadable newer one is logged and moved aside to ``*.corrupt``).  Policy versions: a checkpoint
 always holds the weights of its ``policy_version`` (the version is bumped first if the policy
@@ -254,6 +255,8 @@ class LearnerNode(ManagedNode):
             self.counters["policy_version"] = 1
         # re-activation after updates: the weights changed since the last snapshot, so a new version
         self._publish_snapshot(bump=self.learner.num_updates != self._snapshot_updates)
+        if self.learner.num_updates == 0 and self.counters["env_steps"] == 0:
+            self._keep_snapshot()  # the initial policy: the "before" of every learning curve
         self._sub = self.create_subscription(Float64MultiArray, "experience", self._on_experience,
                                              wire.EXPERIENCE_QOS)
         self._timers.append(self.create_timer(float(self._param("update_period")), self._on_tick))
@@ -436,10 +439,22 @@ class LearnerNode(ManagedNode):
         }
         path = save_checkpoint(self.checkpoint_dir, self.counters["env_steps"], payload, keep=tcfg.keep_checkpoints)
         self._last_checkpoint_steps = self.counters["env_steps"]
+        self._keep_snapshot()
         self.logger.flush()
         self._log("info", f"checkpoint {path.name}: {self.counters['env_steps']} env steps, "
                   f"{self.learner.num_updates} updates, policy version {self.counters['policy_version']}")
         return path
+
+    def _keep_snapshot(self) -> None:
+        """Keep the current policy as ``snapshots/policy_<env_steps>.onnx`` (at activation of a fresh
+        run and at every checkpoint): the learning curve of deterministic evaluations is measured on
+        these files afterwards (:func:`morl_robot.evaluation.protocol.evaluation_curve`)."""
+        from morl_robot.serving.contract import replace as replace_contract
+        from morl_robot.serving.export import export_policy
+
+        path = self.out_dir / "snapshots" / f"policy_{self.counters['env_steps']:08d}.onnx"
+        contract = replace_contract(self.contract, policy_version=self.counters["policy_version"])
+        export_policy(self.learner.policy, contract, path, normalizer=self.normalizer)
 
     def _log(self, level: str, message: str) -> None:
         """Log through ROS while the context lives; at process exit (after SIGINT) to stderr."""

@@ -123,6 +123,11 @@ class Task(abc.ABC):
     def evaluate(self, state: RobotState, action: np.ndarray) -> Transition:
         """Reward vector (K,), termination reason and info after the step that led to ``state``."""
 
+    def contact_force(self, info: dict[str, Any]) -> float | None:
+        """The contact force (N) a step's ``info`` reports, as the evaluation protocol measures it
+        (peak and mean per episode); None for a task without a force sensor."""
+        return None
+
 
 #: Units of a command component in each control mode (Cartesian: linear m/s, angular rad/s).
 CONTROL_MODE_UNITS: dict[ControlMode, str] = {

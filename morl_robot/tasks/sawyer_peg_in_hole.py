@@ -145,6 +145,10 @@ class SawyerPegInHole(Task):
             twist[h] = np.minimum(np.maximum(hold[h - 3], -hi[h]), hi[h])
         return twist
 
+    def contact_force(self, info: dict[str, Any]) -> float | None:
+        """The tared wrist force norm ‖F‖₂ (N), the quantity the force threshold acts on."""
+        return float(info["force_norm"]) if "force_norm" in info else None
+
     def tared_wrench(self, state: RobotState) -> np.ndarray:
         assert state.wrench is not None
         return state.wrench - self._bias

@@ -106,6 +106,11 @@ class ShadowHandTask(Task):
         assert state.tactile is not None
         return np.concatenate([state.position, state.velocity, state.tactile])
 
+    def contact_force(self, info: dict[str, Any]) -> float | None:
+        """The largest fingertip tactile reading (N) of the step."""
+        tactile = info.get("tactile")
+        return float(np.max(tactile)) if tactile is not None and len(tactile) else None
+
     def pain(self, state: RobotState) -> float:
         assert state.tactile is not None and self._prev_tactile is not None
         p = pain_penalty(state.tactile, self._prev_tactile, self.config.impact_threshold, self.config.pain_clip)

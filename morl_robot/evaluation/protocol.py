@@ -1,0 +1,274 @@
+"""The evaluation protocol every result in this project uses: a trained policy, acting
+deterministically (the mean action, as deployed), on a fixed list of episode seeds.
+
+A *learning result* is a measured outcome of a policy, not a training curve.  For one policy and
+one task, :func:`evaluate_policy` runs ``episodes`` episodes; episode ``i`` resets the
+environment with seed ``seed + i`` (the same convention as ``robot_node``, so a deploy check on
+the graph and an in-process evaluation see the same starts).  Per episode it records the
+per-objective return (undiscounted sum of the per-step rewards, MO-MPO paper §6), the termination
+reason, success (the task's ``info['success']`` at the last step), and the task's contact force at
+every step (:meth:`morl_robot.tasks.base.Task.contact_force`: the tared wrist force norm for the
+Sawyer, the largest fingertip tactile reading for the Shadow Hand).
+
+The summary (:meth:`Evaluation.to_json`, the ``EVAL`` object of ``morl-robot evaluate --json``)::
+
+    {"episodes": N,
+     "objectives": {name: {"mean": m, "ci_low": lo, "ci_high": hi}},   # 95 % percentile bootstrap
+     "success_rate": s, "terminations": {reason: count},
+     "peak_force": f_max, "mean_force": f_mean, ...}
+
+Confidence intervals are percentile bootstrap intervals of the mean over episodes
+(``scipy.stats.bootstrap``, 10 000 resamples, seeded, so the same returns give the same interval).
+"""
+from __future__ import annotations
+
+import math
+import os
+from collections import Counter
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from morl_robot.errors import UsageError
+
+#: A deterministic policy as the protocol sees it: observation (O,) → action (D,) in [-1, 1].
+Actor = Callable[[np.ndarray], np.ndarray]
+
+CONFIDENCE = 0.95
+BOOTSTRAP_RESAMPLES = 10_000
+
+
+def bootstrap_ci(samples: Sequence[float] | np.ndarray, confidence: float = CONFIDENCE,
+                 seed: int = 0) -> tuple[float, float]:
+    """Percentile-bootstrap confidence interval ``(low, high)`` of the mean of ``samples`` (N,).
+
+    With fewer than two samples, or samples that are all equal, the interval collapses to the mean.
+    """
+    x = np.asarray(samples, dtype=np.float64).reshape(-1)
+    if x.size == 0:
+        return (math.nan, math.nan)
+    mean = float(x.mean())
+    if x.size < 2 or np.ptp(x) == 0.0:
+        return (mean, mean)
+    from scipy.stats import bootstrap
+
+    res = bootstrap((x,), np.mean, confidence_level=confidence, n_resamples=BOOTSTRAP_RESAMPLES,
+                    method="percentile", vectorized=True, random_state=np.random.default_rng(seed))
+    return (float(res.confidence_interval.low), float(res.confidence_interval.high))
+
+
+@dataclass
+class EpisodeRecord:
+    """One evaluation episode."""
+
+    seed: int
+    returns: np.ndarray  # (K,) undiscounted per-objective return
+    termination: str | None  # time_limit, success, force_threshold, ... (None: cut by max_steps)
+    success: bool
+    steps: int
+    forces: np.ndarray  # (T,) contact force per step (N); empty for a task without a force sensor
+
+    @property
+    def peak_force(self) -> float:
+        return float(self.forces.max()) if self.forces.size else math.nan
+
+
+@dataclass
+class Evaluation:
+    """The protocol's outcome for one policy on one task."""
+
+    task: str
+    objective_names: tuple[str, ...]
+    episodes: list[EpisodeRecord]
+    seed: int
+    policy: str = ""  # what was evaluated (path, "random", ...)
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def returns(self) -> np.ndarray:
+        """Per-episode returns (N, K)."""
+        return np.stack([e.returns for e in self.episodes]) if self.episodes else np.zeros((0, len(self.objective_names)))
+
+    @property
+    def mean_returns(self) -> np.ndarray:
+        """Mean return per objective (K,)."""
+        return self.returns.mean(axis=0)
+
+    @property
+    def success_rate(self) -> float:
+        return float(np.mean([e.success for e in self.episodes])) if self.episodes else math.nan
+
+    def objectives(self) -> dict[str, dict[str, float]]:
+        out = {}
+        for k, name in enumerate(self.objective_names):
+            col = self.returns[:, k]
+            lo, hi = bootstrap_ci(col, seed=self.seed)
+            out[name] = {"mean": float(col.mean()), "ci_low": lo, "ci_high": hi}
+        return out
+
+    def to_json(self) -> dict[str, Any]:
+        """The ``EVAL`` object (see the module docstring), with per-episode detail."""
+        forces = [e.forces for e in self.episodes if e.forces.size]
+        all_forces = np.concatenate(forces) if forces else np.zeros(0)
+        terminations = Counter(str(e.termination) for e in self.episodes)
+        return {
+            "task": self.task,
+            "policy": self.policy,
+            "episodes": len(self.episodes),
+            "seed": self.seed,
+            "seeds": [e.seed for e in self.episodes],
+            "objectives": self.objectives(),
+            "success_rate": self.success_rate,
+            "terminations": dict(sorted(terminations.items())),
+            "peak_force": float(all_forces.max()) if all_forces.size else None,
+            "mean_force": float(all_forces.mean()) if all_forces.size else None,
+            "per_episode": [
+                {"seed": e.seed, "returns": dict(zip(self.objective_names, map(float, e.returns))),
+                 "termination": e.termination, "success": e.success, "steps": e.steps,
+                 "peak_force": None if not e.forces.size else e.peak_force}
+                for e in self.episodes
+            ],
+            **self.extra,
+        }
+
+    def to_markdown(self) -> str:
+        """A table a person reads: each objective with its CI, success, forces, terminations."""
+        data = self.to_json()
+        lines = [f"**{self.task}** — {self.policy or 'policy'}: {data['episodes']} deterministic episodes, "
+                 f"seeds {self.seed}…{self.seed + data['episodes'] - 1}", "",
+                 "| measure | value | 95 % CI |", "|---|---|---|"]
+        for name, s in data["objectives"].items():
+            lines.append(f"| return: {name} | {s['mean']:.3f} | [{s['ci_low']:.3f}, {s['ci_high']:.3f}] |")
+        lines.append(f"| success rate | {data['success_rate']:.0%} | |")
+        if data["peak_force"] is not None:
+            lines.append(f"| peak contact force (N) | {data['peak_force']:.2f} | |")
+            lines.append(f"| mean contact force (N) | {data['mean_force']:.2f} | |")
+        lines.append("| terminations | " + ", ".join(f"{k} {v}" for k, v in data["terminations"].items()) + " | |")
+        return "\n".join(lines)
+
+
+def run_episode(env: Any, act: Actor, seed: int) -> EpisodeRecord:
+    """One deterministic episode of ``act`` on a :class:`~morl_robot.envs.mo_env.MORobotEnv`."""
+    obs, info = env.reset(seed=int(seed))
+    total = np.zeros(env.reward_dim)
+    forces: list[float] = []
+    steps, done, term, success = 0, False, None, False
+    while not done:
+        action = np.asarray(act(np.asarray(obs, dtype=np.float64)), dtype=np.float64).reshape(env.action_space.shape)
+        if not np.all(np.isfinite(action)):
+            raise UsageError(f"the policy produced a non-finite action at step {steps} of the episode with seed "
+                             f"{seed}: {action}")
+        obs, reward, terminated, truncated, info = env.step(np.clip(action, -1.0, 1.0))
+        total += np.asarray(reward, dtype=np.float64)
+        force = env.task.contact_force(info)
+        if force is not None:
+            forces.append(force)
+        steps += 1
+        done = bool(terminated or truncated)
+        term = info.get("termination")
+        success = success or bool(info.get("success", False))
+    return EpisodeRecord(int(seed), total, term, success, steps, np.asarray(forces, dtype=np.float64))
+
+
+def evaluate_policy(act: Actor, task: str, episodes: int = 20, seed: int = 0, policy: str = "",
+                    task_config: str | os.PathLike[str] | None = None, progress: bool = False,
+                    env_fn: Callable[[], Any] | None = None) -> Evaluation:
+    """Run the protocol: ``episodes`` deterministic episodes of ``act`` on ``task``, seeds
+    ``seed … seed + episodes − 1``."""
+    from morl_robot.envs.mo_env import MORobotEnv
+
+    if episodes < 1:
+        raise UsageError(f"episodes must be >= 1, got {episodes}")
+    env = env_fn() if env_fn is not None else MORobotEnv(task, config_file=task_config)
+    records = []
+    try:
+        seeds = range(seed, seed + episodes)
+        if progress:
+            from tqdm.auto import tqdm
+
+            seeds = tqdm(seeds, unit="episode", desc=f"evaluating {policy or task}", leave=False)
+        for s in seeds:
+            records.append(run_episode(env, act, s))
+    finally:
+        env.close()
+    return Evaluation(task, tuple(env.objective_names), records, seed, policy)
+
+
+# --- policies ---------------------------------------------------------------------------------
+@dataclass
+class LoadedPolicy:
+    act: Actor
+    task: str
+    description: str
+    contract: Any = None  # serving.contract.PolicyContract (None for a random policy)
+
+
+def onnx_policy(path: str | os.PathLike[str]) -> LoadedPolicy:
+    """An exported ONNX policy (normaliser and action scaling inside), acting deterministically."""
+    from morl_robot.serving.runtime import OnnxPolicy
+
+    model = OnnxPolicy.from_file(path)
+    return LoadedPolicy(lambda obs: model.act(obs, deterministic=True).action, model.contract.task,
+                        f"{Path(path)} (version {model.contract.policy_version})", model.contract)
+
+
+def random_policy(task: str, seed: int = 0) -> LoadedPolicy:
+    """Uniform random actions in [-1, 1]^D (the baseline a task's difficulty is stated against)."""
+    from morl_robot.envs.mo_env import MORobotEnv
+
+    env = MORobotEnv(task)
+    dim = env.action_space.shape[0]
+    env.close()
+    rng = np.random.default_rng(seed + 7_777)
+    return LoadedPolicy(lambda obs: rng.uniform(-1.0, 1.0, dim), task, "uniform random actions")
+
+
+def load_policy(source: str | os.PathLike[str], task: str | None = None, seed: int = 0) -> LoadedPolicy:
+    """``policy.onnx``, a run directory (its ``policy.onnx``), or ``random`` (needs ``task``)."""
+    if str(source) == "random":
+        if not task:
+            raise UsageError("a random policy needs --task")
+        from morl_robot.tasks.registry import TASKS
+
+        if task not in TASKS:
+            raise UsageError(f"--task {task!r}: unknown task; known: {', '.join(sorted(TASKS))}")
+        return random_policy(task, seed)
+    path = Path(source)
+    if path.is_dir():
+        if not (path / "policy.onnx").is_file():
+            raise UsageError(f"{path} has no policy.onnx (export one with `morl-robot export {path}`)")
+        path = path / "policy.onnx"
+    if not path.is_file():
+        raise UsageError(f"no such policy file or run directory: {path}")
+    loaded = onnx_policy(path)
+    if task and task != loaded.task:
+        raise UsageError(f"--task {task}: {path} was trained for task '{loaded.task}'")
+    return loaded
+
+
+# --- learning curves of deterministic evaluations ---------------------------------------------
+def snapshot_files(run_dir: str | os.PathLike[str]) -> list[tuple[int, Path]]:
+    """``(env_steps, path)`` of a run directory's kept policy snapshots
+    (``snapshots/policy_<env_steps>.onnx``, written by the learner at every checkpoint), oldest first."""
+    found = []
+    for p in Path(run_dir, "snapshots").glob("policy_*.onnx"):
+        try:
+            found.append((int(p.stem.split("_", 1)[1]), p))
+        except ValueError:
+            continue
+    return sorted(found)
+
+
+def evaluation_curve(run_dir: str | os.PathLike[str], episodes: int, seed: int,
+                     progress: bool = False) -> list[tuple[int, Evaluation]]:
+    """The protocol applied to every kept snapshot of a run: a learning curve of deterministic
+    evaluations (not of the exploring policy's episodes)."""
+    curve = []
+    for steps, path in snapshot_files(run_dir):
+        loaded = onnx_policy(path)
+        curve.append((steps, evaluate_policy(loaded.act, loaded.task, episodes, seed, loaded.description,
+                                             progress=progress)))
+    return curve

@@ -1,0 +1,45 @@
+"""`make demo` is the main job: its exact code path (`morl-robot demo`, the console script's own
+parser building every sub-command) runs here on a tiny budget, so CI fails when the demo breaks."""
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+pytestmark = [pytest.mark.ros, pytest.mark.slow]
+
+
+def test_demo_runs_end_to_end_on_a_tiny_budget(tmp_path, domain_id):
+    pytest.importorskip("rclpy")
+    from morl_robot.session.processes import ros_env
+
+    out = tmp_path / "demo"
+    cmd = [sys.executable, "-m", "morl_robot.cli", "demo", "--steps", "300", "--eval-episodes", "2",
+           "--episodes", "1", "--out", str(out), "--no-progress", "--domain-id", str(domain_id)]
+    done = subprocess.run(cmd, env={**ros_env(domain_id), **{k: v for k, v in os.environ.items() if k == "PYTHONPATH"}},
+                          capture_output=True, text=True, timeout=600, check=False)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-4000:]
+    # 1. training left a run directory with the initial and the final policy snapshots
+    snapshots = sorted(p.name for p in (out / "snapshots").glob("policy_*.onnx"))
+    assert snapshots[0] == "policy_00000000.onnx" and len(snapshots) >= 2, snapshots
+    # 2. the before/after report, in the protocol's EVAL format, and the evaluation curve
+    report = json.loads((out / "demo_report.json").read_text())
+    for side in ("before", "after"):
+        ev = report[side]
+        assert ev["episodes"] == 2 and set(ev["objectives"]) == {"task", "wrist_force"}
+        assert {"success_rate", "terminations", "peak_force"} <= set(ev)
+        assert ev["seeds"] == report["before"]["seeds"]  # same fixed seeds before and after
+    assert report["before_env_steps"] == 0 and report["after_env_steps"] >= 300
+    assert (out / "eval_curve.csv").is_file() and (out / "plots" / "eval_curve.png").stat().st_size > 1000
+    assert "before (initial policy)" in done.stdout and "success rate" in done.stdout
+    # 3. the deploy check ran through the graph and compared with the in-process evaluation
+    deploy = json.loads((out / "deploy" / "deploy_report.json").read_text())
+    assert deploy["episodes"] == 1 and max(deploy["max_abs_difference"]) < 0.05
+
+
+def test_demo_refuses_bad_budgets():
+    from morl_robot.cli import main
+
+    assert main(["demo", "--steps", "0"]) == 2
+    assert main(["demo", "--eval-episodes", "0"]) == 2
