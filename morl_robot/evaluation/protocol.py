@@ -137,8 +137,9 @@ class Evaluation:
     def to_markdown(self) -> str:
         """A table a person reads: each objective with its CI, success, forces, terminations."""
         data = self.to_json()
-        lines = [f"**{self.task}** — {self.policy or 'policy'}: {data['episodes']} deterministic episodes, "
-                 f"seeds {self.seed}…{self.seed + data['episodes'] - 1}", "",
+        head = (f"**{self.task}** — {self.policy or 'policy'}: {data['episodes']} episodes, "
+                f"seeds {self.seed}…{self.seed + data['episodes'] - 1}")
+        lines = [head, "",
                  "| measure | value | 95 % CI |", "|---|---|---|"]
         for name, s in data["objectives"].items():
             lines.append(f"| return: {name} | {s['mean']:.3f} | [{s['ci_low']:.3f}, {s['ci_high']:.3f}] |")

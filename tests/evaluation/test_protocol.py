@@ -10,10 +10,15 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from morl_robot.cli import main
-from morl_robot.evaluation.protocol import bootstrap_ci, evaluate_policy, load_policy, run_episode
+from morl_robot.evaluation.protocol import (
+    bootstrap_ci,
+    evaluate_policy,
+    load_policy,
+    run_episode,
+)
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "serving"))
-from policy_models import SAWYER, SHADOW, make_policy, task_contract  # noqa: E402
+from policy_models import SAWYER, SHADOW, make_policy, task_contract
 
 
 def _export(tmp_path, task=SAWYER, name="policy.onnx"):
