@@ -156,6 +156,10 @@ class MPOConfig:
             fail("", "retrace_lambda", f"must be in [0, 1], got {self.retrace_lambda}")
         if len(set(self.objective_names)) != len(self.objective_names):
             fail("", "objective_names", f"names must be unique, got {self.objective_names}")
+        slack = (self.batch_size + self.replay.samples_per_insert) / 2
+        if self.replay.error_buffer < slack:  # else back-pressured actors and the learner can wait on each other
+            fail("", "replay.error_buffer", f"must be >= (batch_size + samples_per_insert) / 2 = {slack:g}, "
+                 f"got {self.replay.error_buffer:g}")
 
     # -- per-objective lists, checked once K is known ------------------------------------------
 

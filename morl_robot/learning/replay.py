@@ -191,6 +191,12 @@ class SampleToInsertRatio:
     def can_insert(self) -> bool:
         return self.inserts < self.min_size_to_sample or self._diff() + self.samples_per_insert <= self.max_diff
 
+    def max_inserts(self) -> int:
+        """The insert count up to which :meth:`can_insert` holds with the samples taken so far (the
+        actors' back-pressure: past it, acting waits for learning).  Grows by ``batch / spi`` with
+        every sampled batch."""
+        return max(self.min_size_to_sample, int((self.max_diff + self.samples) // self.samples_per_insert))
+
     def insert(self, n: int = 1) -> None:
         self.inserts += n
 

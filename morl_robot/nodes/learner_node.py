@@ -20,6 +20,10 @@ broadcasts its policy.  This node is a thin wrapper around the pure pieces of
 * ``policy_snapshot`` (``std_msgs/UInt8MultiArray``, ``wire.LATCHED_QOS``, ``dim[0].label =
   "policy_version=<n>"``) — ONNX bytes from :func:`~morl_robot.serving.export.export_policy` at
   activation and every ``snapshot_every`` updates; late-joining actors get the newest one.
+* ``experience_allowance`` (``wire.LATCHED_QOS``, labels ``env_steps,allowed_env_steps``): the
+  transitions received and the number the samples-per-insert ratio accepts now
+  (:meth:`~morl_robot.learning.replay.SampleToInsertRatio.max_inserts`, capped at ``total_steps``);
+  lockstep actors wait past it (back-pressure), so acting keeps pace with learning.
 * ``/diagnostics`` at 1 Hz: ``env_steps``, ``updates``, ``policy_version``, ``episodes``,
   ``transitions_per_s``, ``updates_per_s``, ``replay_size``, ``rejected_chunks``,
   ``actor/<id>/transitions`` (and ``…/episodes``, ``…/policy_version``), ``return/<objective>``
@@ -111,6 +115,7 @@ class LearnerNode(ManagedNode):
         self._timers: list[Any] = []
         self._sub: Any = None
         self._pub_snapshot: Any = None
+        self._pub_allowance: Any = None
         self._diagnostics: DiagnosticsPublisher | None = None
         self._last_returns: np.ndarray | None = None
         self._rate_mark = (time.monotonic(), 0, 0)
@@ -183,6 +188,8 @@ class LearnerNode(ManagedNode):
         self.logger = MetricsLogger(self.out_dir, self.config.training.tensorboard,
                                     resume_step=self.counters["env_steps"])
         self._pub_snapshot = self.create_publisher(UInt8MultiArray, "policy_snapshot", wire.LATCHED_QOS)
+        self._pub_allowance = self.create_publisher(Float64MultiArray, "experience_allowance", wire.LATCHED_QOS)
+        self._allowance_sent: tuple[int, int] | None = None
         self._configured, self._finalized = True, False
         self.get_logger().info(
             f"{c.task} on {c.robot}: {obs_dim} observations, {act_dim} actions, objectives {c.objective_names}; "
@@ -290,6 +297,9 @@ class LearnerNode(ManagedNode):
         if self._pub_snapshot is not None:
             self.destroy_publisher(self._pub_snapshot)
             self._pub_snapshot = None
+        if self._pub_allowance is not None:
+            self.destroy_publisher(self._pub_allowance)
+            self._pub_allowance = None
         self._configured = False
 
     def close(self) -> None:
@@ -358,11 +368,25 @@ class LearnerNode(ManagedNode):
         room = lim.inserts * lim.samples_per_insert - lim.samples - lim.min_diff
         return max(0, int(room // self.config.batch_size))
 
+    def _publish_allowance(self) -> None:
+        """Tell the actors how many transitions the samples-per-insert ratio accepts now
+        (``experience_allowance``); actors in lockstep wait past it, so acting keeps pace with
+        learning instead of running ahead (Reverb's rate limiter blocks inserts the same way)."""
+        total = int(self._param("total_steps"))
+        allowed = self.limiter.max_inserts()
+        if total:
+            allowed = min(allowed, total)
+        now = (self.counters["env_steps"], allowed)
+        if now != self._allowance_sent and self._pub_allowance is not None:
+            self._pub_allowance.publish(wire.labelled_array(now, wire.ALLOWANCE_LABELS))
+            self._allowance_sent = now
+
     def _on_tick(self) -> None:
         if not self._active or self.finished:
             return
         if not self._diverged:
             self._learn()
+        self._publish_allowance()
         if self._draining and (self._diverged or not self.limiter.can_sample(self.config.batch_size)):
             self._finalize("total_steps reached")
             self.finished = True  # run_node stops spinning and calls close()

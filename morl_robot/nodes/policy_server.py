@@ -106,6 +106,7 @@ class PolicyServer(ManagedNode):
         p("rate", 0.0)
         p("diagnostics_period", 1.0)
         p("realtime_priority", 0)  # realtime loop thread: SCHED_FIFO priority 1..99 (0 = normal scheduling)
+        p("back_pressure", True)  # train + lockstep: wait while the learner's experience_allowance is used up
         self.add_on_set_parameters_callback(self._on_set_parameters)
         self.policy: OnnxPolicy | None = None
         self._configured = False
@@ -144,7 +145,12 @@ class PolicyServer(ManagedNode):
         self._latency: deque[float] = deque(maxlen=2000)
         self._counters = {"ticks": 0, "commands": 0, "repeated_commands": 0, "deadline_misses": 0, "held": 0,
                           **{f"held_{r}": 0 for r in HOLD_REASONS}, "reloads": 0, "rejected_models": 0,
-                          "transitions": 0, "dropped_transitions": 0, "chunks": 0}
+                          "transitions": 0, "dropped_transitions": 0, "chunks": 0,
+                          "back_pressure_waits": 0}
+        # back-pressure (train + lockstep): (learner env_steps, allowed env_steps), transitions sent since
+        self._allowance: tuple[float, float] | None = None
+        self._sent_since_allowance = 0
+        self._waiting: wire.TaskStep | None = None  # the step held back until the learner catches up
         self._holding = ""  # current hold reason ("" = serving)
         self._last_error = ""
 
@@ -189,6 +195,9 @@ class PolicyServer(ManagedNode):
         ]
         if self._pub_experience is not None:
             self._entities.append(("publisher", self._pub_experience))
+            if timing == "lockstep" and bool(self._param("back_pressure")):
+                self._entities.append(("subscription", self.create_subscription(
+                    Float64MultiArray, "experience_allowance", self._on_allowance, wire.LATCHED_QOS)))
         # rclpy's executor here has no guard conditions: a cheap poll picks up models loaded on the worker
         self._reload_poll = self.create_timer(RELOAD_POLL_PERIOD, self._on_models_loaded)
         self._diagnostics = DiagnosticsPublisher(self, f"{self.get_name()}: policy", self._status,
@@ -322,8 +331,36 @@ class PolicyServer(ManagedNode):
         else:
             if self._pub_experience is not None:
                 self._complete(ts)
+                if self._must_wait():
+                    self._waiting = ts  # acted on when the learner's allowance grows (_on_allowance)
+                    self._counters["back_pressure_waits"] += 1
+                    self._heartbeat()
+                    return
+            self._waiting = None
             self._act(ts, received)
         self._heartbeat()
+
+    # --- back-pressure -------------------------------------------------------------------------
+    def _must_wait(self) -> bool:
+        """Whether this actor has used up the learner's ``experience_allowance``: the learner's
+        count, plus what this actor sent since that count and still holds in its chunk, reaches the
+        allowed count.  Without an allowance yet (no learner heard from), act freely."""
+        if self._allowance is None:
+            return False
+        received, allowed = self._allowance
+        return received + self._sent_since_allowance + len(self._rows) >= allowed + int(self._param("chunk_size"))
+
+    def _on_allowance(self, msg: Float64MultiArray) -> None:
+        values, labels = wire.read_labelled(msg)
+        if labels != wire.ALLOWANCE_LABELS:
+            return
+        with self._lock:
+            self._allowance = (float(values[0]), float(values[1]))
+            self._sent_since_allowance = 0
+            ts = self._waiting
+            if ts is not None and self._active and self.policy is not None and not self._must_wait():
+                self._waiting = None
+                self._act(ts, time.monotonic())
 
     def _realtime_loop(self) -> None:
         """The realtime loop (its own thread, not an rclpy timer: the Python executor adds ~0.2 ms of
@@ -453,6 +490,7 @@ class PolicyServer(ManagedNode):
             return
         self._pub_experience.publish(wire.labelled_table(np.stack(self._rows), self._columns))
         self._counters["chunks"] += 1
+        self._sent_since_allowance += len(self._rows)
         self._rows = []
 
     # --- hot reload ----------------------------------------------------------------------------

@@ -93,6 +93,9 @@ TOPICS: tuple[Topic, ...] = (
           "experience chunk, a table: rows = transitions, columns = EXPERIENCE_COLUMNS + fields"),
     Topic("policy_snapshot", "std_msgs/msg/UInt8MultiArray", "LATCHED_QOS", "learner_node",
           "ONNX policy bytes; layout label 'policy_version=<n>'"),
+    Topic("experience_allowance", "std_msgs/msg/Float64MultiArray", "LATCHED_QOS", "learner_node",
+          "actors' back-pressure: labels 'env_steps,allowed_env_steps' (transitions received, and accepted "
+          "before acting must wait for learning: the samples-per-insert limit)"),
     Topic("/clock", "rosgraph_msgs/msg/Clock", "CLOCK_QOS", "robot_node (sim)", "simulation time"),
     Topic("/diagnostics", "diagnostic_msgs/msg/DiagnosticArray", "EVENT_QOS", "every node",
           "status, rates, latencies, counters (key/value)"),
@@ -110,6 +113,7 @@ SERVICES: tuple[tuple[str, str, str], ...] = (
 )
 
 TASK_STEP_HEADER = ("episode", "step", "terminated", "truncated", "stamp")
+ALLOWANCE_LABELS = ("env_steps", "allowed_env_steps")
 
 
 # --- labelled arrays -----------------------------------------------------------------------

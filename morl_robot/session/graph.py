@@ -4,8 +4,8 @@ One function per session kind, used by the CLI (as processes) and by the launch 
 ``launch_ros.actions.Node``), so both start exactly the same graph:
 
 * **train** — in ``/<ns>``: ``learner_node``; per actor i in ``/<ns>/actor<i>``: ``robot_node``,
-  ``safety_monitor`` and ``policy_server`` (mode train, ``actor_id`` i), with ``policy_snapshot``
-  and ``experience`` remapped to the learner's ``/<ns>/…`` topics.
+  ``safety_monitor`` and ``policy_server`` (mode train, ``actor_id`` i), with ``policy_snapshot``,
+  ``experience`` and ``experience_allowance`` remapped to the learner's ``/<ns>/…`` topics.
 * **deploy** — in ``/<ns>``: ``robot_node``, ``safety_monitor``, ``policy_server`` (mode deploy).
 * **safety_test** — in ``/<ns>``: ``robot_node`` (bare robot) and ``safety_monitor``.
 """
@@ -52,7 +52,8 @@ def train_nodes(cfg: SessionConfig, out_dir: str | os.PathLike[str]) -> list[Nod
     })]
     for i in range(cfg.actors):
         actor_ns = f"{ns}/actor{i}"
-        remap = {"policy_snapshot": f"{ns}/policy_snapshot", "experience": f"{ns}/experience"}
+        remap = {"policy_snapshot": f"{ns}/policy_snapshot", "experience": f"{ns}/experience",
+                 "experience_allowance": f"{ns}/experience_allowance"}
         nodes += [
             NodeSpec("robot_node", "robot_node", actor_ns, _robot_params(cfg, cfg.seed + 1000 * (i + 1))),
             NodeSpec("safety_monitor", "safety_monitor", actor_ns, _safety_params(cfg, robot)),

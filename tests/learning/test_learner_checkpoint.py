@@ -11,6 +11,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 import torch
 
 from morl_robot.errors import ConfigError
@@ -239,3 +241,17 @@ def test_config_files_load_and_errors_name_the_key(tmp_path: Path) -> None:
         load_learner_config(bad)
     with pytest.raises(ConfigError, match="epsilons.*expected 3 values"):
         MOMPOLearner(4, ActionSpec.box(2), 3, MPOConfig(epsilons=[0.1, 0.2]))
+
+
+@settings(max_examples=200, deadline=None)
+@given(spi=st.floats(0.25, 64.0), min_size=st.integers(1, 500), buffer=st.floats(0.0, 4096.0),
+       ops=st.lists(st.tuples(st.booleans(), st.integers(1, 256)), max_size=60))
+def test_max_inserts_is_where_inserting_stops(spi, min_size, buffer, ops):
+    """The actors' allowance (``max_inserts``) is exactly the limiter's own insert condition."""
+    lim = SampleToInsertRatio(samples_per_insert=spi, min_size_to_sample=min_size, error_buffer=buffer)
+    for is_insert, n in ops:
+        lim.insert(n) if is_insert else lim.sample(n)
+        assert lim.can_insert() == (lim.inserts < lim.max_inserts())
+        before = lim.max_inserts()
+        lim.sample(0)
+        assert lim.max_inserts() == before  # depends on samples, grows as learning samples

@@ -1,0 +1,54 @@
+"""Actors keep pace with the learner (back-pressure): in lockstep training the policy servers wait
+while the learner's ``experience_allowance`` is used up, so the environment steps taken never run
+ahead of what the samples-per-insert ratio accepts (Reverb's rate limiter semantics)."""
+from __future__ import annotations
+
+import csv
+import subprocess
+import sys
+
+import pytest
+
+pytestmark = [pytest.mark.ros]
+
+# Many samples per insert with a tiny network: the learner needs ~4 updates per environment step,
+# far slower than the robot node steps on its own, so without back-pressure the actor runs ahead.
+SLOW_LEARNER = """
+algorithm: mo_mpo
+default_epsilon: 0.1
+temperature_solver: exact
+num_samples: 4
+batch_size: 16
+sequence_length: 2
+target_update_period: 20
+networks: {policy_hidden: [32], critic_hidden: [32], init_std: 0.5}
+replay: {capacity: 20000, samples_per_insert: 64.0, min_size_to_sample: 64, error_buffer: 256.0}
+training: {eval_every: 0, checkpoint_every: 0, keep_checkpoints: 2, log_every: 20, tensorboard: false}
+"""
+CHUNK = 64  # config/sessions/train.yaml policy_server.chunk_size
+
+
+def test_environment_steps_never_outrun_the_samples_per_insert_ratio(tmp_path, domain_id):
+    pytest.importorskip("rclpy")
+    from morl_robot.learning.replay import SampleToInsertRatio
+    from morl_robot.session.processes import ros_env
+
+    config = tmp_path / "slow.yaml"
+    config.write_text(SLOW_LEARNER)
+    out = tmp_path / "run"
+    cmd = [sys.executable, "-m", "morl_robot.cli", "train", "--task", "sawyer_peg_in_hole", "--steps", "400",
+           "--learner-config", str(config), "--out", str(out), "--no-progress", "--namespace", "bp",
+           "--domain-id", str(domain_id)]
+    done = subprocess.run(cmd, env=ros_env(domain_id), capture_output=True, text=True, timeout=600, check=False)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    with open(out / "metrics.csv", newline="") as f:
+        rows = [(int(float(r["step"])), int(float(r["env_steps"]))) for r in csv.DictReader(f)]  # step = update
+    assert len(rows) > 20, "too few logged updates to judge"
+    limiter = SampleToInsertRatio(64.0, 64, 256.0)
+    for update, env_steps in rows:
+        limiter.samples = 16 * update  # the samples taken after `update` updates of batch 16
+        # the allowance, one chunk of run-ahead, and one chunk in flight
+        assert env_steps <= limiter.max_inserts() + 2 * CHUNK, (update, env_steps, limiter.max_inserts())
+    # and the learner was not starved either: the ratio was met by the end
+    update, env_steps = rows[-1]
+    assert env_steps >= 0.5 * (16 * update) / 64.0
