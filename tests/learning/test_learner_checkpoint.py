@@ -11,9 +11,9 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
-import torch
 
 from morl_robot.errors import ConfigError
 from morl_robot.learning import (
