@@ -6,7 +6,8 @@ morl_robot deploy.launch.py``).
 Sim-to-sim check (``--backend sim --episodes N``): the graph runs N episodes in MuJoCo, in
 lockstep by default so that every control step gets exactly one policy action, and the
 per-objective returns are compared with the in-process evaluation of the same policy on the same
-seeds: the torch policy of the run's newest checkpoint (``--compare RUN_DIR``, default the folder
+seeds (each action through the same safety rules, :class:`~morl_robot.safety.shield.SafetyShield`):
+the torch policy of the run's newest checkpoint (``--compare RUN_DIR``, default the folder
 the ONNX file lies in) or, without a checkpoint, onnxruntime in-process.  Both are reported, with
 their difference, in ``OUT/deploy_report.json``.
 
@@ -76,10 +77,12 @@ def in_process_returns(policy_path: Path, compare: Path | None, task: str, seeds
 
         source = f"onnxruntime in-process (no checkpoint next to the policy: {exc})"
     from morl_robot.evaluation.protocol import run_episode
+    from morl_robot.safety.shield import SafetyShield
 
     env = MORobotEnv(task)
-    try:
-        returns = [run_episode(env, act, seed).returns for seed in seeds]
+    try:  # through the same safety rules as the graph's monitor
+        shield = SafetyShield(env)
+        returns = [run_episode(env, act, seed, shield).returns for seed in seeds]
     finally:
         env.close()
     return np.asarray(returns), source

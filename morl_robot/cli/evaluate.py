@@ -21,6 +21,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--seed", type=int, default=0, help="episode i resets with seed S+i (default 0)")
     p.add_argument("--task", default=None, help="task (needed for 'random'; otherwise checked against the policy)")
     p.add_argument("--json", action="store_true", help="print one JSON object (EVAL) instead of Markdown")
+    p.add_argument("--no-safety", action="store_true",
+                   help="act without the robot's safety rules (default: through them, as deployed)")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
     p.set_defaults(func=run)
 
@@ -32,7 +34,8 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError(f"--episodes must be >= 1, got {args.episodes}")
     loaded = load_policy(args.policy, args.task, args.seed)
     result = evaluate_policy(loaded.act, loaded.task, args.episodes, args.seed, loaded.description,
-                             progress=not args.no_progress and not args.json and sys.stderr.isatty())
+                             progress=not args.no_progress and not args.json and sys.stderr.isatty(),
+                             safety=not args.no_safety)
     if args.json:
         print(json.dumps(result.to_json()))
     else:

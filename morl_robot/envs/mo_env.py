@@ -72,6 +72,11 @@ class MORobotEnv(gym.Env[np.ndarray, np.ndarray]):
     def action_labels(self) -> tuple[str, ...]:
         return self.task.action_labels
 
+    @property
+    def state(self) -> Any:
+        """The robot's newest :class:`~morl_robot.robots.spec.RobotState` (None before reset)."""
+        return self._state
+
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> tuple[np.ndarray, dict[str, Any]]:
         super().reset(seed=seed)
         if isinstance(self.robot, MujocoRobot):

@@ -8,7 +8,10 @@ the graph and an in-process evaluation see the same starts).  Per episode it rec
 per-objective return (undiscounted sum of the per-step rewards, MO-MPO paper §6), the termination
 reason, success (the task's ``info['success']`` at the last step), and the task's contact force at
 every step (:meth:`morl_robot.tasks.base.Task.contact_force`: the tared wrist force norm for the
-Sawyer, the largest fingertip tactile reading for the Shadow Hand).
+Sawyer, the largest fingertip tactile reading for the Shadow Hand).  By default every action
+passes the robot's safety rules first (:class:`~morl_robot.safety.shield.SafetyShield`), so the
+figures are those of the policy as deployed behind the safety monitor; ``safety_rules`` in the
+summary counts the commands clamped or held.
 
 The summary (:meth:`Evaluation.to_json`, the ``EVAL`` object of ``morl-robot evaluate --json``)::
 
@@ -151,18 +154,28 @@ class Evaluation:
         return "\n".join(lines)
 
 
-def run_episode(env: Any, act: Actor, seed: int) -> EpisodeRecord:
-    """One deterministic episode of ``act`` on a :class:`~morl_robot.envs.mo_env.MORobotEnv`."""
+def run_episode(env: Any, act: Actor, seed: int, shield: Any = None) -> EpisodeRecord:
+    """One deterministic episode of ``act`` on a :class:`~morl_robot.envs.mo_env.MORobotEnv`.
+
+    With a :class:`~morl_robot.safety.shield.SafetyShield`, every action passes the robot's safety
+    rules first, as on the graph (clamped, or held after an e-stop, which as in deployment holds the
+    robot until the episode ends; the termination is then reported as ``safety``)."""
     obs, info = env.reset(seed=int(seed))
+    if shield is not None:
+        shield.begin(env.state)
     total = np.zeros(env.reward_dim)
     forces: list[float] = []
-    steps, done, term, success = 0, False, None, False
+    steps, done, term, success, estop = 0, False, None, False, False
     while not done:
         action = np.asarray(act(np.asarray(obs, dtype=np.float64)), dtype=np.float64).reshape(env.action_space.shape)
         if not np.all(np.isfinite(action)):
             raise UsageError(f"the policy produced a non-finite action at step {steps} of the episode with seed "
                              f"{seed}: {action}")
-        obs, reward, terminated, truncated, info = env.step(np.clip(action, -1.0, 1.0))
+        executed = np.clip(action, -1.0, 1.0) if shield is None else shield.filter(action, env.state.stamp)
+        obs, reward, terminated, truncated, info = env.step(executed)
+        if shield is not None:
+            shield.observe(env.state)
+            estop = estop or shield.estopped
         total += np.asarray(reward, dtype=np.float64)
         force = env.task.contact_force(info)
         if force is not None:
@@ -171,19 +184,26 @@ def run_episode(env: Any, act: Actor, seed: int) -> EpisodeRecord:
         done = bool(terminated or truncated)
         term = info.get("termination")
         success = success or bool(info.get("success", False))
-    return EpisodeRecord(int(seed), total, term, success, steps, np.asarray(forces, dtype=np.float64))
+    return EpisodeRecord(int(seed), total, "safety" if estop else term, success, steps,
+                         np.asarray(forces, dtype=np.float64))
 
 
 def evaluate_policy(act: Actor, task: str, episodes: int = 20, seed: int = 0, policy: str = "",
                     task_config: str | os.PathLike[str] | None = None, progress: bool = False,
-                    env_fn: Callable[[], Any] | None = None) -> Evaluation:
+                    env_fn: Callable[[], Any] | None = None, safety: bool = True) -> Evaluation:
     """Run the protocol: ``episodes`` deterministic episodes of ``act`` on ``task``, seeds
-    ``seed … seed + episodes − 1``."""
+    ``seed … seed + episodes − 1``; with ``safety`` (default) through the robot's safety rules, as
+    deployed (:class:`~morl_robot.safety.shield.SafetyShield`)."""
     from morl_robot.envs.mo_env import MORobotEnv
 
     if episodes < 1:
         raise UsageError(f"episodes must be >= 1, got {episodes}")
     env = env_fn() if env_fn is not None else MORobotEnv(task, config_file=task_config)
+    shield = None
+    if safety:
+        from morl_robot.safety.shield import SafetyShield
+
+        shield = SafetyShield(env)
     records = []
     try:
         seeds = range(seed, seed + episodes)
@@ -192,10 +212,11 @@ def evaluate_policy(act: Actor, task: str, episodes: int = 20, seed: int = 0, po
 
             seeds = tqdm(seeds, unit="episode", desc=f"evaluating {policy or task}", leave=False)
         for s in seeds:
-            records.append(run_episode(env, act, s))
+            records.append(run_episode(env, act, s, shield))
     finally:
         env.close()
-    return Evaluation(task, tuple(env.objective_names), records, seed, policy)
+    extra = {"safety_rules": shield.summary() if shield is not None else None}
+    return Evaluation(task, tuple(env.objective_names), records, seed, policy, extra)
 
 
 # --- policies ---------------------------------------------------------------------------------

@@ -114,3 +114,44 @@ def test_evaluate_refuses_a_policy_for_another_task(tmp_path, capsys):
 def test_run_directory_without_policy(tmp_path, capsys):
     assert main(["evaluate", str(tmp_path)]) == 2
     assert "has no policy.onnx" in capsys.readouterr().err
+
+
+def test_the_safety_rules_act_in_process_as_on_the_graph():
+    """A policy that reverses its velocity every step is rate-limited by the Sawyer's safety rules
+    (config/safety/sawyer.yaml: 4 m/s², 0.2 m/s per 50 ms step); a steady one is not touched."""
+    from morl_robot.envs.mo_env import MORobotEnv
+    from morl_robot.safety.shield import SafetyShield
+
+    env = MORobotEnv(SAWYER)
+    try:
+        flip = iter(np.tile([[1.0, 0, 0], [-1.0, 0, 0]], (200, 1)))
+        shield = SafetyShield(env)
+        chatter = run_episode(env, lambda obs: next(flip), seed=0, shield=shield)
+        summary = shield.summary()
+        assert summary["clamped"] >= chatter.steps // 2 - 2 and summary["violations"]["command.rate/soft"] >= 1
+        bare = run_episode(env, lambda obs: next(flip), seed=0)
+        assert not np.allclose(chatter.returns, bare.returns)  # the executed motion differs
+
+        steady = SafetyShield(env)
+        still = run_episode(env, lambda obs: np.zeros(3), seed=0, shield=steady)
+        assert steady.summary()["clamped"] == 0
+        np.testing.assert_allclose(still.returns, run_episode(env, lambda obs: np.zeros(3), seed=0).returns)
+    finally:
+        env.close()
+
+
+def test_an_estop_holds_the_robot_and_is_reported_as_safety():
+    """Driving the peg into the fixture trips the collision level: the e-stop latches, the robot is
+    held for the rest of the episode (as deployed) and the episode counts as a safety stop."""
+    from morl_robot.envs.mo_env import MORobotEnv
+    from morl_robot.safety.shield import SafetyShield
+
+    env = MORobotEnv(SAWYER, overrides={"force_threshold": 1e6})  # let the safety monitor act, not the task
+    try:
+        shield = SafetyShield(env)
+        rec = run_episode(env, lambda obs: np.array([0.0, 0.0, -1.0]), seed=0, shield=shield)
+    finally:
+        env.close()
+    assert rec.termination == "safety"
+    assert shield.summary()["held"] > 0
+    assert any("collision" in k for k in shield.summary()["violations"])
