@@ -326,8 +326,11 @@ class RobotNode(ManagedNode):
         self._publish_sensors(rec)
         assert self.runner is not None
         if self._pub_task is not None and rec.observation is not None:
+            start = announce and rec.step == 0 and not rec.done
+            if start:  # before step 0's task_step: the monitor forgets the last episode's command first
+                self._publish_episode(rec)
             self._pub_task.publish(self._task_step_msg(self.runner.task_step_values(rec)))
-            if announce and (rec.step == 0 or rec.done):
+            if announce and rec.done:
                 self._publish_episode(rec)
         self._last_publish_time = time.monotonic()
 

@@ -649,6 +649,11 @@ class SafetyMonitor:
         self.counters["resets"] += 1
         return True, f"released (was: {cause.describe() if cause else 'engaged'})"
 
+    def new_episode(self) -> None:
+        """The robot starts an episode at rest (a simulated reset puts it there at once): rate
+        limits ramp the next command from the hold command, not from the previous episode's last."""
+        self._prev = None
+
     # --- state ------------------------------------------------------------------------------
     @property
     def estopped(self) -> bool:

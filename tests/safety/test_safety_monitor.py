@@ -348,3 +348,21 @@ def test_unknown_labels_are_not_forwarded():
     assert out.violations[0].rule == "command.labels" and out.violations[0].response == Response.HOLD
     assert out.command.labels == XYZ and np.array_equal(out.command.values, np.zeros(3))
     assert not m.estopped
+
+
+def test_a_new_episode_ramps_from_the_hold_command():
+    """A simulated reset puts the robot at rest: the first command of the next episode is
+    rate-limited from the hold command, not from the previous episode's last command."""
+    from morl_robot.safety.monitor import build_monitor
+
+    m = build_monitor("sawyer", None, watchdogs=False)
+    labels = ("vx", "vy", "vz")
+    assert m.reset(0.0)[0]
+    for _ in range(10):  # ramp up to +0.2 m/s (4 m/s² · 50 ms per command)
+        last = m.on_command([0.2, 0.0, 0.0], labels, 0.0).command
+    assert last is not None and last.values[0] == pytest.approx(0.2)
+    reversed_ = m.on_command([-0.2, 0.0, 0.0], labels, 0.0).command
+    assert reversed_.values[0] == pytest.approx(0.0)  # a full reversal is clamped mid-episode
+    m.new_episode()
+    first = m.on_command([-0.2, 0.0, 0.0], labels, 0.0).command
+    assert first.values[0] == pytest.approx(-0.2)  # from rest, -0.2 m/s is one allowed step
