@@ -373,10 +373,11 @@ class LearnerNode(ManagedNode):
         (``experience_allowance``); actors in lockstep wait past it, so acting keeps pace with
         learning instead of running ahead (Reverb's rate limiter blocks inserts the same way)."""
         total = int(self._param("total_steps"))
-        allowed = self.limiter.max_inserts()
+        received = self.counters["env_steps"]  # the limiter counts only this process's inserts (resumes)
+        allowed = received + self.limiter.max_inserts() - self.limiter.inserts  # may be < received
         if total:
             allowed = min(allowed, total)
-        now = (self.counters["env_steps"], allowed)
+        now = (received, allowed)
         if now != self._allowance_sent and self._pub_allowance is not None:
             self._pub_allowance.publish(wire.labelled_array(now, wire.ALLOWANCE_LABELS))
             self._allowance_sent = now

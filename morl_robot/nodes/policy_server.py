@@ -426,7 +426,7 @@ class PolicyServer(ManagedNode):
             self._hold("bad_layout", str(exc))
             return
         self._inference.append(time.perf_counter() - t0)
-        msg = self._command_message(out.command, policy)
+        msg = self._command_message(out.command, policy, ts)
         self._pub_command.publish(msg)
         self._latency.append(time.monotonic() - received)
         self._counters["commands"] += 1
@@ -437,14 +437,17 @@ class PolicyServer(ManagedNode):
             self.get_logger().info(f"serving again (was holding: {self._holding})")
             self._holding = ""
 
-    def _command_message(self, command: np.ndarray, policy: OnnxPolicy) -> Float64MultiArray:
-        """``wire.labelled_array(command, action_labels)`` with the layout built once per contract."""
+    def _command_message(self, command: np.ndarray, policy: OnnxPolicy, ts: wire.TaskStep) -> Float64MultiArray:
+        """``wire.labelled_array(command, action_labels)`` with the layout built once per contract;
+        in lockstep the key of the answered task_step is appended (``wire.STEP_KEY_LABEL``)."""
+        keyed = self._timing == "lockstep"
         if self._command_layout is None or self._command_layout[0] is not policy.contract:
-            layout = wire.labelled_array(command, policy.contract.action_labels).layout
+            labels = tuple(policy.contract.action_labels) + ((wire.STEP_KEY_LABEL,) if keyed else ())
+            layout = wire.labelled_array(np.zeros(len(labels)), labels).layout
             self._command_layout = (policy.contract, layout)
         msg = Float64MultiArray()
         msg.layout = self._command_layout[1]
-        msg.data = command.tolist()
+        msg.data = command.tolist() + ([wire.step_key(ts.episode, ts.step)] if keyed else [])
         return msg
 
     def _hold(self, reason: str, why: str) -> None:

@@ -80,8 +80,8 @@ class RobotNode(ManagedNode):
         self._last_command: tuple[np.ndarray, tuple[str, ...]] | None = None
         self._last_command_time = 0.0
         self._last_publish_time = 0.0
-        self._counters = {"steps": 0, "holds": 0, "episodes": 0, "rejected_commands": 0, "faults": 0,
-                          "safety_stops": 0}
+        self._counters = {"steps": 0, "holds": 0, "episodes": 0, "rejected_commands": 0, "stale_commands": 0,
+                          "faults": 0, "safety_stops": 0}
         self._fault = ""
         self._last_error = ""
 
@@ -211,8 +211,14 @@ class RobotNode(ManagedNode):
     def _on_command(self, msg: Float64MultiArray) -> None:
         try:
             values, labels = wire.read_labelled(msg)
+            values, labels, key = wire.split_step_key(values, labels)
         except wire.WireError as exc:
             self._reject(f"malformed command: {exc}")
+            return
+        if key is not None and self._param("timing") == "lockstep" and self.runner is not None \
+                and self.runner.last is not None \
+                and key != wire.step_key(self.runner.last.episode, self.runner.last.step):
+            self._counters["stale_commands"] += 1  # answers an older step (e.g. a re-sent one, twice)
             return
         self._last_command = (values, labels)
         self._last_command_time = time.monotonic()

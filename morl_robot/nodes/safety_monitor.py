@@ -38,6 +38,7 @@ import sys
 import time
 from typing import Any
 
+import numpy as np
 from diagnostic_msgs.msg import DiagnosticStatus
 from geometry_msgs.msg import WrenchStamped
 from rclpy.service import Service
@@ -160,12 +161,16 @@ class SafetyMonitorNode(ManagedNode):
             self._publish_estop()
 
     # --- publishing ----------------------------------------------------------------------------
-    def _handle(self, outcome: Outcome, unsolicited: bool) -> None:
+    def _handle(self, outcome: Outcome, unsolicited: bool, key: float | None = None) -> None:
         """Publish what the monitor decided: the command first (it is what stops the robot), then
-        the e-stop state if it changed, then the violation events."""
+        the e-stop state if it changed, then the violation events.  ``key``: the lockstep step key
+        the checked command answered, passed on with it."""
         published_at = math.nan
         if outcome.command is not None and self._active and (not unsolicited or self._watchdogs):
-            self._pub_command.publish(wire.labelled_array(outcome.command.values, outcome.command.labels))
+            values, labels = outcome.command.values, outcome.command.labels
+            if key is not None:
+                values, labels = np.append(values, key), (*labels, wire.STEP_KEY_LABEL)
+            self._pub_command.publish(wire.labelled_array(values, labels))
             published_at = self._now()
         self._publish_estop()
         stops = []
@@ -200,12 +205,14 @@ class SafetyMonitorNode(ManagedNode):
         if self.monitor is None:
             return
         now = self._now()
+        key = None
         try:
             values, labels = wire.read_labelled(msg)
+            values, labels, key = wire.split_step_key(values, labels)
         except wire.WireError as exc:
             self.get_logger().error(f"malformed command, holding: {exc}", throttle_duration_sec=1.0)
             values, labels = [math.nan], ("?",)
-        self._handle(self.monitor.on_command(values, labels, now), unsolicited=False)
+        self._handle(self.monitor.on_command(values, labels, now), unsolicited=False, key=key)
 
     def _on_joint_state(self, msg: JointState) -> None:
         if self.monitor is not None:

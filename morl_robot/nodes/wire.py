@@ -79,9 +79,10 @@ TOPICS: tuple[Topic, ...] = (
     Topic("episode", "std_msgs/msg/String", "EVENT_QOS", "robot_node",
           "JSON episode event: {event: start|end, episode, steps, termination, returns{objective: value}}"),
     Topic("command", "std_msgs/msg/Float64MultiArray", "COMMAND_QOS", "policy_server",
-          "command in robot units (control mode's units), labels = action or command component names"),
+          "command in robot units (control mode's units), labels = action or command component names "
+          "(lockstep: + 'answers_task_step', the key of the task_step answered)"),
     Topic("command_safe", "std_msgs/msg/Float64MultiArray", "COMMAND_QOS", "safety_monitor",
-          "the checked command the robot node executes (same layout as command)"),
+          "the checked command the robot node executes (same layout as command, key passed through)"),
     Topic("heartbeat", "std_msgs/msg/Header", "COMMAND_QOS", "policy_server",
           "policy liveness at the control rate; frame_id = model version"),
     Topic("safety/estop", "std_msgs/msg/Bool", "LATCHED_QOS", "safety_monitor",
@@ -113,6 +114,23 @@ SERVICES: tuple[tuple[str, str, str], ...] = (
 )
 
 TASK_STEP_HEADER = ("episode", "step", "terminated", "truncated", "stamp")
+#: Lockstep: a command that answers a task_step carries that step's key as its last element, so the
+#: robot node executes exactly one command per step (a re-sent step answered twice, or an answer
+#: that comes late, is recognised as stale instead of being executed as the next step's command).
+STEP_KEY_LABEL = "answers_task_step"
+
+
+def step_key(episode: int, step: int) -> float:
+    """The (episode, step) of a task_step as one exactly representable float."""
+    return float(int(episode) * 2**24 + int(step))
+
+
+def split_step_key(values: np.ndarray, labels: Sequence[str]) -> tuple[np.ndarray, tuple[str, ...], float | None]:
+    """(values, labels, key) of a command: the key element removed if present, else None."""
+    labels = tuple(labels)
+    if labels and labels[-1] == STEP_KEY_LABEL:
+        return np.asarray(values[:-1]), labels[:-1], float(values[-1])
+    return np.asarray(values), labels, None
 ALLOWANCE_LABELS = ("env_steps", "allowed_env_steps")
 
 

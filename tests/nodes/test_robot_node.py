@@ -76,6 +76,25 @@ def test_bad_commands_are_rejected_without_stepping(ros_session):
     s.probe.wait_for(lambda: rejected() == 2, 5, "diagnostics counting 2 rejected commands")
 
 
+def test_lockstep_executes_one_command_per_step_by_its_key(ros_session):
+    """A command naming the step it answers runs only if that is the newest step: an answer to a
+    re-sent step that comes twice is stale and must not move the robot a second time."""
+    s = ros_session
+    steps, _, pub = start(s, task="sawyer_peg_in_hole", timing="lockstep")
+    s.probe.wait_for(lambda: steps, 30, "the first task_step")
+    s.probe.wait_for_subscribers(pub)
+    first = decode(steps[-1])
+    labels = ["vx", "vy", "vz", wire.STEP_KEY_LABEL]
+    ts = step_once(s, steps, pub, [0.0, 0.0, 0.02, wire.step_key(first.episode, 0)], labels)
+    assert ts.step == 1
+    n = len(steps)
+    pub.publish(wire.labelled_array([0.0, 0.0, 0.02, wire.step_key(first.episode, 0)], labels))  # duplicate
+    time.sleep(0.3)
+    assert all(decode(e).step <= 1 for e in steps[n:]), "a stale answer moved the robot"
+    ts = step_once(s, steps, pub, [0.0, 0.0, 0.02, wire.step_key(first.episode, 1)], labels)
+    assert ts.step == 2
+
+
 def test_pause_step_and_reset_world_services(ros_session):
     s = ros_session
     steps, _, pub = start(s, task="sawyer_peg_in_hole", timing="lockstep")

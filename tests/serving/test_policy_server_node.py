@@ -62,8 +62,9 @@ class Harness:
         n = len(self.commands)
         self.publish(episode, step, obs, **kw)
         self.s.probe.wait_for(lambda: len(self.commands) > n, 10, f"a command for step {step}")
-        values, labels = wire.read_labelled(self.commands[-1][1])
+        values, labels, key = wire.split_step_key(*wire.read_labelled(self.commands[-1][1]))
         assert labels == tuple(CONTRACT.action_labels)
+        assert key == wire.step_key(episode, step)  # lockstep: the command names the step it answers
         return values
 
     def status(self) -> tuple[int, dict[str, str]]:
@@ -204,7 +205,7 @@ def test_train_lockstep_records_experience_from_snapshots(ros_session) -> None:
     v1 = OnnxPolicy.from_bytes(model_bytes(SAWYER, version=1, seed=5))
     h.send_snapshot(model_bytes(SAWYER, version=1, seed=5), 1)
     ros_session.probe.wait_for(lambda: len(h.commands) == 1, 10, "the first command once the snapshot loaded")
-    commands = [wire.read_labelled(h.commands[0][1])[0]]
+    commands = [wire.split_step_key(*wire.read_labelled(h.commands[0][1]))[0]]
     for t in range(1, 5):
         commands.append(h.step(1, t, obs[t], reward=(0.1 * t, -t)))
     h.step(1, 4, obs[4], reward=(0.4, -4))  # repeated step: same command, no extra transition
