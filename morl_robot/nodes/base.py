@@ -60,6 +60,26 @@ class DiagnosticsPublisher:
         self._node.destroy_publisher(self._pub)
 
 
+def log_at(logger: Any, level: str, message: str) -> None:
+    """Log ``message`` at a severity chosen at run time.
+
+    rclpy remembers the severity of every call site (file, function, line) and raises
+    ``ValueError: Logger severity cannot be changed between calls`` when one site logs at a second
+    severity, so ``(logger.warning if x else logger.error)(msg)`` kills the calling thread the first
+    time both happen.  Here each severity has its own call site.
+    """
+    if level == "debug":
+        logger.debug(message)
+    elif level == "info":
+        logger.info(message)
+    elif level in ("warn", "warning"):
+        logger.warning(message)
+    elif level == "error":
+        logger.error(message)
+    else:
+        logger.fatal(message)
+
+
 class ManagedNode(LifecycleNode):
     """A lifecycle node with ``autostart`` and errors reported by name instead of tracebacks.
 

@@ -62,7 +62,7 @@ from std_msgs.msg import (
 
 from morl_robot.errors import ConfigError, MorlRobotError
 from morl_robot.nodes import wire
-from morl_robot.nodes.base import DiagnosticsPublisher, ManagedNode, run_node
+from morl_robot.nodes.base import DiagnosticsPublisher, ManagedNode, log_at, run_node
 
 #: the end-of-run Pareto plot shows the returns of this many newest finished episodes.
 RECENT_EPISODES = 200
@@ -484,7 +484,7 @@ class LearnerNode(ManagedNode):
     def _log(self, level: str, message: str) -> None:
         """Log through ROS while the context lives; at process exit (after SIGINT) to stderr."""
         if rclpy.ok(context=self.context):
-            getattr(self.get_logger(), level)(message)
+            log_at(self.get_logger(), level, message)
         else:
             print(f"[{level.upper()}] [{self.get_fully_qualified_name()}]: {message}", file=sys.stderr, flush=True)
 

@@ -55,7 +55,7 @@ from std_srvs.srv import Trigger
 
 from morl_robot.errors import ConfigError
 from morl_robot.nodes import wire
-from morl_robot.nodes.base import DiagnosticsPublisher, ManagedNode, run_node
+from morl_robot.nodes.base import DiagnosticsPublisher, ManagedNode, log_at, run_node
 from morl_robot.serving.contract import ContractError, PolicyContract
 from morl_robot.serving.runtime import (
     NonFiniteInput,
@@ -454,8 +454,8 @@ class PolicyServer(ManagedNode):
         self._counters["held"] += 1
         self._counters[f"held_{reason}"] += 1
         if why != self._last_error:
-            log = self.get_logger().warning if reason in ("no_model", "missing_input") else self.get_logger().error
-            log(f"holding ({reason}): {why}")
+            level = "warning" if reason in ("no_model", "missing_input") else "error"
+            log_at(self.get_logger(), level, f"holding ({reason}): {why}")
         self._holding, self._last_error = reason, why
 
     def _heartbeat(self) -> None:
