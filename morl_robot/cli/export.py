@@ -7,6 +7,7 @@ import argparse
 import json
 import time
 from pathlib import Path
+from typing import Any
 
 from morl_robot.errors import UsageError
 
@@ -17,11 +18,13 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="run directory of `morl-robot train --out DIR` (or a checkpoints folder or ckpt-*.pt file)")
     p.add_argument("--out", default=None, help="ONNX file to write (default RUN_DIR/policy.onnx)")
     p.add_argument("--json", action="store_true", help="print the written contract as JSON")
+    p.add_argument("--force", action="store_true",
+                   help="replace --out even if it holds a newer policy version of the run, or another run's policy")
     p.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
-    from morl_robot.serving.export import export_run
+    from morl_robot.serving.export import export_policy, load_run_policy
     from morl_robot.serving.runtime import OnnxPolicy
 
     run_dir = Path(args.run_dir)
@@ -31,7 +34,10 @@ def run(args: argparse.Namespace) -> int:
     if out.is_dir():
         raise UsageError(f"--out: '{out}' is a directory; give a file name such as {out / 'policy.onnx'}")
     t0 = time.perf_counter()
-    contract = export_run(run_dir, out)
+    path, policy, contract, normalizer = load_run_policy(run_dir)
+    if out.exists() and not args.force:
+        _refuse_downgrade(out, contract, path)
+    export_policy(policy, contract, out, normalizer=normalizer)
     seconds = time.perf_counter() - t0
     OnnxPolicy.from_file(out, expected=contract)  # the file loads and runs as the server will load it
     if args.json:
@@ -40,3 +46,22 @@ def run(args: argparse.Namespace) -> int:
     else:
         print(f"wrote {out} ({out.stat().st_size / 1e3:.0f} kB, {seconds:.2f} s): {contract.summary()}")
     return 0
+
+
+def _refuse_downgrade(out: Path, contract: Any, checkpoint: Path) -> None:
+    """An existing policy file is replaced only by a policy of the same run that is at least as new:
+    after a fallback from a corrupt newest checkpoint, exporting would otherwise overwrite the newest
+    policy with an older one."""
+    from morl_robot.serving.runtime import OnnxPolicy, PolicyLoadError
+
+    try:
+        existing = OnnxPolicy.from_file(out).contract
+    except PolicyLoadError:
+        return  # not a loadable policy: nothing of value to protect
+    if existing.run_id and contract.run_id and existing.run_id != contract.run_id:
+        raise UsageError(f"{out} holds a policy of another run ({existing.run_id}, version {existing.policy_version}); "
+                         f"refusing to replace it with run {contract.run_id} (use --force or another --out)")
+    if existing.policy_version > contract.policy_version:
+        raise UsageError(f"{out} holds policy version {existing.policy_version}, newer than version "
+                         f"{contract.policy_version} in {checkpoint} (the newest readable checkpoint); refusing to "
+                         "replace a newer policy with an older one (use --force, or another --out)")

@@ -387,7 +387,14 @@ class PolicyServer(ManagedNode):
             with self._lock:
                 if not self._active:
                     break
-                self._tick(now)
+                try:
+                    self._tick(now)
+                except Exception as exc:  # noqa: BLE001 - a dead loop thread in a live process is the worst case
+                    # no more commands or heartbeats from here: end the process so that the session
+                    # (and the monitor's heartbeat watchdog) see a dead commander, not a silent one
+                    print(f"[FATAL] [{self.get_name()}]: realtime loop failed: {type(exc).__name__}: {exc}",
+                          file=sys.stderr, flush=True)
+                    os._exit(70)
             if time.monotonic() > slot + period:
                 self._counters["deadline_misses"] += 1
             slot += period
