@@ -70,8 +70,6 @@ def _count_violations(probe: Any, namespaces: list[str]) -> dict[str, Any]:
 
 def run(args: argparse.Namespace) -> int:
     from morl_robot.session.config import load_session_config
-    from morl_robot.session.graph import train_nodes
-    from morl_robot.session.runner import SessionRunner
 
     for name in ("actors", "steps"):
         value = getattr(args, name)
@@ -83,7 +81,21 @@ def run(args: argparse.Namespace) -> int:
         overrides["learner_node"] = {"config": args.learner_config}
     cfg = load_session_config(args.config, overrides)
     out = Path(args.out or f"runs/{cfg.task}").resolve()
-    out.mkdir(parents=True, exist_ok=True)
+    from morl_robot.learning.run_lock import RunLock
+
+    lock = RunLock.acquire(out, "morl-robot train")  # refused while another run writes there
+    try:
+        if lock.stale:
+            print(f"took over the stale lock of {lock.stale} on {out}", file=sys.stderr)
+        return _run_locked(args, cfg, out)
+    finally:
+        lock.release()
+
+
+def _run_locked(args: argparse.Namespace, cfg: Any, out: Path) -> int:
+    from morl_robot.session.graph import train_nodes
+    from morl_robot.session.runner import SessionRunner
+
     (out / "session.yaml").write_text(yaml.safe_dump(dataclasses.asdict(cfg), sort_keys=False))
     specs = train_nodes(cfg, out)
     if args.role == "learner":

@@ -195,7 +195,17 @@ class SampleToInsertRatio:
         """The insert count up to which :meth:`can_insert` holds with the samples taken so far (the
         actors' back-pressure: past it, acting waits for learning).  Grows by ``batch / spi`` with
         every sampled batch."""
-        return max(self.min_size_to_sample, int((self.max_diff + self.samples) // self.samples_per_insert))
+        spi = self.samples_per_insert
+
+        def fits(n: int) -> bool:  # can_insert() with n - 1 inserts, in the same float arithmetic
+            return ((n - 1) * spi - self.samples) + spi <= self.max_diff
+
+        n = int((self.max_diff + self.samples) // spi)
+        while n > 0 and not fits(n):
+            n -= 1
+        while fits(n + 1):
+            n += 1
+        return max(self.min_size_to_sample, n)
 
     def insert(self, n: int = 1) -> None:
         self.inserts += n

@@ -15,9 +15,9 @@ produced in [-1, 1] and rescaled to the space's bounds; ``Discrete`` actions are
 from __future__ import annotations
 
 import dataclasses
-
 import os
 import time
+import warnings
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -138,6 +138,21 @@ def _rng_state() -> dict[str, Any]:
 def train(env_fn: EnvFn, config: MPOConfig | str | os.PathLike[str] | None, total_steps: int, seed: int = 0,
           out_dir: str | os.PathLike[str] | None = None, progress: bool = True,
           eval_fn: Callable[[PolicyActor], np.ndarray] | None = None) -> TrainResult:
+    """Train MO-MPO / scalarized MPO (see :func:`_train`); with ``out_dir``, holding the run
+    directory's lock (:class:`~morl_robot.learning.run_lock.RunLock`: one writer per run)."""
+    if out_dir is None:
+        return _train(env_fn, config, total_steps, seed, None, progress, eval_fn)
+    from morl_robot.learning.run_lock import RunLock
+
+    with RunLock.acquire(out_dir, "morl_robot.learning.train") as lock:
+        if lock.stale:
+            warnings.warn(f"took over the stale lock of {lock.stale} on {out_dir}", RuntimeWarning, stacklevel=2)
+        return _train(env_fn, config, total_steps, seed, out_dir, progress, eval_fn)
+
+
+def _train(env_fn: EnvFn, config: MPOConfig | str | os.PathLike[str] | None, total_steps: int, seed: int = 0,
+           out_dir: str | os.PathLike[str] | None = None, progress: bool = True,
+           eval_fn: Callable[[PolicyActor], np.ndarray] | None = None) -> TrainResult:
     """Train MO-MPO / scalarized MPO on ``env_fn()`` for ``total_steps`` environment steps.
 
     Args:

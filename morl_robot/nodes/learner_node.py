@@ -116,6 +116,7 @@ class LearnerNode(ManagedNode):
         self._sub: Any = None
         self._pub_snapshot: Any = None
         self._pub_allowance: Any = None
+        self._run_lock: Any = None
         self._diagnostics: DiagnosticsPublisher | None = None
         self._last_returns: np.ndarray | None = None
         self._rate_mark = (time.monotonic(), 0, 0)
@@ -157,6 +158,11 @@ class LearnerNode(ManagedNode):
         self.out_dir = Path(out).expanduser().resolve()
         self.checkpoint_dir = self.out_dir / "checkpoints"
         seed = int(self._param("seed"))
+        from morl_robot.learning.run_lock import RunLock
+
+        self._run_lock = RunLock.acquire(self.out_dir, "learner_node", allow_parent=True)  # one writer per run
+        if self._run_lock.stale:
+            self.get_logger().warning(f"took over the stale lock of {self._run_lock.stale} on {self.out_dir}")
 
         config_file = resolve_learner_config(str(self._param("config")))
         config = load_learner_config(config_file)
@@ -300,6 +306,9 @@ class LearnerNode(ManagedNode):
         if self._pub_allowance is not None:
             self.destroy_publisher(self._pub_allowance)
             self._pub_allowance = None
+        if self._run_lock is not None:
+            self._run_lock.release()
+            self._run_lock = None
         self._configured = False
 
     def close(self) -> None:
