@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Mapping, Sequence
 
 import matplotlib
+import matplotlib.ticker
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
@@ -159,8 +160,9 @@ def plot_learning_curves(
         raise ValueError(f"{metrics_csv}: no return columns (columns: {', '.join(data)})")
     steps = data[step_column]
     n = len(return_columns)
-    fig, axes = plt.subplots(1, n, figsize=(4.5 * n, 3.6), squeeze=False)
+    fig, axes = plt.subplots(1, n, figsize=(4.5 * n, 3.6), squeeze=False, layout="constrained")
     for index, (ax, column) in enumerate(zip(axes.flat, return_columns)):
+        ax.xaxis.set_major_locator(matplotlib.ticker.MaxNLocator(5))
         y = data[column]
         ok = np.isfinite(steps) & np.isfinite(y)
         few = int(ok.sum()) <= 40  # evaluation curves: few points, each one a measurement
@@ -173,9 +175,11 @@ def plot_learning_curves(
         ax.set_title(column)
         ax.set_xlabel(step_column)
         ax.set_ylabel("success rate" if column == "success_rate" else "return")
+        if column == "success_rate":
+            ax.set_ylim(-0.03, 1.03)
         ax.grid(alpha=0.3)
     if title:
-        fig.suptitle(title, y=1.03)
+        fig.suptitle(title)
     return _save(fig, path)
 
 
