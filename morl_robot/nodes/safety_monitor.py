@@ -120,6 +120,8 @@ class SafetyMonitorNode(ManagedNode):
         self._diagnostics = DiagnosticsPublisher(self, f"{self.get_name()}: safety", self._status,
                                                  float(self.get_parameter("diagnostics_period").value), spec.name)
         self._publish_estop()
+        for rule, why in self.monitor.opted_out.items():
+            self.get_logger().warning(f"required rule '{rule}' left out by {self.monitor.source}: {why}")
         self.get_logger().info(
             f"{spec.name}: {len(self.monitor.describe_rules())} thresholds from {self.monitor.source}; "
             f"watchdogs {'on' if self._watchdogs else 'off (lockstep profile)'}; e-stop engaged until safety/reset")
@@ -280,6 +282,7 @@ class SafetyMonitorNode(ManagedNode):
         values.update({"estop": m.estopped, "holding": m.holding, "accelerating": m.accelerating,
                        "active_violations": len(active), "watchdogs": self._watchdogs,
                        "last_trip_latency": self._last_trip_latency})
+        values.update({f"opt_out/{rule}": why for rule, why in m.opted_out.items()})
         cause = m.estop_cause
         if cause is not None:
             return "error", f"e-stop: {cause.describe()}", values

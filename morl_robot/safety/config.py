@@ -22,7 +22,7 @@ from __future__ import annotations
 import math
 import os
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Any, Literal
 
 from morl_robot.configuration import fail, load_config
 from morl_robot.errors import UnknownNameError
@@ -221,7 +221,10 @@ class SafetyConfig:
     wrench: WrenchSafety | None = None
     tactile: TactileSafety | None = None
     workspace: Workspace | None = None
-    watchdogs: Watchdogs = field(default_factory=Watchdogs)
+    watchdogs: Watchdogs | None = None
+    #: Rules deliberately left out, each with the reason (logged by the monitor at start-up and listed
+    #: in its rules): keys of REQUIRED_RULES, e.g. ``opt_out: {wrench: "F/T sensor removed for …"}``.
+    opt_out: dict[str, str] = field(default_factory=dict)
 
     # --- checks naming the key ------------------------------------------------------------
     def validate(self) -> None:
@@ -252,11 +255,50 @@ class SafetyConfig:
                 _thresholds(t, ("force",), f"tactile.sensors.{name}")
         if self.workspace is not None:
             _workspace(self.workspace)
-        w = self.watchdogs
+        for key, why in self.opt_out.items():
+            if key not in REQUIRED_RULES:
+                fail("", f"opt_out.{key}", f"not a required rule; allowed: {', '.join(REQUIRED_RULES)}")
+            if not isinstance(why, str) or not why.strip():
+                fail("", f"opt_out.{key}", "give the reason the rule is left out (a non-empty text)")
+        w = self.watchdogs or Watchdogs()
         for name in ("joint_states", "wrench", "tactile", "heartbeat", "command"):
             q = getattr(w, name)
             if q is not None:
                 _quantity(q, ("time",), f"watchdogs.{name}", positive=True)
+
+
+#: The rules a robot must declare, by what its sensors make possible (``spec``: a RobotSpec).
+REQUIRED_RULES: dict[str, str] = {
+    "joints": "joint position limits (every robot)",
+    "watchdogs": "staleness deadlines for every sensor stream the robot has (every robot)",
+    "wrench": "wrist force/torque thresholds (robots with an F/T sensor)",
+    "tactile": "touch-sensor force thresholds (robots with tactile sensors)",
+}
+
+
+def missing_rules(config: SafetyConfig, spec: Any) -> list[str]:
+    """Required rules the config neither declares nor opts out of, each as ``key: why``."""
+    missing = []
+    if config.joints is None or config.joints.position is None:
+        missing.append("joints")
+    streams = ["joint_states"] + [k for k in ("wrench", "tactile") if spec.has_sensor(k)]
+    w = config.watchdogs
+    if w is None or any(getattr(w, k) is None for k in streams):
+        missing.append("watchdogs")
+    if spec.has_sensor("wrench") and config.wrench is None:
+        missing.append("wrench")
+    if spec.has_sensor("tactile") and config.tactile is None:
+        missing.append("tactile")
+    return [f"{k}: {REQUIRED_RULES[k]}" for k in missing if k not in config.opt_out]
+
+
+def check_required_rules(config: SafetyConfig, spec: Any, source: str) -> None:
+    """Refuse a config that silently lacks a rule its robot's sensors make possible."""
+    missing = missing_rules(config, spec)
+    if missing:
+        fail(source, missing[0].split(":")[0],
+             f"robot '{config.robot}' needs this section ({'; '.join(missing)}); to leave a rule out on "
+             "purpose, say why under `opt_out:` (e.g. `opt_out: {wrench: \"reason\"}`)")
 
 
 def _quantity(q: Quantity, dims: tuple[str, ...], key: str, positive: bool = False) -> float:

@@ -43,6 +43,8 @@ from morl_robot.robots.spec import CARTESIAN_LABELS, ControlMode, RobotSpec
 from morl_robot.safety.config import (
     SafetyConfig,
     Thresholds,
+    Watchdogs,
+    check_required_rules,
     load_safety_config,
     to_si,
     unit_factor,
@@ -223,7 +225,7 @@ class SafetyMonitor:
                 levels.insert(0, RangeLevel("soft", lo + m, hi - m, Response.of(w.on_soft)))
             self._ws_rule = RangeRule("workspace", ("x", "y", "z"), "m", levels)
 
-        wd = cfg.watchdogs
+        wd = cfg.watchdogs or Watchdogs()
         self._deadlines: dict[str, tuple[float, Response]] = {}
         for stream in (*SENSOR_STREAMS, "heartbeat", "command"):
             q = getattr(wd, stream)
@@ -692,6 +694,11 @@ class SafetyMonitor:
             rows.append(RuleLimit(f"stale.{stream}", stream, "deadline", deadline, "s", response))
         return rows
 
+    @property
+    def opted_out(self) -> dict[str, str]:
+        """Required rules the configuration leaves out on purpose, with the reasons given."""
+        return dict(self.config.opt_out)
+
 
 def _dim(unit: str) -> tuple[str, float]:
     return unit_factor(unit, ("angular_velocity", "fraction"), "", "command.position_rate.unit")
@@ -719,4 +726,5 @@ def build_monitor(robot_or_config: str | os.PathLike[str], control_mode: str | N
         except KeyError:
             fail(source, "workspace.site", f"the model of robot '{config.robot}' has no site "
                                            f"'{config.workspace.site}'")
+    check_required_rules(config, robot.spec, source)  # no rule its sensors allow may be missing silently
     return SafetyMonitor(config, robot.spec, kin, control_mode or None, watchdogs, now, source)
