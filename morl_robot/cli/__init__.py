@@ -8,7 +8,9 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import signal
 import sys
+import threading
 
 from morl_robot.errors import MorlRobotError
 
@@ -35,9 +37,16 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _stop_signal(signum: int, frame: object) -> None:
+    raise KeyboardInterrupt  # SIGTERM / SIGHUP end a command the way Ctrl-C does (nodes stopped cleanly)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
+    if threading.current_thread() is threading.main_thread():
+        for sig in (signal.SIGTERM, signal.SIGHUP):
+            signal.signal(sig, _stop_signal)
     try:
         return int(args.func(args) or 0)
     except MorlRobotError as exc:

@@ -50,6 +50,24 @@ def format_parameter(value: Any) -> str:
     return text.removesuffix("\n...").removesuffix("...").strip()
 
 
+def _stop_with_parent(parent: int) -> Any:
+    """``preexec_fn`` for a node process: when the process that started it ends, however it ends
+    (SIGKILL included), the node gets SIGINT and runs its own clean shutdown (Linux
+    ``PR_SET_PDEATHSIG``; nodes run in their own session, so a terminal's Ctrl-C does not reach them)."""
+    def arm() -> None:
+        try:
+            import ctypes
+
+            libc = ctypes.CDLL(None, use_errno=True)
+            libc.prctl(1, int(signal.SIGINT), 0, 0, 0)  # PR_SET_PDEATHSIG = 1
+        except (OSError, AttributeError):  # not Linux: the node's own parent watchdog remains
+            return
+        if os.getppid() != parent:  # the parent ended before the line above
+            os.kill(os.getpid(), signal.SIGINT)
+
+    return arm
+
+
 @dataclass
 class NodeSpec:
     executable: str  # one of EXECUTABLES
@@ -83,7 +101,8 @@ class NodeProcess:
         log = open(self.log_path, "ab")  # noqa: SIM115 - handed to the child process
         try:
             self.proc = subprocess.Popen(self.spec.argv(), env=self.env, stdout=log, stderr=subprocess.STDOUT,
-                                         stdin=subprocess.DEVNULL, start_new_session=True)
+                                         stdin=subprocess.DEVNULL, start_new_session=True,
+                                         preexec_fn=_stop_with_parent(os.getpid()))
         finally:
             log.close()
         return self

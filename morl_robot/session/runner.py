@@ -95,13 +95,16 @@ class SessionRunner:
 
     def wait(self, done: Callable[[], bool], tick: Callable[[], None] | None = None, period: float = 0.2,
              allowed_to_exit: Callable[[NodeProcess], bool] = lambda p: False) -> bool:
-        """Until ``done()`` (True) or Ctrl-C (False), calling ``tick`` every ``period`` s."""
-        previous = signal.getsignal(signal.SIGINT)
+        """Until ``done()`` (True) or Ctrl-C, SIGTERM or SIGHUP (False: the caller then stops the
+        nodes cleanly and writes what it writes at the end), calling ``tick`` every ``period`` s."""
+        stops = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+        previous = {sig: signal.getsignal(sig) for sig in stops}
 
-        def on_sigint(signum: int, frame: Any) -> None:
+        def on_stop(signum: int, frame: Any) -> None:
             self._interrupted = True
 
-        signal.signal(signal.SIGINT, on_sigint)
+        for sig in stops:
+            signal.signal(sig, on_stop)
         try:
             while not self._interrupted and not done():
                 self.check_alive(allowed_to_exit)
@@ -109,7 +112,8 @@ class SessionRunner:
                     tick()
                 time.sleep(period)
         finally:
-            signal.signal(signal.SIGINT, previous)
+            for sig, handler in previous.items():
+                signal.signal(sig, handler)
         return not self._interrupted
 
     def stop(self, timeout: float = 30.0) -> dict[str, int | None]:

@@ -8,10 +8,10 @@ import warnings
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "serving"))
-from test_export_run import write_run  # noqa: E402
+from test_export_run import write_run
 
-from morl_robot.cli import main  # noqa: E402
-from morl_robot.serving.runtime import OnnxPolicy  # noqa: E402
+from morl_robot.cli import main
+from morl_robot.serving.runtime import OnnxPolicy
 
 
 def test_export_refuses_to_replace_a_newer_policy(tmp_path, capsys):

@@ -14,10 +14,10 @@ from diagnostic_msgs.msg import DiagnosticArray
 from std_msgs.msg import Float64MultiArray, Header
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "serving"))
-from policy_models import SAWYER, make_policy, task_contract  # noqa: E402
+from policy_models import SAWYER, make_policy, task_contract
 
-from morl_robot.nodes import wire  # noqa: E402
-from morl_robot.session.processes import NodeSpec  # noqa: E402
+from morl_robot.nodes import wire
+from morl_robot.session.processes import NodeSpec
 
 pytestmark = pytest.mark.ros
 NS = "/faulty"

@@ -38,7 +38,8 @@ def test_a_second_writer_is_refused_and_the_holder_named(tmp_path):
 
 
 def test_a_lock_left_by_a_dead_process_is_taken_over_and_named(tmp_path):
-    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
+    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True,
+                          check=True)
     (tmp_path / LOCK_NAME).write_text(json.dumps({"owner": "morl-robot train", "pid": int(dead.stdout),
                                                   "host": os.uname().nodename, "started": 0}))
     with RunLock.acquire(tmp_path, "new run") as lock:
@@ -49,9 +50,8 @@ def test_a_lock_left_by_a_dead_process_is_taken_over_and_named(tmp_path):
 def test_in_process_training_refuses_a_busy_run_directory(tmp_path):
     from morl_robot.learning.training import train
 
-    with RunLock.acquire(tmp_path, "morl-robot train"):
-        with pytest.raises(RunDirectoryBusy):
-            train(lambda: None, None, total_steps=1, out_dir=tmp_path, progress=False)
+    with RunLock.acquire(tmp_path, "morl-robot train"), pytest.raises(RunDirectoryBusy):
+        train(lambda: None, None, total_steps=1, out_dir=tmp_path, progress=False)
 
 
 def test_train_cli_refuses_a_busy_run_directory_before_starting_nodes(tmp_path, capsys):

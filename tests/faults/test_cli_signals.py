@@ -1,0 +1,67 @@
+"""Fault: SIGTERM or SIGHUP to a session CLI left its nodes running under PID 1 (train kept
+training, no violations file).  Every way a CLI ends must stop its nodes: SIGTERM and SIGHUP like
+Ctrl-C (clean stop, checkpoint, violations file), and SIGKILL of the CLI through the nodes' own
+parent-death signal."""
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+pytestmark = [pytest.mark.ros]
+
+
+def _processes_with(marker: str) -> list[int]:
+    pids = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                cmd = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+            except OSError:
+                continue
+            if marker in cmd and "morl_robot.nodes." in cmd:
+                pids.append(int(entry.name))
+    return pids
+
+
+def _wait(predicate, timeout: float) -> bool:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if predicate():
+            return True
+        time.sleep(0.2)
+    return predicate()
+
+
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGHUP, signal.SIGKILL], ids=["TERM", "HUP", "KILL"])
+def test_ending_the_train_cli_ends_its_nodes(tmp_path, domain_id, sig):
+    from morl_robot.session.processes import ros_env
+
+    out = tmp_path / "run"
+    marker = f"sigtest{os.getpid()}x{int(sig)}"
+    cmd = [sys.executable, "-m", "morl_robot.cli", "train", "--task", "sawyer_peg_in_hole", "--steps", "1000000",
+           "--out", str(out), "--no-progress", "--namespace", marker, "--domain-id", str(domain_id)]
+    cli = subprocess.Popen(cmd, env=ros_env(domain_id), stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    try:
+        assert _wait(lambda: len(_processes_with(marker)) >= 4, 60), "the session's nodes did not start"
+        assert _wait(lambda: (out / "metrics.csv").exists() or (out / "episodes.csv").exists(), 90), \
+            "the session did not get going"
+        cli.send_signal(sig)
+        cli.wait(timeout=90)
+        assert _wait(lambda: not _processes_with(marker), 30), f"nodes survived {sig.name}: {_processes_with(marker)}"
+        if sig != signal.SIGKILL:  # a clean stop: the learner's checkpoint and the CLI's own files
+            assert list((out / "checkpoints").glob("ckpt-*.pt"))
+            assert (out / "safety_violations.json").is_file()
+            assert cli.returncode == 130
+        else:  # the learner still got SIGINT from the parent-death signal and wrote its checkpoint
+            assert _wait(lambda: list((out / "checkpoints").glob("ckpt-*.pt")), 30)
+    finally:
+        if cli.poll() is None:
+            cli.kill()
+        for pid in _processes_with(marker):
+            os.kill(pid, signal.SIGKILL)
