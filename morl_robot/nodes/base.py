@@ -160,6 +160,23 @@ def make_executor(context: Any = None) -> Any:
     return SingleThreadedExecutor(context=context)
 
 
+def stop_with_parent() -> None:
+    """A node started by a morl_robot session gets SIGINT when the process that started it ends,
+    however it ends (SIGKILL included), and runs its own clean shutdown (Linux
+    ``PR_SET_PDEATHSIG``; the nodes run in their own session, so no terminal signal reaches them)."""
+    parent = os.environ.get("MORL_ROBOT_PARENT_PID", "")
+    if not parent.isdigit():
+        return  # started by someone else (ros2 launch, ros2 run): their own supervision applies
+    try:
+        import ctypes
+
+        ctypes.CDLL(None, use_errno=True).prctl(1, int(signal.SIGINT), 0, 0, 0)  # PR_SET_PDEATHSIG = 1
+    except (OSError, AttributeError):
+        return
+    if os.getppid() != int(parent):  # the parent ended before the line above
+        os.kill(os.getpid(), signal.SIGINT)
+
+
 def run_node(make: Callable[[], Node], args: list[str] | None = None) -> int:
     """Process entry point: init rclpy, build the node, spin until SIGINT/SIGTERM, shut down cleanly.
 
@@ -177,6 +194,7 @@ def run_node(make: Callable[[], Node], args: list[str] | None = None) -> int:
 
     signal.signal(signal.SIGTERM, on_signal)
     signal.signal(signal.SIGINT, on_signal)
+    stop_with_parent()
     rc = 0
     try:
         node = make()

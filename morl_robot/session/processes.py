@@ -29,10 +29,16 @@ def pick_domain_id() -> int:
     return random.Random(os.getpid() * 7919 + time.monotonic_ns()).randint(1, 100)
 
 
+#: Set for node processes started here: the pid of the process that started them (``run_node``
+#: stops the node when that process ends; see :func:`morl_robot.nodes.base.stop_with_parent`).
+PARENT_ENV = "MORL_ROBOT_PARENT_PID"
+
+
 def ros_env(domain_id: int, base: dict[str, str] | None = None) -> dict[str, str]:
     """Environment for node processes: one domain, discovery on this machine, Fast DDS, unbuffered."""
     env = dict(os.environ if base is None else base)
     env.update({
+        PARENT_ENV: str(os.getpid()),
         "ROS_DOMAIN_ID": str(domain_id),
         "ROS_AUTOMATIC_DISCOVERY_RANGE": "LOCALHOST",
         "RMW_IMPLEMENTATION": env.get("RMW_IMPLEMENTATION", "rmw_fastrtps_cpp"),
@@ -48,24 +54,6 @@ def format_parameter(value: Any) -> str:
         return yaml.safe_dump(value, default_style='"').strip() if value == "" or ":" in value or " " in value else value
     text = yaml.safe_dump(value, default_flow_style=True).strip()
     return text.removesuffix("\n...").removesuffix("...").strip()
-
-
-def _stop_with_parent(parent: int) -> Any:
-    """``preexec_fn`` for a node process: when the process that started it ends, however it ends
-    (SIGKILL included), the node gets SIGINT and runs its own clean shutdown (Linux
-    ``PR_SET_PDEATHSIG``; nodes run in their own session, so a terminal's Ctrl-C does not reach them)."""
-    def arm() -> None:
-        try:
-            import ctypes
-
-            libc = ctypes.CDLL(None, use_errno=True)
-            libc.prctl(1, int(signal.SIGINT), 0, 0, 0)  # PR_SET_PDEATHSIG = 1
-        except (OSError, AttributeError):  # not Linux: the node's own parent watchdog remains
-            return
-        if os.getppid() != parent:  # the parent ended before the line above
-            os.kill(os.getpid(), signal.SIGINT)
-
-    return arm
 
 
 @dataclass
@@ -101,8 +89,7 @@ class NodeProcess:
         log = open(self.log_path, "ab")  # noqa: SIM115 - handed to the child process
         try:
             self.proc = subprocess.Popen(self.spec.argv(), env=self.env, stdout=log, stderr=subprocess.STDOUT,
-                                         stdin=subprocess.DEVNULL, start_new_session=True,
-                                         preexec_fn=_stop_with_parent(os.getpid()))
+                                         stdin=subprocess.DEVNULL, start_new_session=True)
         finally:
             log.close()
         return self
