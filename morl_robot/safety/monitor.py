@@ -464,15 +464,18 @@ class SafetyMonitor:
     def on_joint_state(self, names: Sequence[str], position: Sequence[float], velocity: Sequence[float],
                        effort: Sequence[float], stamp: float, now: float) -> Outcome:
         """A ``joint_states`` reading: names (J',), position rad, velocity rad/s, effort N·m
-        (each (J',) or empty), ``stamp`` its header stamp (s)."""
-        self._fresh("joint_states", stamp, now)
+        (each (J',) or empty), ``stamp`` its header stamp (s).  Only a reading that carries positions
+        of this robot's joints keeps the stream fresh: an empty one, or one naming no known joint,
+        is not a sign of life of the robot's sensors."""
         names = tuple(names)
         idx = self._joint_index.get(names)
         if idx is None:
             known = self._joint_pos
-            idx = np.array([known.get(n, -1) for n in names])
+            idx = np.array([known.get(n, -1) for n in names], dtype=int)
             self._joint_index[names] = idx
         ok = idx >= 0
+        if ok.any() and len(position) == len(names):
+            self._fresh("joint_states", stamp, now)
         found: list[Violation] = []
         arrays = {}
         for field_name, raw in (("position", position), ("velocity", velocity), ("effort", effort)):
