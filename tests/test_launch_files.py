@@ -118,5 +118,6 @@ def test_train_launch_builds_one_pipeline_per_actor(fake_launch):
         assert sorted(n.kwargs["namespace"] for n in by_exe[exe]) == ["/lab/actor0", "/lab/actor1", "/lab/actor2"]
     for n in by_exe["policy_server"]:
         remaps = dict(n.kwargs["remappings"])
-        assert remaps == {"policy_snapshot": "/lab/policy_snapshot", "experience": "/lab/experience"}
+        assert remaps == {"policy_snapshot": "/lab/policy_snapshot", "experience": "/lab/experience",
+                          "experience_allowance": "/lab/experience_allowance"}
     assert {n.kwargs["parameters"][0]["task"] for n in by_exe["robot_node"]} == {"shadow_touch"}

@@ -74,6 +74,7 @@ class SafetyMonitorNode(ManagedNode):
         p("robot", "")  # sawyer | shadow_hand (config/safety/<robot>.yaml)
         p("config", "")  # or a safety YAML path (wins over robot)
         p("control_mode", "")  # how actuator-labelled commands are read ("" = the robot's default)
+        p("action_labels", "")  # the task's action components, comma-separated: commands may also carry these
         p("watchdogs", True)  # false: lockstep-training profile (no deadlines, no unsolicited holds)
         p("check_period", 0.002)  # s, watchdog timer
         p("diagnostics_period", 1.0)  # s
@@ -99,8 +100,9 @@ class SafetyMonitorNode(ManagedNode):
         period = float(self.get_parameter("check_period").value)
         if period <= 0:
             raise ConfigError(f"parameter check_period: must be positive (s), got {period}")
+        actions = [a for a in str(self.get_parameter("action_labels").value).split(",") if a]
         self.monitor = build_monitor(source, self.get_parameter("control_mode").value or None, self._watchdogs,
-                                     now=self._now())
+                                     now=self._now(), action_labels=actions)
         spec = self.monitor.spec
         self._pub_command = self.create_publisher(Float64MultiArray, "command_safe", wire.COMMAND_QOS)
         if self._pub_estop is None:  # kept across cleanup: late joiners still see the latched state

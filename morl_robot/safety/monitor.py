@@ -119,13 +119,18 @@ class SafetyMonitor:
 
     def __init__(self, config: SafetyConfig, spec: RobotSpec, kinematics: SiteKinematics | None = None,
                  control_mode: ControlMode | str | None = None, watchdogs: bool = True, now: float = 0.0,
-                 source: str = "") -> None:
+                 source: str = "", action_labels: Sequence[str] | None = None) -> None:
         self.config, self.spec, self.source = config, spec, source
         self.control_mode = ControlMode(control_mode) if control_mode else spec.default_control_mode
         if self.control_mode not in spec.control_modes:
             raise ConfigError(f"control mode '{self.control_mode.value}' is not one of robot '{spec.name}''s "
                               f"modes {[m.value for m in spec.control_modes]}")
         self.watchdogs = watchdogs
+        # the label sets a command may have: a full command of one of the robot's control modes, or
+        # the running task's action components (what the robot node executes; anything else is held)
+        self.accepted_labels = {tuple(spec.command_labels(m)) for m in spec.control_modes}
+        if action_labels:
+            self.accepted_labels.add(tuple(action_labels))
         self._kin = kinematics
         self._joint_pos = {n: i for i, n in enumerate(spec.joint_names)}
         self._build_rules()
@@ -289,6 +294,10 @@ class SafetyMonitor:
         spec, c = self.spec, self.config.command
         if not labels or len(set(labels)) != len(labels):
             raise CommandError(f"command labels {list(labels)} must be non-empty and distinct")
+        if labels not in self.accepted_labels:
+            raise CommandError(f"command labels {list(labels)} are none of the accepted sets "
+                               f"{sorted(list(a) for a in self.accepted_labels)} (a full control-mode command "
+                               "or the task's action components)")
         if all(lab in CARTESIAN_LABELS for lab in labels):
             mode = ControlMode.CARTESIAN_VELOCITY
             if mode not in spec.control_modes or spec.cartesian is None:
@@ -708,7 +717,7 @@ def _dim(unit: str) -> tuple[str, float]:
 
 
 def build_monitor(robot_or_config: str | os.PathLike[str], control_mode: str | None = None, watchdogs: bool = True,
-                  now: float = 0.0) -> SafetyMonitor:
+                  now: float = 0.0, action_labels: Sequence[str] | None = None) -> SafetyMonitor:
     """A monitor for a robot name (``config/safety/<robot>.yaml``) or a safety YAML path: joint
     limits, actuators and the workspace site's kinematics come from the robot's model (its robot
     YAML and MJCF, the same :class:`RobotSpec` the robot node uses)."""
@@ -730,4 +739,4 @@ def build_monitor(robot_or_config: str | os.PathLike[str], control_mode: str | N
             fail(source, "workspace.site", f"the model of robot '{config.robot}' has no site "
                                            f"'{config.workspace.site}'")
     check_required_rules(config, robot.spec, source)  # no rule its sensors allow may be missing silently
-    return SafetyMonitor(config, robot.spec, kin, control_mode or None, watchdogs, now, source)
+    return SafetyMonitor(config, robot.spec, kin, control_mode or None, watchdogs, now, source, action_labels)

@@ -47,7 +47,7 @@ class SafetyShield:
     def begin(self, state: Any) -> None:
         """A new episode from ``state``: a fresh monitor, fed the start readings, then released."""
         self._fold_counters()
-        self.monitor = build_monitor(self.source, None, watchdogs=False, now=state.stamp)
+        self.monitor = build_monitor(self.source, None, watchdogs=False, now=state.stamp, action_labels=self.labels)
         spec = self.env.robot.spec
         self._tactile_labels = tuple(spec.sensor("tactile").labels) if spec.has_sensor("tactile") else ()
         self.observe(state)

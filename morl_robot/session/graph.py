@@ -30,9 +30,15 @@ def _robot_params(cfg: SessionConfig, seed: int) -> dict:
 
 
 def _safety_params(cfg: SessionConfig, robot: str) -> dict:
-    # actuator-labelled commands are read in the robot node's control mode
+    # actuator-labelled commands are read in the robot node's control mode; the task's action
+    # components are the one partial command the monitor lets through (as the robot node executes)
     mode = {"control_mode": cfg.robot_node["control_mode"]} if cfg.robot_node.get("control_mode") else {}
-    return {"robot": robot, **mode, **cfg.safety_monitor}
+    actions = {}
+    if cfg.task:
+        from morl_robot.tasks.registry import load_task
+
+        actions = {"action_labels": ",".join(load_task(cfg.task).action_labels)}
+    return {"robot": robot, **mode, **actions, **cfg.safety_monitor}
 
 
 def robot_of(cfg: SessionConfig) -> str:

@@ -18,7 +18,8 @@ def test_robot_holds_when_the_monitor_is_killed(ros_session):
     ns = "/cell"
     s.group.start(NodeSpec("robot_node", "robot_node", ns, {"task": "sawyer_peg_in_hole", "timing": "realtime",
                                                              "command_timeout": 0.2}))
-    monitor = s.group.start(NodeSpec("safety_monitor", "safety_monitor", ns, {"robot": "sawyer"}))
+    monitor = s.group.start(NodeSpec("safety_monitor", "safety_monitor", ns,
+                                     {"robot": "sawyer", "action_labels": "vx,vy,vz"}))
     joints = s.probe.subscribe(f"{ns}/joint_states", JointState, wire.SENSOR_QOS)
     safe = s.probe.subscribe(f"{ns}/command_safe", Float64MultiArray, wire.COMMAND_QOS)
     cmd = s.probe.publisher(f"{ns}/command", Float64MultiArray, wire.COMMAND_QOS)

@@ -22,8 +22,10 @@ def _config(name: str) -> SafetyConfig:
 
 def new_monitor(robot: str = "sawyer", config: SafetyConfig | None = None, watchdogs: bool = True,
                 control_mode: str | None = None, now: float = 0.0) -> SafetyMonitor:
-    """A fresh monitor on the real robot model (cached) with ``config`` (default: the shipped YAML)."""
+    """A fresh monitor on the real robot model (cached) with ``config`` (default: the shipped YAML),
+    accepting the robot's task's action components as the sessions configure it (Sawyer: vx,vy,vz)."""
     r = _robot(robot)
     cfg = config if config is not None else _config(robot)
     kin = SiteKinematics(r.model, cfg.workspace.site, r.spec.joint_names, "base") if cfg.workspace else None
-    return SafetyMonitor(cfg, r.spec, kin, control_mode, watchdogs, now)
+    actions = ("vx", "vy", "vz") if robot == "sawyer" else None
+    return SafetyMonitor(cfg, r.spec, kin, control_mode, watchdogs, now, action_labels=actions)

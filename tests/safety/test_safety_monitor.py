@@ -355,7 +355,7 @@ def test_a_new_episode_ramps_from_the_hold_command():
     rate-limited from the hold command, not from the previous episode's last command."""
     from morl_robot.safety.monitor import build_monitor
 
-    m = build_monitor("sawyer", None, watchdogs=False)
+    m = build_monitor("sawyer", None, watchdogs=False, action_labels=("vx", "vy", "vz"))
     labels = ("vx", "vy", "vz")
     assert m.reset(0.0)[0]
     for _ in range(10):  # ramp up to +0.2 m/s (4 m/s² · 50 ms per command)

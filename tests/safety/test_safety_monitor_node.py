@@ -76,7 +76,7 @@ class SensorFeed:
 
 
 def start_monitor(s, **params):
-    params = {"robot": "sawyer", **params}
+    params = {"robot": "sawyer", "action_labels": "vx,vy,vz", **params}  # as a session of the peg task
     proc = s.group.start(NodeSpec("safety_monitor", "safety_monitor", NS, params))
     return proc
 
@@ -202,7 +202,7 @@ def test_nan_in_a_sensor_engages_the_estop(ros_session):
 
 def test_a_restarted_monitor_is_in_estop_until_reset(ros_session):
     s = ros_session
-    spec = NodeSpec("safety_monitor", "safety_monitor", NS, {"robot": "sawyer"})
+    spec = NodeSpec("safety_monitor", "safety_monitor", NS, {"robot": "sawyer", "action_labels": "vx,vy,vz"})
     first = s.group.start(spec)
     estop, safe, _events, cmd = subscribe(s)
     s.probe.wait_for(lambda: latest(estop) is True, 30, "the latched e-stop at start-up")
