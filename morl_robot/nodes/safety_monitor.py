@@ -4,9 +4,9 @@ A thin wrapper of :class:`morl_robot.safety.monitor.SafetyMonitor` (the rules an
 state machine live there).  Topics and QoS come from :mod:`morl_robot.nodes.wire`:
 
 * in: ``command`` (the policy's labelled command), ``joint_states``, ``wrench`` (robots with an
-  F/T sensor), ``tactile`` (robots with touch sensors), ``heartbeat`` (the policy server),
-  ``episode`` (the robot node's episode events: at a start the robot is at rest, so rate limits ramp
-  the next command from the hold command);
+  F/T sensor), ``tactile`` (robots with touch sensors), ``heartbeat`` (the policy server); a
+  lockstep command answering step 0 of an episode (its ``answers_task_step`` key) starts a new
+  episode for the rate limits: the reset put the robot at rest, so they ramp from the hold command;
 * out: ``command_safe`` (the checked command; the robot node executes only this),
   ``safety/estop`` (latched ``Bool``: late joiners see the current state), ``safety/violations``
   (one ``DiagnosticStatus`` per violation as it begins: name = rule; values rule, key, level,
@@ -32,7 +32,6 @@ clock the sensor header stamps use, so ``decided_at − sensor_stamp`` is the de
 """
 from __future__ import annotations
 
-import json
 import math
 import sys
 import time
@@ -44,7 +43,7 @@ from geometry_msgs.msg import WrenchStamped
 from rclpy.service import Service
 from rclpy.subscription import Subscription
 from sensor_msgs.msg import JointState
-from std_msgs.msg import Bool, Float64MultiArray, Header, String
+from std_msgs.msg import Bool, Float64MultiArray, Header
 from std_srvs.srv import Trigger
 
 from morl_robot.errors import ConfigError
@@ -109,7 +108,6 @@ class SafetyMonitorNode(ManagedNode):
             self._pub_estop = self.create_publisher(Bool, "safety/estop", wire.LATCHED_QOS)
         self._pub_events = self.create_publisher(DiagnosticStatus, "safety/violations", wire.EVENT_QOS)
         subs = [self.create_subscription(Float64MultiArray, "command", self._on_command, wire.COMMAND_QOS),
-                self.create_subscription(String, "episode", self._on_episode, wire.EVENT_QOS),
                 self.create_subscription(JointState, "joint_states", self._on_joint_state, wire.SENSOR_QOS),
                 self.create_subscription(Header, "heartbeat", self._on_heartbeat, wire.COMMAND_QOS)]
         if spec.has_sensor("wrench"):
@@ -216,6 +214,8 @@ class SafetyMonitorNode(ManagedNode):
         except wire.WireError as exc:
             self.get_logger().error(f"malformed command, holding: {exc}", throttle_duration_sec=1.0)
             values, labels = [math.nan], ("?",)
+        if key is not None and wire.step_of_key(key) == 0:
+            self.monitor.new_episode()  # step 0: a (simulated) reset has put the robot at rest
         self._handle(self.monitor.on_command(values, labels, now), unsolicited=False, key=key)
 
     def _on_joint_state(self, msg: JointState) -> None:
@@ -238,15 +238,6 @@ class SafetyMonitorNode(ManagedNode):
         except wire.WireError:
             values, labels = [math.nan], ("malformed",)
         self._handle(self.monitor.on_tactile(values, labels, now, now), unsolicited=True)
-
-    def _on_episode(self, msg: String) -> None:
-        """The robot node started an episode (simulated reset: the robot is at rest there)."""
-        try:
-            event = json.loads(msg.data).get("event")
-        except (ValueError, AttributeError):
-            return
-        if event == "start" and self.monitor is not None:
-            self.monitor.new_episode()
 
     def _on_heartbeat(self, msg: Header) -> None:
         if self.monitor is not None:

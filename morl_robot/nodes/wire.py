@@ -125,6 +125,11 @@ def step_key(episode: int, step: int) -> float:
     return float(int(episode) * 2**24 + int(step))
 
 
+def step_of_key(key: float) -> int:
+    """The step number inside an episode that :func:`step_key` encoded."""
+    return int(key) % 2**24
+
+
 def split_step_key(values: np.ndarray, labels: Sequence[str]) -> tuple[np.ndarray, tuple[str, ...], float | None]:
     """(values, labels, key) of a command: the key element removed if present, else None."""
     labels = tuple(labels)
