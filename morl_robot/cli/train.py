@@ -68,6 +68,18 @@ def _count_violations(probe: Any, namespaces: list[str]) -> dict[str, Any]:
     return counts
 
 
+def _check_before_start(cfg: Any) -> None:
+    """The task and the learner YAML the learner node will load, checked here first."""
+    from morl_robot.learning.config import load_learner_config, resolve_learner_config
+    from morl_robot.tasks.registry import load_task
+
+    if not cfg.task:
+        raise UsageError("training needs a task (--task)")
+    task = load_task(cfg.task, cfg.learner_node.get("task_config") or None)
+    config_file = resolve_learner_config(str(cfg.learner_node.get("config", "mo_mpo_cpu_small")))
+    load_learner_config(config_file).check_objectives(task.num_objectives, str(config_file))
+
+
 def run(args: argparse.Namespace) -> int:
     from morl_robot.session.config import load_session_config
 
@@ -80,6 +92,7 @@ def run(args: argparse.Namespace) -> int:
     if args.learner_config:
         overrides["learner_node"] = {"config": args.learner_config}
     cfg = load_session_config(args.config, overrides)
+    _check_before_start(cfg)  # every config read and checked before any node starts: rc 2 and one line
     out = Path(args.out or f"runs/{cfg.task}").resolve()
     from morl_robot.learning.run_lock import RunLock
 

@@ -12,11 +12,14 @@ checks the per-objective lists (``epsilons``, ``scalarization_weights``, ``objec
 from __future__ import annotations
 
 import dataclasses
+import math
 import os
+from pathlib import Path
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from morl_robot.configuration import fail, from_mapping, load_config, to_mapping
+from morl_robot.errors import ConfigError
 
 
 @dataclass
@@ -131,6 +134,11 @@ class MPOConfig:
     training: TrainingConfig = field(default_factory=TrainingConfig)
 
     def validate(self) -> None:
+        for key, value in dataclasses.asdict(self).items():  # NaN or inf anywhere is an error
+            for k, v in (value.items() if isinstance(value, dict) else [("", value)]):
+                for x in (v if isinstance(v, list) else [v]):
+                    if isinstance(x, float) and not math.isfinite(x):
+                        fail("", f"{key}.{k}" if k else key, f"must be a finite number, got {x}")
         for i, e in enumerate(self.epsilons):
             if e < 0:
                 fail("", f"epsilons[{i}]", f"ε_k must be >= 0 (0 ignores the objective), got {e}")
@@ -204,3 +212,19 @@ def config_from_dict(data: dict[str, Any], source: str = "<dict>") -> MPOConfig:
 
 def config_to_dict(config: MPOConfig) -> dict[str, Any]:
     return to_mapping(config)
+
+
+def resolve_learner_config(name_or_path: str) -> Path:
+    """A learner YAML: an existing path, or a name under ``config/learner/`` (with or without ``.yaml``)."""
+    from morl_robot.resources import config_path
+
+    candidate = Path(name_or_path).expanduser()
+    if candidate.is_file():
+        return candidate
+    stem = name_or_path.removesuffix(".yaml")
+    named = config_path(f"learner/{stem}.yaml")
+    if "/" not in name_or_path and named.is_file():
+        return named
+    known = sorted(p.stem for p in named.parent.glob("*.yaml"))
+    raise ConfigError(f"parameter config: '{name_or_path}' is neither a file nor a learner config name; "
+                      f"known names: {', '.join(known)}")

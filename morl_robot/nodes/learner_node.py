@@ -68,22 +68,6 @@ from morl_robot.nodes.base import DiagnosticsPublisher, ManagedNode, log_at, run
 RECENT_EPISODES = 200
 
 
-def resolve_learner_config(name_or_path: str) -> Path:
-    """A learner YAML: an existing path, or a name under ``config/learner/`` (with or without ``.yaml``)."""
-    from morl_robot.resources import config_path
-
-    candidate = Path(name_or_path).expanduser()
-    if candidate.is_file():
-        return candidate
-    stem = name_or_path.removesuffix(".yaml")
-    named = config_path(f"learner/{stem}.yaml")
-    if "/" not in name_or_path and named.is_file():
-        return named
-    known = sorted(p.stem for p in named.parent.glob("*.yaml"))
-    raise ConfigError(f"parameter config: '{name_or_path}' is neither a file nor a learner config name; "
-                      f"known names: {', '.join(known)}")
-
-
 def _to_numpy(obj: Any) -> Any:
     """Tensors (as checkpoints store numpy arrays) back to numpy, recursively."""
     if isinstance(obj, torch.Tensor):
@@ -133,7 +117,7 @@ class LearnerNode(ManagedNode):
     # --- lifecycle -----------------------------------------------------------------------------
     def configure(self) -> None:
         from morl_robot.envs.mo_env import make_sim_robot
-        from morl_robot.learning.config import load_learner_config
+        from morl_robot.learning.config import load_learner_config, resolve_learner_config
         from morl_robot.learning.ingest import ExperienceIngest
         from morl_robot.learning.learner import MOMPOLearner
         from morl_robot.learning.metrics import MetricsLogger

@@ -16,6 +16,37 @@ from morl_robot.resources import config_path
 
 SESSIONS = ("train", "deploy", "safety_test")
 
+#: The parameters each node declares (a test checks these against the nodes themselves), so a
+#: typo in a session YAML's node section is an error naming the allowed keys, not silently ignored.
+NODE_PARAMETERS: dict[str, tuple[str, ...]] = {
+    "robot_node": ("autostart", "robot", "task", "task_config", "backend", "timing", "control_mode",
+                   "control_period", "scene", "seed", "model", "command_timeout", "republish_period",
+                   "end_episode_on_estop", "state_timeout"),
+    "safety_monitor": ("autostart", "robot", "config", "control_mode", "action_labels", "watchdogs", "check_period",
+                       "diagnostics_period"),
+    "policy_server": ("autostart", "mode", "policy", "timing", "actor_id", "chunk_size", "seed",
+                      "observation_timeout", "rate", "diagnostics_period", "realtime_priority", "back_pressure"),
+    "learner_node": ("autostart", "task", "task_config", "config", "out_dir", "seed", "total_steps",
+                     "snapshot_every", "checkpoint_every", "update_budget", "update_period",
+                     "observation_normalization"),
+}
+#: Largest step count any counter takes (a ROS integer parameter is 64-bit; floats are exact to 2^53).
+MAX_STEPS = 2**53
+
+
+def check_learner_node_parameters(params: dict[str, Any], source: str = "", key: str = "learner_node") -> None:
+    """The learner node's numeric parameters (the node checks them again at configure)."""
+    for name, low in (("total_steps", 0), ("snapshot_every", 1), ("checkpoint_every", 0)):
+        if name in params:
+            value = params[name]
+            if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= MAX_STEPS:
+                fail(source, f"{key}.{name}", f"must be a whole number in [{low}, 2^53], got {value!r}")
+    for name in ("update_budget", "update_period"):
+        if name in params:
+            value = params[name]
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0:
+                fail(source, f"{key}.{name}", f"must be > 0 (s), got {value!r}")
+
 
 @dataclass
 class SessionConfig:
@@ -42,6 +73,16 @@ class SessionConfig:
         ns = self.namespace.strip("/")
         if not ns or not all(c.isalnum() or c == "_" for c in ns):
             fail("", "namespace", f"must be a ROS name (letters, digits, _), got '{self.namespace}'")
+        if self.total_steps > MAX_STEPS:
+            fail("", "total_steps", f"must be <= 2^53, got {self.total_steps}")
+        for node, allowed in NODE_PARAMETERS.items():
+            section = getattr(self, node)
+            if not isinstance(section, dict):
+                fail("", node, f"must be a mapping of parameters, got {type(section).__name__}")
+            for name in section:
+                if name not in allowed:
+                    fail("", f"{node}.{name}", f"{node} has no parameter '{name}'; allowed: {', '.join(allowed)}")
+        check_learner_node_parameters(self.learner_node)
 
 
 def load_session_config(kind_or_path: str | os.PathLike[str], overrides: dict[str, Any] | None = None) -> SessionConfig:
