@@ -14,8 +14,8 @@ from __future__ import annotations
 import dataclasses
 import math
 import os
-from pathlib import Path
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Literal
 
 from morl_robot.configuration import fail, from_mapping, load_config, to_mapping

@@ -117,7 +117,10 @@ class LearnerNode(ManagedNode):
     # --- lifecycle -----------------------------------------------------------------------------
     def configure(self) -> None:
         from morl_robot.envs.mo_env import make_sim_robot
-        from morl_robot.learning.config import load_learner_config, resolve_learner_config
+        from morl_robot.learning.config import (
+            load_learner_config,
+            resolve_learner_config,
+        )
         from morl_robot.learning.ingest import ExperienceIngest
         from morl_robot.learning.learner import MOMPOLearner
         from morl_robot.learning.metrics import MetricsLogger
