@@ -68,6 +68,25 @@ def _count_violations(probe: Any, namespaces: list[str]) -> dict[str, Any]:
     return counts
 
 
+def merge_violations(previous: dict[str, Any] | None, session: dict[str, Any], index: int) -> dict[str, Any]:
+    """``safety_violations.json`` across the sessions of a run: totals over all of them, and each
+    session's own counts under ``sessions`` (a resumed run keeps the earlier sessions' counts)."""
+    sessions = list((previous or {}).get("sessions", []))
+    if previous and not sessions and previous.get("total"):  # a file from before sessions were kept
+        sessions.append({"session": 0, **{k: previous[k] for k in ("total", "by_rule", "by_actor") if k in previous}})
+    sessions.append({"session": index, **session})
+    total: dict[str, Any] = {"total": 0, "by_rule": {}, "by_actor": {}}
+    for s in sessions:
+        total["total"] += int(s.get("total", 0))
+        for rule, n in s.get("by_rule", {}).items():
+            total["by_rule"][rule] = total["by_rule"].get(rule, 0) + n
+        for actor, rules in s.get("by_actor", {}).items():
+            mine = total["by_actor"].setdefault(actor, {})
+            for rule, n in rules.items():
+                mine[rule] = mine.get(rule, 0) + n
+    return {**total, "sessions": sessions}
+
+
 def _check_before_start(cfg: Any) -> None:
     """The task and the learner YAML the learner node will load, checked here first."""
     from morl_robot.learning.config import load_learner_config, resolve_learner_config
@@ -106,11 +125,17 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _run_locked(args: argparse.Namespace, cfg: Any, out: Path) -> int:
-    from morl_robot.session.graph import train_nodes
+    from morl_robot.session.graph import SESSION_SEED_STRIDE, train_nodes
     from morl_robot.session.runner import SessionRunner
 
     (out / "session.yaml").write_text(yaml.safe_dump(dataclasses.asdict(cfg), sort_keys=False))
-    specs = train_nodes(cfg, out)
+    from morl_robot.evaluation.records import read_json, write_json_atomic
+
+    history = read_json(out / "sessions.json") if (out / "sessions.json").is_file() else []
+    index = len(history)  # 0: a new run; k: the k-th resumption (the actors' seeds move on)
+    history.append({"session": index, "started": time.time(), "total_steps": cfg.total_steps, "seed": cfg.seed})
+    write_json_atomic(out / "sessions.json", history)
+    specs = train_nodes(cfg, out, session_index=index)
     if args.role == "learner":
         specs = [s for s in specs if s.executable == "learner_node"]
     elif args.role == "actors":
@@ -121,7 +146,7 @@ def _run_locked(args: argparse.Namespace, cfg: Any, out: Path) -> int:
             if "actor_id" in s.parameters:
                 s.parameters["actor_id"] = i
             if "seed" in s.parameters:
-                s.parameters["seed"] = cfg.seed + 1000 * (i + 1)
+                s.parameters["seed"] = cfg.seed + SESSION_SEED_STRIDE * index + 1000 * (i + 1)
     ns = "/" + cfg.namespace.strip("/")
     actor_ns = sorted({s.namespace for s in specs if s.executable == "robot_node"})
     runner = SessionRunner(specs, out / "logs", args.domain_id, localhost=args.discovery == "localhost")
@@ -172,7 +197,8 @@ def _run_locked(args: argparse.Namespace, cfg: Any, out: Path) -> int:
     if actor_ns:
         from morl_robot.evaluation.records import write_json_atomic
 
-        write_json_atomic(out / "safety_violations.json", violations)
+        path = out / "safety_violations.json"
+        write_json_atomic(path, merge_violations(read_json(path) if path.is_file() else None, violations, index))
         if violations["total"]:
             print(f"safety violations: {violations['by_rule']}", file=sys.stderr)
     if not finished:

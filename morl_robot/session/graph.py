@@ -50,8 +50,16 @@ def robot_of(cfg: SessionConfig) -> str:
     return load_task(cfg.task).robot_name
 
 
-def train_nodes(cfg: SessionConfig, out_dir: str | os.PathLike[str]) -> list[NodeSpec]:
+#: Seed offset per session of one run: a resumed run's actors must not replay the first session's
+#: episode starts and exploration noise.
+SESSION_SEED_STRIDE = 100_000
+
+
+def train_nodes(cfg: SessionConfig, out_dir: str | os.PathLike[str], session_index: int = 0) -> list[NodeSpec]:
+    """The training graph; ``session_index`` (0 for a new run, k for its k-th resumption) shifts
+    the actors' seeds by ``k · SESSION_SEED_STRIDE``."""
     ns, robot = _ns(cfg), robot_of(cfg)
+    base = cfg.seed + SESSION_SEED_STRIDE * int(session_index)
     nodes = [NodeSpec("learner_node", "learner_node", ns, {
         "task": cfg.task, "out_dir": str(out_dir), "seed": cfg.seed, "total_steps": cfg.total_steps,
         **cfg.learner_node,
@@ -61,10 +69,10 @@ def train_nodes(cfg: SessionConfig, out_dir: str | os.PathLike[str]) -> list[Nod
         remap = {"policy_snapshot": f"{ns}/policy_snapshot", "experience": f"{ns}/experience",
                  "experience_allowance": f"{ns}/experience_allowance"}
         nodes += [
-            NodeSpec("robot_node", "robot_node", actor_ns, _robot_params(cfg, cfg.seed + 1000 * (i + 1))),
+            NodeSpec("robot_node", "robot_node", actor_ns, _robot_params(cfg, base + 1000 * (i + 1))),
             NodeSpec("safety_monitor", "safety_monitor", actor_ns, _safety_params(cfg, robot)),
             NodeSpec("policy_server", "policy_server", actor_ns,
-                     {**cfg.policy_server, "actor_id": i, "seed": cfg.seed + 1000 * (i + 1)}, remap),
+                     {**cfg.policy_server, "actor_id": i, "seed": base + 1000 * (i + 1)}, remap),
         ]
     return nodes
 
