@@ -5,7 +5,7 @@ import os
 from typing import Any
 
 from morl_robot.configuration import load_config
-from morl_robot.errors import UnknownNameError
+from morl_robot.errors import ConfigError, UnknownNameError
 from morl_robot.resources import config_path
 from morl_robot.tasks.base import Task, TaskConfig
 from morl_robot.tasks.sawyer_peg_in_hole import SawyerPegInHole, SawyerPegInHoleConfig
@@ -38,4 +38,7 @@ def load_task(
         raise UnknownNameError(f"unknown task '{name}'; known tasks: {', '.join(TASKS)}")
     cls, cfg_cls = TASKS[name]
     path = config_file if config_file is not None else config_path(f"tasks/{name}.yaml")
-    return cls(load_config(cfg_cls, path, overrides))  # type: ignore[arg-type]
+    config = load_config(cfg_cls, path, overrides)
+    if config.robot != cls.robot_name:
+        raise ConfigError(f"{path}: key 'robot': task '{name}' runs on robot '{cls.robot_name}', got '{config.robot}'")
+    return cls(config)  # type: ignore[arg-type]

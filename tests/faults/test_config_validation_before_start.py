@@ -68,3 +68,20 @@ def test_every_node_declares_exactly_the_parameters_the_session_schema_allows():
                 node.destroy_node()
     finally:
         rclpy.shutdown(context=context)
+
+
+def test_unreadable_or_mismatched_configs_get_one_clear_line(tmp_path, capsys):
+    from morl_robot.resources import config_path as cp
+
+    latin1 = tmp_path / "latin1.yaml"
+    latin1.write_bytes("task: sawyer_peg_in_hole  # caf\xe9\n".encode("latin-1"))
+    wrong_robot = tmp_path / "peg_on_the_hand.yaml"
+    wrong_robot.write_text(cp("tasks/sawyer_peg_in_hole.yaml").read_text().replace("robot: sawyer", "robot: shadow_hand"))
+    cases = [(["train", "--config", str(latin1)], "not UTF-8"),
+             (["train", "--config", str(tmp_path)], "is a directory"),
+             (["rollout", "--task", "sawyer_peg_in_hole", "--steps", "1", "--config", str(wrong_robot)],
+              "runs on robot 'sawyer'")]
+    for argv, words in cases:
+        assert main(argv) == 2, argv
+        err = capsys.readouterr().err
+        assert words in err and "Traceback" not in err and len(err.strip().splitlines()) == 1, err
