@@ -133,11 +133,14 @@ def write_report(checks: list[RuleCheck], out_dir: str | Path, meta: dict[str, A
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     judged = [c for c in checks if c.reachable]
-    report = {**meta, "passed": bool(judged) and all(c.passed for c in judged),
+    # a rule the probes could not exercise is not a pass: such a run is incomplete, not passed
+    result = ("fail" if not judged or not all(c.passed for c in judged)
+              else "incomplete" if len(judged) < len(checks) else "pass")
+    report = {**meta, "result": result, "passed": result == "pass",
               "checks": [{**asdict(c), "status": c.status} for c in checks]}
     write_json_atomic(out / "report.json", report)
     lines = [f"# Safety test: {meta.get('robot', '?')} ({meta.get('backend', '?')})", "",
-             (f"Result: **{'PASS' if report['passed'] else 'FAIL'}** "
+             (f"Result: **{result.upper()}** "
              f"({sum(c.passed for c in judged)}/{len(judged)} checks passed"
              + (f"; {len(checks) - len(judged)} threshold(s) not reachable by the probe" if len(judged) < len(checks)
                 else "") + ")"), "",
@@ -153,9 +156,9 @@ def write_report(checks: list[RuleCheck], out_dir: str | Path, meta: dict[str, A
             f"{f(c.tripped_value)} | {f(c.threshold_error)} ({f(c.threshold_tolerance)}) | "
             f"{f(c.latency, 1e3, 3)} ms ({f(c.latency_tolerance, 1e3, 3)}) | "
             f"{c.status}{'' if c.passed else ': ' + c.detail} |")
-    plots = [c for c in checks if c.plot]
+    plots = {c.plot: c for c in checks if c.plot}  # checks sharing one trace show it once
     if plots:
-        lines += ["", "## Traces", ""] + [f"![{c.probe}]({c.plot})" for c in plots]
+        lines += ["", "## Traces", ""] + [f"![{c.probe}]({plot})" for plot, c in plots.items()]
     lines += ["", ("Threshold error: tripped value − threshold; tolerance = one sensor sample's increment "
               "near the trip. Latency: sensor stamp → first held/stopped `command_safe` received by the "
               "probe (watchdogs: the last message's stamp + deadline → the e-stop decision).")]

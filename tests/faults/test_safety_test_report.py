@@ -1,0 +1,53 @@
+"""Fault: `morl-robot safety-test --robot shadow` reported overall PASS while the 60 N tactile
+collision rule was never reached (and its report showed each image twice).  A rule the probes do
+not exercise is not a pass: the run is INCOMPLETE (exit 3), through the real CLI and graph."""
+from __future__ import annotations
+
+import json
+import math
+
+import pytest
+
+from morl_robot.safety.testing import RuleCheck, write_report
+
+
+def _check(reachable=True, passed=True, plot="") -> RuleCheck:
+    c = RuleCheck("probe", "tactile", "collision", "estop", 60.0, "N", latency_tolerance=math.inf, plot=plot)
+    c.reachable, c.passed = reachable, passed
+    return c
+
+
+@pytest.mark.parametrize("checks, result", [
+    ([_check(), _check()], "pass"),
+    ([_check(), _check(reachable=False, passed=False)], "incomplete"),
+    ([_check(passed=False), _check(reachable=False, passed=False)], "fail"),
+    ([_check(reachable=False, passed=False)], "fail"),  # nothing exercised at all
+])
+def test_the_overall_result(tmp_path, checks, result):
+    report = write_report(checks, tmp_path, {"robot": "shadow_hand"})
+    assert report["result"] == result and report["passed"] == (result == "pass")
+    assert f"**{result.upper()}**" in (tmp_path / "report.md").read_text()
+
+
+def test_a_shared_trace_appears_once(tmp_path):
+    write_report([_check(plot="press.png"), _check(plot="press.png")], tmp_path, {})
+    assert (tmp_path / "report.md").read_text().count("(press.png)") == 1
+
+
+@pytest.mark.ros
+def test_shadow_safety_test_is_incomplete_when_the_collision_level_is_not_reached(tmp_path, domain_id):
+    import subprocess
+    import sys
+
+    from morl_robot.session.processes import ros_env
+
+    cmd = [sys.executable, "-m", "morl_robot.cli", "safety-test", "--robot", "shadow", "--out", str(tmp_path),
+           "--domain-id", str(domain_id)]
+    rc = subprocess.run(cmd, env=ros_env(domain_id), capture_output=True, text=True, timeout=300, check=False).returncode
+    report = json.loads((tmp_path / "report.json").read_text())
+    statuses = {(c["rule"], c["level"]): c["status"] for c in report["checks"]}
+    if statuses.get(("tactile", "collision")) == "not reached":
+        assert rc == 3 and report["result"] == "incomplete"
+    else:  # a probe that reaches 60 N makes it a real pass or fail
+        assert rc in (0, 1) and report["result"] in ("pass", "fail")
+    assert (tmp_path / "report.md").read_text().count("(fingertip_press.png)") == 1
