@@ -216,7 +216,10 @@ class SafetyMonitorNode(ManagedNode):
             values, labels = [math.nan], ("?",)
         if key is not None and wire.step_of_key(key) == 0:
             self.monitor.new_episode()  # step 0: a (simulated) reset has put the robot at rest
-        self._handle(self.monitor.on_command(values, labels, now), unsolicited=False, key=key)
+        # a lockstep command stands for one control period of simulated time; others for the wall
+        # time since the previous command (the monitor caps it at one period)
+        elapsed = self.monitor.command_period if key is not None else None
+        self._handle(self.monitor.on_command(values, labels, now, elapsed), unsolicited=False, key=key)
 
     def _on_joint_state(self, msg: JointState) -> None:
         if self.monitor is not None:

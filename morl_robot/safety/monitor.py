@@ -155,6 +155,8 @@ class SafetyMonitor:
         self._ee: np.ndarray | None = None
         self._last_plan: CommandPlan | None = None
         self._prev: tuple[tuple[str, ...], np.ndarray] | None = None
+        self._prev_time: float | None = None  # clock of the previous command (per-unit-time rate limits)
+        self._elapsed = 0.0  # time the command being checked follows the previous one (s)
         self.counters: Counter[str] = Counter()
 
     # --- rules from the config and the robot ------------------------------------------------
@@ -376,8 +378,25 @@ class SafetyMonitor:
             return None
         return Command(values, plan.labels)
 
-    def on_command(self, values: np.ndarray | Sequence[float], labels: Sequence[str], now: float) -> Outcome:
-        """Check one command (robot units, labelled); returns what to publish on ``command_safe``."""
+    @property
+    def command_period(self) -> float:
+        """The commander's nominal period (s, ``command.period``)."""
+        return self._period
+
+    def on_command(self, values: np.ndarray | Sequence[float], labels: Sequence[str], now: float,
+                   elapsed: float | None = None) -> Outcome:
+        """Check one command (robot units, labelled); returns what to publish on ``command_safe``.
+
+        Rate-of-change limits are per unit time: the change from the previous command is bounded by
+        ``rate × elapsed``, ``elapsed`` being the time this command follows the previous one — the
+        clock's (``now``) by default, capped at one ``command.period``, so a flood of commands gets no
+        more change through than one command per period would; a lockstep caller passes the
+        simulated time each command stands for (one control period)."""
+        if elapsed is None:
+            last = self._prev_time
+            elapsed = self._period if last is None else min(max(now - last, 0.0), self._period)
+        self._elapsed = max(0.0, float(elapsed))
+        self._prev_time = now
         self.counters["commands"] += 1
         self._fresh("command", now, now)
         labels = tuple(labels)
@@ -445,10 +464,11 @@ class SafetyMonitor:
             out = slow_down(out, previous, self._slow, absolute=plan.mode != ControlMode.POSITION)
         if plan.max_rate is not None and previous is not None:
             requested = out
-            out, hit = rate_limit(out, previous, plan.max_rate * self._period)
+            dt = self._elapsed
+            out, hit = rate_limit(out, previous, plan.max_rate * dt)
             for i in np.flatnonzero(hit):
-                found.append(Violation("command.rate", plan.labels[i], "soft",
-                                       float((requested[i] - previous[i]) / self._period), float(plan.max_rate[i]),
+                rate = (requested[i] - previous[i]) / dt if dt > 0 else math.inf
+                found.append(Violation("command.rate", plan.labels[i], "soft", float(rate), float(plan.max_rate[i]),
                                        f"{plan.unit}/s", Response.CLAMP, math.nan, now))
         return out, found
 
@@ -658,7 +678,8 @@ class SafetyMonitor:
             return True, "not engaged"
         cause = self._cause
         self._estopped, self._cause = False, None
-        self._prev = None  # the next command ramps from the hold command
+        self._prev = None  # the next command ramps from the hold command, over one period
+        self._prev_time = None
         self._command_active = {}
         self.counters["resets"] += 1
         return True, f"released (was: {cause.describe() if cause else 'engaged'})"
@@ -667,6 +688,7 @@ class SafetyMonitor:
         """The robot starts an episode at rest (a simulated reset puts it there at once): rate
         limits ramp the next command from the hold command, not from the previous episode's last."""
         self._prev = None
+        self._prev_time = None
 
     # --- state ------------------------------------------------------------------------------
     @property

@@ -70,7 +70,7 @@ class SafetyShield:
         """The normalised action the robot executes for the policy's ``action`` (D,) in [-1, 1]."""
         assert self.monitor is not None, "call begin() first"
         values = scale_action(np.clip(np.asarray(action, np.float64), -1.0, 1.0), self.lower, self.upper)
-        outcome = self._record(self.monitor.on_command(values, self.labels, now))
+        outcome = self._record(self.monitor.on_command(values, self.labels, now, self.monitor.command_period))
         command = outcome.command
         if command is None or tuple(command.labels) != self.labels:
             return np.zeros_like(values)  # nothing forwarded: the robot node holds

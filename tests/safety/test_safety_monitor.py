@@ -358,11 +358,11 @@ def test_a_new_episode_ramps_from_the_hold_command():
     m = build_monitor("sawyer", None, watchdogs=False, action_labels=("vx", "vy", "vz"))
     labels = ("vx", "vy", "vz")
     assert m.reset(0.0)[0]
-    for _ in range(10):  # ramp up to +0.2 m/s (4 m/s² · 50 ms per command)
-        last = m.on_command([0.2, 0.0, 0.0], labels, 0.0).command
+    for k in range(10):  # ramp up to +0.2 m/s (4 m/s² · 50 ms per command)
+        last = m.on_command([0.2, 0.0, 0.0], labels, 0.05 * k).command
     assert last is not None and last.values[0] == pytest.approx(0.2)
-    reversed_ = m.on_command([-0.2, 0.0, 0.0], labels, 0.0).command
+    reversed_ = m.on_command([-0.2, 0.0, 0.0], labels, 0.5).command
     assert reversed_.values[0] == pytest.approx(0.0)  # a full reversal is clamped mid-episode
     m.new_episode()
-    first = m.on_command([-0.2, 0.0, 0.0], labels, 0.0).command
+    first = m.on_command([-0.2, 0.0, 0.0], labels, 0.5).command
     assert first.values[0] == pytest.approx(-0.2)  # from rest, -0.2 m/s is one allowed step
