@@ -6,6 +6,7 @@ control period of simulated time each."""
 from __future__ import annotations
 
 import time
+from itertools import pairwise
 
 import numpy as np
 import pytest
@@ -28,7 +29,7 @@ def test_a_2khz_flood_gets_no_more_change_through_than_the_rate_allows():
     steps = np.abs(np.diff(got))
     assert steps.max() <= rate * 0.0005 + 1e-12  # per command: rate × 0.5 ms
     assert np.abs(np.diff(got[:101])).sum() <= rate * 0.05 + 1e-9  # total travel in 50 ms: rate × 50 ms
-    reversals = sum(1 for a, b in zip(got, got[1:]) if abs(b - a) >= 0.4 - 1e-9)
+    reversals = sum(1 for a, b in pairwise(got) if abs(b - a) >= 0.4 - 1e-9)
     assert reversals == 0
 
 
@@ -64,5 +65,5 @@ def test_the_live_monitor_limits_a_flood_per_unit_time(ros_session):
     # the command queue keeps the newest 10, so a flood is answered in part: judge what was answered
     s.probe.wait_for(lambda: len(safe) >= 50 and time.monotonic() - safe[-1][0] > 1.0, 20, "the flood answered")
     vz = np.array([wire.read_labelled(m)[0][2] for _, m in safe])
-    assert sum(1 for a, b in zip(vz, vz[1:]) if abs(b - a) >= 0.4 - 1e-9) == 0  # no full reversal
+    assert sum(1 for a, b in pairwise(vz) if abs(b - a) >= 0.4 - 1e-9) == 0  # no full reversal
     assert np.abs(np.diff(vz)).max() < 0.2  # each answer follows the previous by well under a period
