@@ -14,6 +14,7 @@ BENCHMARKS = {
     "graph": "env steps/s through the ROS graph (lockstep) vs. in-process; learner ingest rate",
     "safety": "safety trip latency (sensor stamp to stopped command) in-process and across processes",
     "serve": "policy inference latency (onnxruntime, torch, TorchScript) and through the policy server",
+    "soak": "a deploy session under a randomised fault schedule: faults detected, time to detect, unsafe commands",
 }
 
 

@@ -1,0 +1,249 @@
+"""``morl-robot bench soak --minutes N [--seed S]``: a deploy session under a randomised fault schedule.
+
+The deploy graph (``config/sessions/deploy.yaml``: robot node and policy server in real time, the
+safety monitor with its watchdogs) serves a policy on the simulated robot while a seeded schedule
+injects faults through the live graph, one at a time, ``--gap`` seconds apart:
+
+* ``sensor_dropout`` — the simulation is paused (``robot_node/set_pause``) for longer than the
+  joint-state deadline: every sensor stream stops (expected: a ``stale.*`` e-stop);
+* ``nan_burst`` — NaN wrist wrenches are published on the robot's ``wrench`` topic (expected:
+  ``wrench.non_finite`` e-stop);
+* ``latency_spike`` — the simulation is paused for less than the deadline (expected: tolerated,
+  no e-stop; a trip here is counted as a false trip);
+* ``command_flood`` — a burst of alternating full-range commands at several kHz on ``command``
+  (expected: ``command.rate`` clamps, and no full reversal on ``command_safe``);
+* ``node_restart`` — the policy server is killed (SIGKILL) and started again (expected: a
+  ``stale.heartbeat`` e-stop, then serving again after the reset).
+
+After each fault the monitor is reset once the fault is over (``safety/reset``, refused while the
+cause persists).  Reported per fault kind: injected, detected, time to detect (injection → the
+monitor's decision, p50/p99; for staleness faults this includes the stream's deadline), and over the whole soak the commands that reached the robot while
+the e-stop was engaged (non-hold ``command_safe`` after ``safety/estop`` went true; goal: zero)
+and the full reversals a flood got through.  Printed as a table and written to
+``OUT/soak_report.json``.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import signal
+import sys
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+FAULTS = ("sensor_dropout", "nan_burst", "latency_spike", "command_flood", "node_restart")
+EXPECTED = {"sensor_dropout": "stale.", "nan_burst": "wrench.non_finite", "command_flood": "command.rate",
+            "node_restart": "stale.heartbeat", "latency_spike": None}
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--minutes", type=float, default=5.0, help="soak duration (default 5)")
+    parser.add_argument("--seed", type=int, default=0, help="fault schedule seed")
+    parser.add_argument("--policy", default=None,
+                        help="ONNX policy to serve (default: a freshly initialised Sawyer peg-in-hole policy)")
+    parser.add_argument("--gap", type=float, default=3.0, help="seconds between faults (default 3)")
+    parser.add_argument("--out", default="runs/soak", help="report and node logs (default runs/soak)")
+    parser.add_argument("--domain-id", type=int, default=None)
+
+
+def _fresh_policy(path: Path) -> Path:
+    """A freshly initialised Sawyer peg-in-hole policy (the soak tests the graph, not the policy)."""
+    import torch
+
+    from morl_robot.envs.mo_env import make_sim_robot
+    from morl_robot.learning.networks import GaussianPolicy
+    from morl_robot.serving.contract import contract_for_task
+    from morl_robot.serving.export import export_policy
+    from morl_robot.tasks.registry import load_task
+
+    task = load_task("sawyer_peg_in_hole")
+    robot = make_sim_robot(task)
+    try:
+        contract = contract_for_task(task, robot, policy_version=1, run_id="soak")
+    finally:
+        robot.close()
+    torch.manual_seed(0)
+    policy = GaussianPolicy(len(contract.observation_labels), len(contract.action_labels), (64, 64))
+    export_policy(policy, contract, path)
+    return path
+
+
+class _Watch:
+    """Probe-side bookkeeping: the e-stop state, violation events, commands reaching the robot."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.estop = True
+        self.events: list[tuple[float, dict[str, str]]] = []  # (receipt time, values)
+        self.unsafe_commands = 0
+        self.safe: list[tuple[float, np.ndarray]] = []
+
+    def on_estop(self, msg: Any) -> None:
+        with self.lock:
+            self.estop = bool(msg.data)
+
+    def on_event(self, msg: Any) -> None:
+        with self.lock:
+            self.events.append((time.time(), {kv.key: kv.value for kv in msg.values} | {"name": msg.name}))
+
+    def on_safe(self, msg: Any) -> None:
+        from morl_robot.nodes import wire
+
+        values, labels, _ = wire.split_step_key(*wire.read_labelled(msg))
+        with self.lock:
+            self.safe.append((time.time(), values))
+            if self.estop and np.any(np.abs(values) > 1e-9):
+                self.unsafe_commands += 1
+
+    def first_event(self, prefix: str, after: float) -> dict[str, str] | None:
+        with self.lock:
+            for t, e in self.events:
+                if t >= after and e.get("rule", e["name"]).startswith(prefix):
+                    return e
+        return None
+
+    def any_estop_event(self, after: float) -> bool:
+        with self.lock:
+            return any(t >= after and e.get("response") == "estop" for t, e in self.events)
+
+
+def _percentile_ms(values: list[float], q: float) -> float:
+    return float(np.percentile(values, q) * 1e3) if values else math.nan
+
+
+def run(args: argparse.Namespace) -> int:
+    from diagnostic_msgs.msg import DiagnosticStatus
+    from geometry_msgs.msg import WrenchStamped
+    from std_msgs.msg import Bool, Float64MultiArray
+    from std_srvs.srv import SetBool, Trigger
+
+    from morl_robot.errors import UsageError
+    from morl_robot.evaluation.records import write_json_atomic
+    from morl_robot.nodes import wire
+    from morl_robot.serving.runtime import OnnxPolicy
+    from morl_robot.session.config import load_session_config
+    from morl_robot.session.graph import deploy_nodes
+    from morl_robot.session.runner import SessionRunner
+
+    if args.minutes <= 0 or args.gap <= 0:
+        raise UsageError("--minutes and --gap must be > 0")
+    out = Path(args.out).resolve()
+    out.mkdir(parents=True, exist_ok=True)
+    policy = Path(args.policy) if args.policy else _fresh_policy(out / "soak_policy.onnx")
+    contract = OnnxPolicy.from_file(policy).contract
+    cfg = load_session_config("deploy", {"task": contract.task, "robot": contract.robot, "backend": "sim",
+                                         "policy": str(policy), "namespace": "soak", "seed": args.seed})
+    ns = "/" + cfg.namespace.strip("/")
+    specs = deploy_nodes(cfg)
+    server_spec = next(s for s in specs if s.executable == "policy_server")
+    runner = SessionRunner(specs, out / "logs", args.domain_id)
+    watch = _Watch()
+    rng = np.random.default_rng(args.seed)
+    records: list[dict[str, Any]] = []
+    print(f"soak: {args.minutes:g} min of faults every {args.gap:g} s on {contract.task} (sim, real time); "
+          f"ROS_DOMAIN_ID={runner.domain_id}", file=sys.stderr)
+    try:
+        runner.start()
+        p = runner.probe
+        p.subscribe(f"{ns}/safety/estop", Bool, wire.LATCHED_QOS, callback=watch.on_estop)
+        p.subscribe(f"{ns}/safety/violations", DiagnosticStatus, wire.EVENT_QOS, callback=watch.on_event)
+        p.subscribe(f"{ns}/command_safe", Float64MultiArray, wire.COMMAND_QOS, callback=watch.on_safe)
+        wrench_pub = p.publisher(f"{ns}/wrench", WrenchStamped, wire.SENSOR_QOS)
+        command_pub = p.publisher(f"{ns}/command", Float64MultiArray, wire.COMMAND_QOS)
+        runner.release_safety([ns])
+
+        def pause(seconds: float) -> None:
+            p.call(f"{ns}/robot_node/set_pause", SetBool, SetBool.Request(data=True), timeout=10.0)
+            time.sleep(seconds)
+            p.call(f"{ns}/robot_node/set_pause", SetBool, SetBool.Request(data=False), timeout=10.0)
+
+        def release() -> bool:
+            deadline = time.monotonic() + 15.0
+            while time.monotonic() < deadline:
+                try:
+                    if p.call(f"{ns}/safety/reset", Trigger, timeout=5.0).success:
+                        return True
+                except TimeoutError:
+                    pass
+                time.sleep(0.3)
+            return False
+
+        end = time.monotonic() + 60.0 * args.minutes
+        while time.monotonic() < end:
+            time.sleep(args.gap * rng.uniform(0.7, 1.3))
+            kind = str(rng.choice(FAULTS))
+            t0 = time.time()
+            if kind == "sensor_dropout":
+                pause(rng.uniform(0.4, 0.8))
+            elif kind == "latency_spike":
+                pause(rng.uniform(0.05, 0.15))
+            elif kind == "nan_burst":
+                for _ in range(int(rng.integers(1, 5))):
+                    msg = WrenchStamped()
+                    msg.header.stamp = p.node.get_clock().now().to_msg()
+                    msg.wrench.force.z = float("nan")
+                    wrench_pub.publish(msg)
+                    time.sleep(0.01)
+            elif kind == "command_flood":
+                labels = list(contract.action_labels)
+                high = np.asarray(contract.action_high)
+                for k in range(int(rng.integers(100, 400))):
+                    command_pub.publish(wire.labelled_array(high * (1 if k % 2 else -1), labels))
+            elif kind == "node_restart":
+                live = [q for q in runner.group.processes if q.spec.executable == "policy_server" and q.alive]
+                live[-1].send_signal(signal.SIGKILL)
+                time.sleep(0.8)  # past the heartbeat deadline
+                runner.group.start(server_spec)
+            expected = EXPECTED[kind]
+            detected: dict[str, str] | None = None
+            if expected is not None:
+                deadline = time.monotonic() + 3.0
+                while detected is None and time.monotonic() < deadline:
+                    detected = watch.first_event(expected, t0)
+                    time.sleep(0.02)
+            record: dict[str, Any] = {"fault": kind, "injected_at": t0, "detected": detected is not None,
+                                      "rule": detected.get("rule") if detected else None}
+            if detected is not None:
+                record["time_to_detect_s"] = max(0.0, float(detected.get("decided_at", t0)) - t0)
+            if kind == "latency_spike":
+                time.sleep(0.3)
+                record["false_trip"] = watch.any_estop_event(t0)
+            if watch.estop:
+                record["released"] = release()
+            records.append(record)
+            print(f"  {kind:15s} detected={record['detected']!s:5s} "
+                  f"{record.get('time_to_detect_s', math.nan) * 1e3:7.1f} ms  {record.get('rule') or ''}",
+                  file=sys.stderr)
+    finally:
+        runner.stop()
+    # full reversals on command_safe within one control period (a flood getting through)
+    with watch.lock:
+        safe = list(watch.safe)
+    span = np.asarray(contract.action_high) - np.asarray(contract.action_low)
+    reversals = sum(1 for (_, a), (_, b) in zip(safe, safe[1:]) if np.any(np.abs(b - a) >= span - 1e-9))
+    summary: dict[str, Any] = {"minutes": args.minutes, "seed": args.seed, "policy": str(policy),
+                               "faults_injected": len(records), "unsafe_commands": watch.unsafe_commands,
+                               "full_reversals_on_command_safe": reversals, "by_fault": {}}
+    for kind in FAULTS:
+        rows = [r for r in records if r["fault"] == kind]
+        times = [r["time_to_detect_s"] for r in rows if "time_to_detect_s" in r]
+        summary["by_fault"][kind] = {
+            "injected": len(rows), "detected": sum(r["detected"] for r in rows),
+            "detect_p50_ms": _percentile_ms(times, 50), "detect_p99_ms": _percentile_ms(times, 99),
+            **({"false_trips": sum(bool(r.get("false_trip")) for r in rows)} if kind == "latency_spike" else {}),
+        }
+    summary["records"] = records
+    write_json_atomic(out / "soak_report.json", summary)
+    print(f"{'fault':16s} {'injected':>8s} {'detected':>8s} {'p50 ms':>8s} {'p99 ms':>8s}")
+    for kind, s in summary["by_fault"].items():
+        det = s["detected"] if EXPECTED[kind] else f"{s.get('false_trips', 0)} trips"
+        print(f"{kind:16s} {s['injected']:8d} {det!s:>8s} {s['detect_p50_ms']:8.1f} {s['detect_p99_ms']:8.1f}")
+    print(f"commands reaching the robot during an e-stop: {watch.unsafe_commands}; full reversals on "
+          f"command_safe: {reversals}; report {out / 'soak_report.json'}")
+    print(json.dumps({k: summary[k] for k in ("faults_injected", "unsafe_commands")}))
+    return 0 if watch.unsafe_commands == 0 and reversals == 0 else 1
