@@ -31,6 +31,7 @@ import signal
 import sys
 import threading
 import time
+from itertools import pairwise
 from pathlib import Path
 from typing import Any
 
@@ -94,7 +95,7 @@ class _Watch:
     def on_safe(self, msg: Any) -> None:
         from morl_robot.nodes import wire
 
-        values, labels, _ = wire.split_step_key(*wire.read_labelled(msg))
+        values, _, _ = wire.split_step_key(*wire.read_labelled(msg))
         with self.lock:
             self.safe.append((time.time(), values))
             if self.estop and np.any(np.abs(values) > 1e-9):
@@ -225,7 +226,7 @@ def run(args: argparse.Namespace) -> int:
     with watch.lock:
         safe = list(watch.safe)
     span = np.asarray(contract.action_high) - np.asarray(contract.action_low)
-    reversals = sum(1 for (_, a), (_, b) in zip(safe, safe[1:]) if np.any(np.abs(b - a) >= span - 1e-9))
+    reversals = sum(1 for (_, a), (_, b) in pairwise(safe) if np.any(np.abs(b - a) >= span - 1e-9))
     summary: dict[str, Any] = {"minutes": args.minutes, "seed": args.seed, "policy": str(policy),
                                "faults_injected": len(records), "unsafe_commands": watch.unsafe_commands,
                                "full_reversals_on_command_safe": reversals, "by_fault": {}}
