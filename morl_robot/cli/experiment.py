@@ -66,6 +66,25 @@ def register(sub: argparse._SubParsersAction) -> None:
     peg.add_argument("--no-progress", action="store_true", help="no progress bar")
     peg.set_defaults(func=_run_sawyer)
 
+    front = exp_sub.add_parser("sawyer-front", help="MO-MPO §6.4 / Fig. 7: a resumable ε_force sweep (policies, "
+                                                     "protocol evaluation, front with CIs across seeds)")
+    front.add_argument("--out", required=True, type=Path,
+                       help="sweep folder: runs/ (checkpoints) and the small results (results.json, policies/, plots/)")
+    front.add_argument("--eps-task", type=float, default=0.1, help="ε_task, fixed (default 0.1)")
+    front.add_argument("--eps-force", type=float, nargs="+", default=[0.005, 0.01, 0.02, 0.05, 0.1],
+                       help="ε_force settings (default 0.005 0.01 0.02 0.05 0.1)")
+    front.add_argument("--seeds", type=int, nargs="+", default=[0, 1], help="seeds per setting (default 0 1)")
+    front.add_argument("--steps", type=int, default=40_000, help="environment steps per run (default 40000)")
+    front.add_argument("--config", default="learner/sawyer_front.yaml",
+                       help="learner YAML or a name under config/ (default learner/sawyer_front.yaml)")
+    front.add_argument("--eval-episodes", type=int, default=20, help="protocol episodes per policy (default 20)")
+    front.add_argument("--eval-seed", type=int, default=10_000, help="first evaluation seed (default 10000)")
+    front.add_argument("--parallel", type=int, default=2, help="runs at a time, one core each (default 2)")
+    front.add_argument("--time-limit", type=float, default=None,
+                       help="seconds for this sitting; unfinished runs keep their checkpoints and resume next time")
+    front.add_argument("--no-progress", action="store_true", help="no progress bar")
+    front.set_defaults(func=_run_sawyer_front)
+
 
 def _run_simple_world(args: argparse.Namespace) -> int:
     from morl_robot.experiments import simple_world
@@ -101,6 +120,19 @@ def _run_sawyer(args: argparse.Namespace) -> int:
         print(f"{n:<14} {r['episode_return_first_10pct'][n]:>20.2f} {r['episode_return_last_10pct'][n]:>20.2f}")
     print(f"wrote {args.out}/results.json, learning_curves.png, eval_curves.png")
     return 0
+
+
+def _run_sawyer_front(args: argparse.Namespace) -> int:
+    from morl_robot.experiments import sawyer_front
+
+    cfg = sawyer_front.FrontSweepConfig(
+        eps_task=args.eps_task, eps_force=list(args.eps_force), seeds=list(args.seeds), steps=args.steps,
+        learner_config=args.config, eval_episodes=args.eval_episodes, eval_seed=args.eval_seed,
+        parallel=args.parallel)
+    r = sawyer_front.run(args.out, cfg, progress=not args.no_progress, time_limit_s=args.time_limit)
+    print(sawyer_front.format_table(r))
+    print(f"wrote {args.out}/results.json, policies/, plots/front.png, plots/force_traces.png")
+    return 0 if r["runs_finished"] == r["runs_total"] else 3
 
 
 def _run_deep_sea_treasure(args: argparse.Namespace) -> int:

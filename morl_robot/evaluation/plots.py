@@ -30,7 +30,7 @@ from numpy.typing import ArrayLike  # noqa: E402
 
 from morl_robot.evaluation.pareto import pareto_front  # noqa: E402
 
-__all__ = ["plot_pareto_fronts", "plot_learning_curves", "plot_action_probabilities", "read_metrics_csv"]
+__all__ = ["plot_pareto_fronts", "plot_learning_curves", "plot_action_probabilities", "plot_force_traces", "read_metrics_csv"]
 
 _COLOURS = plt.rcParams["axes.prop_cycle"].by_key()["color"]
 
@@ -57,11 +57,13 @@ def plot_pareto_fronts(
     true_front: ArrayLike | None = None,
     title: str | None = None,
     counts: bool = True,
+    labels: Mapping[str, Sequence[str]] | None = None,
 ) -> Path:
     """Scatter each algorithm's return vectors (P_a, K) and highlight its Pareto front.
 
     ``counts``: marker area grows with the number of runs that reached the same point (as in
     MO-MPO Fig. 5).  ``true_front`` (T, K) is drawn as stars, ``ref`` (K,) as a cross.
+    ``labels[algo][p]`` annotates point p of that set (e.g. the ε setting that produced it).
     """
     arrays = {name: np.atleast_2d(np.asarray(p, dtype=float)) for name, p in points_by_algorithm.items()}
     arrays = {n: a for n, a in arrays.items() if a.size}
@@ -94,6 +96,8 @@ def plot_pareto_fronts(
                        label=f"{algo} ({len(front)} on front)", zorder=3)
             if k == 2 and len(front) > 1:
                 ax.step(front[:, 0], front[:, 1], where="pre", color=colour, alpha=0.6, linewidth=1.0)
+            for p, text in zip(pts, (labels or {}).get(algo, [])):
+                ax.annotate(text, (p[i], p[j]), fontsize=7, color=colour, xytext=(4, 3), textcoords="offset points")
         if ref is not None:
             r = np.asarray(ref, dtype=float)
             ax.scatter([r[i]], [r[j]], marker="x", s=60, color="k", label="reference point", zorder=5)
@@ -105,6 +109,26 @@ def plot_pareto_fronts(
     axes.flat[0].legend(fontsize=8, loc="best")
     if title:
         fig.suptitle(title, y=1.03)
+    return _save(fig, path)
+
+
+def plot_force_traces(traces: Mapping[str, Sequence[float]], path: str | os.PathLike[str], period_s: float,
+                      threshold: float | None = None, title: str | None = None) -> Path:
+    """One line per labelled force trace (T_i,) in N against time (steps × ``period_s``); an
+    optional horizontal ``threshold`` line (e.g. the task's force threshold)."""
+    fig, ax = plt.subplots(figsize=(8.0, 4.2))
+    for index, (label, trace) in enumerate(traces.items()):
+        y = np.asarray(trace, dtype=float)
+        ax.plot(np.arange(1, y.size + 1) * period_s, y, color=_colour(index), linewidth=1.0, label=label)
+    if threshold is not None:
+        ax.axhline(threshold, color="k", linestyle="--", linewidth=0.8, label=f"threshold {threshold:g} N")
+    ax.set_xlabel("time (s)")
+    ax.set_ylabel("force (N)")
+    ax.grid(alpha=0.3)
+    if traces:
+        ax.legend(fontsize=7, loc="best")
+    if title:
+        ax.set_title(title, fontsize=9)
     return _save(fig, path)
 
 

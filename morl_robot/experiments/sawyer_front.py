@@ -1,0 +1,248 @@
+"""The Sawyer peg-in-hole front (MO-MPO paper §6.4, Fig. 7): a sweep over ε_force with ε_task fixed.
+
+One MO-MPO policy per (ε_force, seed), trained in-process (:func:`morl_robot.learning.train`) in
+``OUT/runs/eps_force=<ε>/seed<s>/``, then exported to ONNX under the task's contract and evaluated
+with the protocol (:mod:`morl_robot.evaluation.protocol`: deterministic episodes on fixed seeds,
+the robot's safety rules in the loop).  The sweep **resumes**: a run whose ``eval.json`` is at the
+sweep's budget is skipped, an interrupted run continues from its newest checkpoint (``train``
+resumes one), so a sweep can span several sittings.  Runs go ``--parallel`` at a time, each
+process on one core (:func:`morl_robot.evaluation.sweep.run_sweep`).
+
+Outputs (small; commit them under ``results/``):
+
+* ``results.json`` — the budget and learner settings; per run its ``EVAL``, wall time and ONNX file;
+  per setting success rate and returns across seeds; the front report
+  (:func:`morl_robot.evaluation.front.front_report`: per-seed hypervolume, EUM, sparsity and
+  their IQM with bootstrap CIs across seeds);
+* ``policies/eps_force=<ε>_seed<s>.onnx`` — every trained policy, re-checkable with
+  ``morl-robot evaluate``;
+* ``plots/front.png`` — the returns of every policy, each marked with its ε_force;
+* ``plots/force_traces.png`` — per setting, the wrist-force trace of one evaluation episode
+  (an insertion where the policy inserted).
+
+The hypervolume reference point is the worst return an episode can have without being stopped by
+the force threshold: task 0, wrist force −min(clip, √3·threshold)·steps (the ℓ1 norm of a force
+whose ℓ2 norm is at the threshold is at most √3 times it).
+"""
+from __future__ import annotations
+
+import functools
+import json
+import math
+import shutil
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from morl_robot.errors import UsageError
+from morl_robot.evaluation.records import write_json_atomic
+
+TASK = "sawyer_peg_in_hole"
+DEFAULT_LEARNER = "learner/sawyer_front.yaml"
+
+
+@dataclass
+class FrontSweepConfig:
+    """What a sweep trains and how it is evaluated."""
+
+    eps_task: float = 0.1
+    eps_force: list[float] = field(default_factory=lambda: [0.005, 0.01, 0.02, 0.05, 0.1])
+    seeds: list[int] = field(default_factory=lambda: [0, 1])
+    steps: int = 40_000
+    learner_config: str = DEFAULT_LEARNER
+    eval_episodes: int = 20
+    eval_seed: int = 10_000
+    parallel: int = 2
+
+    def validate(self) -> None:
+        if not self.eps_force or any(not (e >= 0 and math.isfinite(e)) for e in self.eps_force):
+            raise UsageError(f"--eps-force: give finite values >= 0, got {self.eps_force}")
+        if not (self.eps_task > 0 and math.isfinite(self.eps_task)):
+            raise UsageError(f"--eps-task must be a finite value > 0, got {self.eps_task}")
+        if self.steps < 1 or self.eval_episodes < 1 or self.parallel < 1 or not self.seeds:
+            raise UsageError("--steps, --eval-episodes and --parallel must be >= 1, and --seeds non-empty")
+
+
+def run_name(eps_force: float, seed: int) -> str:
+    return f"eps_force={eps_force:g}_seed{seed}"
+
+
+def run_dir(out: Path, eps_force: float, seed: int) -> Path:
+    return out / "runs" / f"eps_force={eps_force:g}" / f"seed{seed}"
+
+
+def hypervolume_reference(task: Any) -> list[float]:
+    """(task, wrist_force) reference point: see the module docstring."""
+    c = task.config
+    worst_force = min(c.force_reward_clip, math.sqrt(3.0) * c.force_threshold) * task.max_steps
+    return [0.0, -float(worst_force)]
+
+
+def train_and_evaluate(setting: Any, out: str, cfg: dict[str, Any]) -> list[float]:
+    """One sweep run (in a worker process): train or resume, export, evaluate; returns mean returns (K,).
+
+    A run already evaluated at this budget is not trained again."""
+    from morl_robot.envs.mo_env import MORobotEnv, make_sim_robot
+    from morl_robot.evaluation.protocol import evaluate_policy, onnx_policy
+    from morl_robot.learning import load_learner_config, train
+    from morl_robot.resources import config_path
+    from morl_robot.serving.contract import contract_for_task
+    from morl_robot.serving.export import export_policy
+    from morl_robot.tasks.registry import load_task
+
+    sweep = FrontSweepConfig(**cfg)
+    eps_force, seed = float(setting.params["eps_force"]), int(setting.seed)
+    rdir = run_dir(Path(out), eps_force, seed)
+    eval_path = rdir / "eval.json"
+    if eval_path.is_file():
+        done = json.loads(eval_path.read_text())
+        if done.get("env_steps") == sweep.steps and done.get("episodes") == sweep.eval_episodes:
+            return [done["objectives"][n]["mean"] for n in done["objective_names"]]
+    learner_path = Path(sweep.learner_config)
+    if not learner_path.is_file():
+        learner_path = config_path(sweep.learner_config)
+    config = load_learner_config(learner_path, {"epsilons": [sweep.eps_task, eps_force]})
+    start = time.monotonic()
+    result = train(functools.partial(MORobotEnv, TASK), config, total_steps=sweep.steps, seed=seed, out_dir=rdir,
+                   progress=False)
+    wall = time.monotonic() - start
+    task = load_task(TASK)
+    robot = make_sim_robot(task)
+    try:
+        contract = contract_for_task(task, robot, config, policy_version=result.env_steps,
+                                     run_id=f"sawyer_front/{run_name(eps_force, seed)}")
+    finally:
+        robot.close()
+    policy_path = rdir / "policy.onnx"
+    export_policy(result.learner.policy, contract, policy_path)
+    loaded = onnx_policy(policy_path)
+    evaluation = evaluate_policy(loaded.act, TASK, sweep.eval_episodes, sweep.eval_seed, loaded.description)
+    data = evaluation.to_json()
+    trace = next((e for e in evaluation.episodes if e.success), evaluation.episodes[0])
+    data.update({
+        "objective_names": list(evaluation.objective_names),
+        "env_steps": int(result.env_steps), "updates": int(result.updates),
+        "train_wall_time_s": round(wall, 1),  # this sitting's (a resumed run names its checkpoint)
+        "resumed_from": str(result.resumed_from) if result.resumed_from else None,
+        "epsilons": {"task": sweep.eps_task, "wrist_force": eps_force}, "train_seed": seed,
+        "force_trace": {"seed": trace.seed, "success": trace.success, "forces": trace.forces.round(3).tolist()},
+    })
+    write_json_atomic(eval_path, data)
+    return evaluation.mean_returns.tolist()
+
+
+def run(out_dir: str | Path, cfg: FrontSweepConfig, progress: bool = True,
+        time_limit_s: float | None = None) -> dict[str, Any]:
+    """Run (or resume) the sweep, then write ``results.json``, ``policies/`` and ``plots/``."""
+    from morl_robot.evaluation.sweep import Setting, run_sweep
+
+    cfg.validate()
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    # seeds outer, settings spread: a first sitting that finishes few runs still spans the front
+    order = sorted(range(len(cfg.eps_force)), key=lambda i: (i % 2, i if i % 2 == 0 else -i))
+    settings = [Setting(run_name(cfg.eps_force[i], s), {"eps_force": cfg.eps_force[i]}, s)
+                for s in cfg.seeds for i in order]
+    job = functools.partial(train_and_evaluate, out=str(out), cfg=asdict(cfg))
+    start = time.monotonic()
+    run_sweep(settings, job, processes=cfg.parallel, out_path=out / "sweep_progress.json",
+              time_limit_s=time_limit_s, progress=progress, description="sawyer front")
+    wall = time.monotonic() - start
+    return summarise(out, cfg, wall)
+
+
+def summarise(out: Path, cfg: FrontSweepConfig, wall_time_s: float | None = None) -> dict[str, Any]:
+    """Gather every finished run's ``eval.json`` into ``results.json``, ``policies/`` and plots."""
+    from morl_robot.evaluation.front import FrontPoint, front_report
+    from morl_robot.tasks.registry import load_task
+
+    task = load_task(TASK)
+    names = list(task.objective_names)
+    runs: list[dict[str, Any]] = []
+    points: list[FrontPoint] = []
+    (out / "policies").mkdir(exist_ok=True)
+    for e in cfg.eps_force:
+        for s in cfg.seeds:
+            rdir = run_dir(out, e, s)
+            path = rdir / "eval.json"
+            if not path.is_file():
+                runs.append({"run": run_name(e, s), "finished": False})
+                continue
+            ev = json.loads(path.read_text())
+            if ev.get("env_steps") != cfg.steps:
+                runs.append({"run": run_name(e, s), "finished": False, "env_steps": ev.get("env_steps")})
+                continue
+            policy = out / "policies" / f"{run_name(e, s)}.onnx"
+            shutil.copyfile(rdir / "policy.onnx", policy)
+            trace = ev.pop("force_trace", None)
+            runs.append({"run": run_name(e, s), "finished": True, "policy": policy.relative_to(out).as_posix(),
+                         "eval": ev, "force_trace": trace})
+            points.append(FrontPoint(run_name(e, s), s, {"task": cfg.eps_task, "wrist_force": e},
+                                     tuple(ev["objectives"][n]["mean"] for n in names), ev["success_rate"],
+                                     policy.relative_to(out).as_posix()))
+    per_setting = []
+    for e in cfg.eps_force:
+        mine = [r for r in runs if r["finished"] and r["eval"]["epsilons"]["wrist_force"] == e]
+        if mine:
+            per_setting.append({
+                "eps_force": e, "seeds": [r["eval"]["train_seed"] for r in mine],
+                "success_rate": [r["eval"]["success_rate"] for r in mine],
+                **{f"return/{n}": [r["eval"]["objectives"][n]["mean"] for r in mine] for n in names},
+                "peak_force": [r["eval"]["peak_force"] for r in mine],
+            })
+    ref = hypervolume_reference(task)
+    results: dict[str, Any] = {
+        "experiment": "sawyer_peg_in_hole ε_force sweep (MO-MPO §6.4, Fig. 7)",
+        "config": asdict(cfg), "sweep_wall_time_s": None if wall_time_s is None else round(wall_time_s, 1),
+        "runs_finished": len(points), "runs_total": len(cfg.eps_force) * len(cfg.seeds),
+        "per_setting": per_setting,
+        "front": front_report(points, ref, names) if points else None,
+        "runs": [{k: v for k, v in r.items() if k != "force_trace"} for r in runs],
+    }
+    write_json_atomic(out / "results.json", results)
+    if points:
+        _plots(out, runs, names, task.config.control_period, task.config.force_threshold)
+    return results
+
+
+def _plots(out: Path, runs: list[dict[str, Any]], names: list[str], task_period: float, threshold: float) -> None:
+    from morl_robot.evaluation.plots import plot_force_traces, plot_pareto_fronts
+
+    done = [r for r in runs if r["finished"]]
+    by_seed: dict[str, list[list[float]]] = {}
+    labels: dict[str, list[str]] = {}
+    for r in done:
+        key = f"seed {r['eval']['train_seed']}"
+        by_seed.setdefault(key, []).append([r["eval"]["objectives"][n]["mean"] for n in names])
+        ok = r["eval"]["success_rate"]
+        labels.setdefault(key, []).append(f"ε_f={r['eval']['epsilons']['wrist_force']:g} ({ok:.0%})")
+    plot_pareto_fronts(by_seed, out / "plots" / "front.png", objective_names=names, labels=labels,
+                       title="Sawyer peg-in-hole: MO-MPO policies over ε_force (ε_task fixed); "
+                             "label: ε_force (insertion success)")
+    traces = {f"ε_f={r['eval']['epsilons']['wrist_force']:g}, seed {r['eval']['train_seed']}"
+              + (" (inserted)" if r["force_trace"]["success"] else ""): r["force_trace"]["forces"]
+              for r in done if r.get("force_trace")}
+    plot_force_traces(traces, out / "plots" / "force_traces.png", period_s=float(task_period),
+                      threshold=threshold,
+                      title="Sawyer peg-in-hole: wrist force ‖F‖ over an evaluation episode per policy")
+
+
+def format_table(results: dict[str, Any]) -> str:
+    """Per setting: success rate and returns (mean over seeds, min–max), then the front metrics."""
+    lines = [f"runs finished: {results['runs_finished']} of {results['runs_total']}",
+             f"{'ε_force':>8} {'seeds':>5} {'success':>16} {'task return':>22} {'wrist_force return':>26}"]
+
+    def span(values: list[float], fmt: str) -> str:
+        return f"{np.mean(values):{fmt}} [{min(values):{fmt}}, {max(values):{fmt}}]"
+
+    for row in results["per_setting"]:
+        lines.append(f"{row['eps_force']:>8g} {len(row['seeds']):>5d} {span(row['success_rate'], '.0%'):>16} "
+                     f"{span(row['return/task'], '.1f'):>22} {span(row['return/wrist_force'], '.0f'):>26}")
+    front = results.get("front")
+    if front:
+        for name, m in front["across_seeds"].items():
+            lines.append(f"{name}: IQM {m['iqm']:.4g} [{m['ci_low']:.4g}, {m['ci_high']:.4g}] over {m['n']} seeds")
+    return "\n".join(lines)

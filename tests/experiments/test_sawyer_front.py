@@ -1,0 +1,52 @@
+"""`morl-robot experiment sawyer-front` through the real CLI parser on a tiny budget: trains, exports,
+evaluates, writes the front; a second sitting skips finished runs; a committed front re-evaluates."""
+import json
+from pathlib import Path
+
+import pytest
+
+from morl_robot.cli import main
+
+RESULTS = Path(__file__).resolve().parents[2] / "results" / "sawyer_front"
+
+
+def test_a_tiny_sweep_runs_resumes_and_writes_its_front(tmp_path, capsys):
+    argv = ["experiment", "sawyer-front", "--out", str(tmp_path), "--eps-force", "0.01", "0.1", "--seeds", "0",
+            "--steps", "200", "--eval-episodes", "2", "--parallel", "1", "--no-progress"]
+    assert main(argv) == 0
+    out = capsys.readouterr().out
+    assert "runs finished: 2 of 2" in out and "hypervolume: IQM" in out
+    results = json.loads((tmp_path / "results.json").read_text())
+    assert results["runs_finished"] == 2 and results["front"]["ref"][0] == 0.0
+    assert {p.name for p in (tmp_path / "policies").iterdir()} == {"eps_force=0.01_seed0.onnx",
+                                                                    "eps_force=0.1_seed0.onnx"}
+    assert (tmp_path / "plots" / "front.png").stat().st_size > 0
+    assert (tmp_path / "plots" / "force_traces.png").stat().st_size > 0
+    evals = sorted(tmp_path.glob("runs/*/seed0/eval.json"))
+    stamps = [p.stat().st_mtime_ns for p in evals]
+    # a second sitting: nothing retrained or re-evaluated
+    assert main(argv) == 0
+    assert [p.stat().st_mtime_ns for p in evals] == stamps
+    # a larger budget continues the runs from their checkpoints
+    assert main(argv[:-7] + ["--steps", "300", "--eval-episodes", "2", "--parallel", "1", "--no-progress"]) == 0
+    again = json.loads(evals[0].read_text())
+    assert again["env_steps"] == 300 and again["resumed_from"]
+
+
+def test_bad_sweep_settings_are_refused(tmp_path, capsys):
+    assert main(["experiment", "sawyer-front", "--out", str(tmp_path), "--eps-force", "nan"]) == 2
+    assert "--eps-force" in capsys.readouterr().err
+
+
+@pytest.mark.skipif(not (RESULTS / "results.json").is_file(), reason="no committed Sawyer front yet")
+def test_committed_front_policies_reproduce_their_figures(capsys):
+    results = json.loads((RESULTS / "results.json").read_text())
+    run = next(r for r in results["runs"] if r["finished"])
+    ev = run["eval"]
+    argv = ["evaluate", str(RESULTS / run["policy"]), "--episodes", str(ev["episodes"]), "--seed", str(ev["seed"]),
+            "--json"]
+    assert main(argv) == 0
+    got = json.loads(capsys.readouterr().out)
+    for name, stats in ev["objectives"].items():
+        assert got["objectives"][name]["mean"] == pytest.approx(stats["mean"], abs=1e-6)
+    assert got["success_rate"] == ev["success_rate"]
