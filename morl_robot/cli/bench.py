@@ -15,6 +15,7 @@ BENCHMARKS = {
     "safety": "safety trip latency (sensor stamp to stopped command) in-process and across processes",
     "serve": "policy inference latency (onnxruntime, torch, TorchScript) and through the policy server",
     "soak": "a deploy session under a randomised fault schedule: faults detected, time to detect, unsafe commands",
+    "scale-invariance": "MO-MPO with one objective x20 through the whole learner: gradient vs exact temperatures",
 }
 
 
@@ -24,9 +25,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     bench_sub.required = True
     for name, help_text in BENCHMARKS.items():
         try:
-            module = importlib.import_module(f"morl_robot.bench.{name}")
+            module = importlib.import_module(f"morl_robot.bench.{name.replace('-', '_')}")
         except ModuleNotFoundError as exc:
-            if exc.name == f"morl_robot.bench.{name}":
+            if exc.name == f"morl_robot.bench.{name.replace('-', '_')}":
                 continue
             raise
         p = bench_sub.add_parser(name, help=help_text)

@@ -110,8 +110,10 @@ class MPOConfig:
     epsilon_stddev: float = 1e-5
     epsilon_categorical: float = 1e-3
     per_dim_constraining: bool = True
-    #: E-step temperature: gradient steps on the dual (warm-started) or an exact solve per update.
-    temperature_solver: Literal["gradient", "exact"] = "gradient"
+    #: E-step temperature: an exact solve of eq. 4 per update (default: follows any rescale of an
+    #: objective at once; ``morl-robot bench scale-invariance``) or Adam steps on the dual
+    #: (warm-started; needs many updates to follow a rescale).
+    temperature_solver: Literal["gradient", "exact"] = "exact"
     initial_temperature: float = 10.0
     initial_alpha_mean: float = 10.0
     initial_alpha_stddev: float = 1000.0
