@@ -160,3 +160,38 @@ def test_orient_objectives_at_rest():
     _, r, *_ = env.step(open_hand)
     assert r[0] == 0.0 and r[1] < 0.01 and r[2] < 0.05
     env.close()
+
+
+def test_peg_hole_offset_observation_and_fine_shaping():
+    """observe_hole_offset adds the peg tip − hole offset in mm to every frame (unit 'mm' in the
+    contract); fine_shaping_scale makes the task reward resolve millimetres near the hole axis."""
+    from morl_robot.envs.mo_env import MORobotEnv
+    from morl_robot.serving.contract import contract_for_task
+
+    env = MORobotEnv("sawyer_peg_in_hole", overrides={"observe_hole_offset": True, "fine_shaping_scale": 0.005})
+    obs, _ = env.reset(seed=3)
+    labels = list(env.observation_labels)
+    assert "t-0/hole_offset_x" in labels and len(labels) == len(obs)
+    i = labels.index("t-0/hole_offset_x")
+    expected_mm = (env.state.ee_pose[:3] - env.task._hole[:3]) * 1e3
+    assert np.allclose(obs[i:i + 3], expected_mm)
+    contract = contract_for_task(env.task, env.robot)
+    assert contract.observation_units[i] == "mm"
+    env.close()
+
+    def task_reward(fine: float, offset_m: float) -> float:
+        from morl_robot.robots.spec import RobotState
+
+        e = MORobotEnv("sawyer_peg_in_hole", overrides={"fine_shaping_scale": fine})
+        e.reset(seed=0)
+        hole = e.task._hole[:3]
+        pose = e.state.ee_pose.copy()
+        pose[:3] = hole + np.array([offset_m, 0.0, e.task.config.pre_insert_height])
+        state = RobotState(**{**e.state.__dict__, "ee_pose": pose})
+        r = float(e.task.evaluate(state, np.zeros(3)).reward[0])
+        e.close()
+        return r
+
+    coarse = task_reward(0.0, 0.002) - task_reward(0.0, 0.005)
+    fine = task_reward(0.005, 0.002) - task_reward(0.005, 0.005)
+    assert fine > 3 * coarse > 0

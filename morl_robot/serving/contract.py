@@ -245,7 +245,8 @@ def observation_unit(label: str, spec: RobotSpec) -> str:
     * ``<joint>/position`` rad, ``<joint>/velocity`` rad/s, ``<joint>/effort`` N·m;
     * ``wrench_fx|fy|fz`` N, ``wrench_tx|ty|tz`` N·m (the wrench sensor's declared units);
     * ``ee_x|y|z`` m (end-effector position), ``ee_qw|qx|qy|qz`` 1 (unit quaternion);
-    * ``last_action_<component>`` 1 (the previous normalised action in [-1, 1]).
+    * ``last_action_<component>`` 1 (the previous normalised action in [-1, 1]);
+    * ``hole_offset_x|y|z`` mm (peg tip relative to the hole opening).
 
     Raises :class:`ContractError` for a label no rule covers (extend this function for new tasks).
     """
@@ -269,6 +270,8 @@ def observation_unit(label: str, spec: RobotSpec) -> str:
         return "1"
     if base.startswith("last_action_"):
         return "1"
+    if base in ("hole_offset_x", "hole_offset_y", "hole_offset_z"):
+        return "mm"
     raise ContractError(f"no unit known for observation label '{label}' of robot '{spec.name}' "
                         "(add a rule to morl_robot.serving.contract.observation_unit)")
 

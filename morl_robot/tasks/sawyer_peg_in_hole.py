@@ -5,9 +5,14 @@ Objectives (per control step):
 * ``task`` ∈ [0, 1] (unitless), shaped toward positioning the peg above the hole and increasing
   with insertion.  With p the peg tip and h the hole opening (landmark ``hole_top``):
   d_xy = ‖p_xy − h_xy‖, z = p_z − h_z, depth = clip(−z / hole_depth, 0, 1) when d_xy < align_tol
-  (else 0):
+  (else 0), d = √(d_xy² + max(z − pre_height, 0)²):
 
-      task = ½ (1 − tanh(√(d_xy² + max(z − pre_height, 0)²) / σ)) + ½ depth
+      task = ½ align(d) + ½ depth,   align(d) = 1 − tanh(d / σ)
+
+  With ``fine_shaping_scale`` σ_f > 0 the alignment term has a second, narrow scale,
+  align(d) = ½ (1 − tanh(d / σ)) + ½ (1 − tanh(d / σ_f)): with σ = 5 cm alone, being 5 mm or 2 mm
+  off the axis differs by 0.06 of align, too little for a critic to resolve, yet only < 4 mm
+  (``align_tolerance``) lets the peg in.
 
 * ``wrist_force`` ∈ [−force_reward_clip, 0] (N): minus the ℓ1 norm of the Cartesian forces at
   the wrist F/T sensor, tared at the start of the episode (as real F/T sensors are biased with
@@ -21,7 +26,8 @@ Action: end-effector Cartesian velocity of the peg tip along ``action_axes`` (de
 vz; normalised to [-1, 1] of the robot's Cartesian limits); the axes left out hold the start
 orientation / do not move.  Observation (stacked over ``frame_stack`` steps, newest first):
 peg-tip pose (7), joint positions (7), joint velocities (7), tared wrist wrench (6), last
-action (D).
+action (D) and, with ``observe_hole_offset``, the peg tip relative to the hole opening in mm (3; the
+hole's pose is a calibrated fixture, as in a real insertion cell).
 """
 from __future__ import annotations
 
@@ -53,6 +59,8 @@ class SawyerPegInHoleConfig(TaskConfig):
     force_reward_clip: float = 90.0  # N, lower clip of the wrist_force reward
     init_joint_noise: float = 0.04  # rad, uniform noise on every joint at reset
     orientation_gain: float = 2.0  # 1/s, holding the start orientation
+    fine_shaping_scale: float = 0.0  # m (σ_f); 0: the single-scale shaping
+    observe_hole_offset: bool = False  # add the peg tip − hole opening offset (mm) to each frame
 
     def validate(self) -> None:
         super().validate()
@@ -65,6 +73,8 @@ class SawyerPegInHoleConfig(TaskConfig):
             fail("", "frame_stack", f"must be >= 1, got {self.frame_stack}")
         if self.force_threshold <= 0:
             fail("", "force_threshold", f"must be positive (N), got {self.force_threshold}")
+        if not self.fine_shaping_scale >= 0:
+            fail("", "fine_shaping_scale", f"must be >= 0 (m; 0 disables it), got {self.fine_shaping_scale}")
 
 
 class SawyerPegInHole(Task):
@@ -107,6 +117,7 @@ class SawyerPegInHole(Task):
             + [f"{n}/velocity" for n in j]
             + [f"wrench_{w}" for w in WRENCH_LABELS]
             + [f"last_action_{a}" for a in self.action_labels]
+            + (["hole_offset_x", "hole_offset_y", "hole_offset_z"] if self.config.observe_hole_offset else [])
         )
 
     def observation_labels(self, robot: Robot) -> tuple[str, ...]:
@@ -155,9 +166,10 @@ class SawyerPegInHole(Task):
 
     def _frame(self, state: RobotState) -> np.ndarray:
         assert state.ee_pose is not None
-        return np.concatenate(
-            [state.ee_pose, state.position, state.velocity, self.tared_wrench(state), self._last_action]
-        )
+        parts = [state.ee_pose, state.position, state.velocity, self.tared_wrench(state), self._last_action]
+        if self.config.observe_hole_offset:
+            parts.append((state.ee_pose[:3] - self._hole[:3]) * 1e3)  # mm
+        return np.concatenate(parts)
 
     def observe(self, state: RobotState) -> np.ndarray:
         return np.concatenate(self._frames)
@@ -170,7 +182,10 @@ class SawyerPegInHole(Task):
         d_xy = math.hypot(p[0] - h[0], p[1] - h[1])
         z = float(p[2] - h[2])
         above = max(z - c.pre_insert_height, 0.0)
-        align = 1.0 - math.tanh(math.hypot(d_xy, above) / c.shaping_scale)
+        d = math.hypot(d_xy, above)
+        align = 1.0 - math.tanh(d / c.shaping_scale)
+        if c.fine_shaping_scale > 0:
+            align = 0.5 * align + 0.5 * (1.0 - math.tanh(d / c.fine_shaping_scale))
         depth = min(max(-z / self._hole_depth, 0.0), 1.0) if d_xy < c.align_tolerance else 0.0
         task = 0.5 * align + 0.5 * depth
         fx, fy, fz = (state.wrench[:3] - self._bias[:3]).tolist()  # type: ignore[index]
