@@ -33,3 +33,13 @@ def test_scalarized_mpo_is_not_scale_invariant_for_contrast():
 
     moved = si.run_bandit("gaussian", "exact", 20.0, updates=500, algorithm="scalarized_mpo")
     assert float(moved.policy[0]) < -0.3
+
+
+def test_the_benchmark_runs_through_the_cli(capsys):
+    from morl_robot.cli import main
+
+    assert main(["bench", "scale-invariance", "--updates", "3", "--scale", "20"]) == 0
+    out = capsys.readouterr().out
+    rows = [line for line in out.splitlines() if line.startswith(("gaussian", "categorical"))]
+    assert len(rows) == 4 and {r.split()[1] for r in rows} == {"gradient", "exact"}
+    assert main(["bench", "scale-invariance", "--updates", "0"]) == 2
