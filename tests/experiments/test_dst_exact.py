@@ -1,0 +1,58 @@
+"""Exact tabular MO-MPO on Deep Sea Treasure: the model read off MO-Gymnasium, exact evaluation,
+the E-step's KL bound, the fixed points' dependence on c, and the CLI on a tiny grid."""
+import json
+
+import numpy as np
+import pytest
+
+from morl_robot.cli import main
+from morl_robot.experiments import dst_exact as d
+from morl_robot.experiments.deep_sea_treasure import YANG_2019_TREASURES
+
+
+@pytest.fixture(scope="module")
+def model():
+    return d.build_model()
+
+
+def test_model_is_the_convex_dst(model):
+    assert sorted(set(model.treasure_at[model.treasure_at > 0])) == pytest.approx(sorted(YANG_2019_TREASURES))
+    assert tuple(model.cells[model.start]) == (0, 0)
+    assert model.terminal.any(axis=1).sum() >= 10  # a move onto each treasure ends the episode
+
+
+def test_exact_evaluation_matches_a_rollout_of_a_deterministic_policy(model):
+    down = np.zeros((model.num_states, 4))  # "down" everywhere: the first treasure, one step from the start
+    down[:, 1] = 1.0
+    q = d.evaluate_q(model, down, gamma=0.9)  # (K, S, A)
+    _, ret = d.greedy_path(model, down)
+    assert ret.tolist() == pytest.approx([0.7, -1.0])
+    # from the start, going down ends on 0.7 after one step: Q = (0.7, -1)
+    assert q[:, model.start, 1] == pytest.approx([0.7, -1.0])
+
+
+def test_e_step_meets_its_kl_bound(model):
+    policy = np.full((model.num_states, 4), 0.25)
+    q = d.evaluate_q(model, policy, 0.99)
+    states = ~model.terminal.all(axis=1)
+    for eps in (0.01, 0.1):
+        improved, eta = d.e_step(q[0], policy, eps, states)
+        assert np.allclose(improved.sum(axis=1), 1.0)
+        assert d._kl_rows(improved, policy)[states].mean() == pytest.approx(eps, rel=1e-4)
+
+
+def test_more_weight_on_treasure_reaches_a_farther_treasure(model):
+    near = d.solve(model, (0.5 * 0.01, 0.01))
+    far = d.solve(model, (1.5 * 0.01, 0.01))
+    assert near.converged and far.converged
+    assert near.greedy_return[0] == pytest.approx(0.7)
+    assert far.greedy_return[0] > 15.0 and far.greedy_return[1] < near.greedy_return[1]
+
+
+def test_cli_runs_a_tiny_grid(tmp_path, capsys):
+    assert main(["experiment", "dst-exact", "--out", str(tmp_path), "--c-values", "2", "--eps-time", "0.02",
+                 "--processes", "1", "--no-progress"]) == 0
+    assert "Pareto points from greedy policies" in capsys.readouterr().out
+    data = json.loads((tmp_path / "results.json").read_text())
+    assert len(data["runs"]) == 2 and (tmp_path / "c_to_treasure.png").stat().st_size > 0
+    assert main(["experiment", "dst-exact", "--out", str(tmp_path), "--gamma", "1.0"]) == 2
