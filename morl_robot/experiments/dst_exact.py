@@ -244,7 +244,11 @@ def run_sweep_exact(out_dir: str | Path, eps_time: tuple[float, ...] = (0.01, 0.
 
     from tqdm import tqdm
 
-    from morl_robot.experiments.deep_sea_treasure import c_grid, pareto_points_found, true_pareto_front
+    from morl_robot.experiments.deep_sea_treasure import (
+        c_grid,
+        pareto_points_found,
+        true_pareto_front,
+    )
 
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)

@@ -36,7 +36,7 @@ def test_e_step_meets_its_kl_bound(model):
     q = d.evaluate_q(model, policy, 0.99)
     states = ~model.terminal.all(axis=1)
     for eps in (0.01, 0.1):
-        improved, eta = d.e_step(q[0], policy, eps, states)
+        improved, _ = d.e_step(q[0], policy, eps, states)
         assert np.allclose(improved.sum(axis=1), 1.0)
         assert d._kl_rows(improved, policy)[states].mean() == pytest.approx(eps, rel=1e-4)
 
