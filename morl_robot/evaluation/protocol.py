@@ -248,16 +248,46 @@ def random_policy(task: str, seed: int = 0) -> LoadedPolicy:
     return LoadedPolicy(lambda obs: rng.uniform(-1.0, 1.0, dim), task, "uniform random actions")
 
 
+def scripted_policy(task: str, gain: float = 5.0, clearance: float = 0.002) -> LoadedPolicy:
+    """A hand-written resolved-rate insertion controller for ``sawyer_peg_in_hole`` (the reference a
+    learned policy is read against; it shows the task is physically feasible).
+
+    The hole is a calibrated fixture: its opening and depth are read once from the scene.  From the
+    observation's newest peg-tip position p (labels ``t-0/ee_x|y|z``): aim 1 cm above the opening
+    until the tip is within 2 mm of the hole axis, then aim ``clearance`` above the bottom; command
+    v = gain·(target − p), scaled to the normalised action and clipped to [-1, 1]."""
+    from morl_robot.envs.mo_env import MORobotEnv
+
+    if task != "sawyer_peg_in_hole":
+        raise UsageError(f"a scripted policy exists for sawyer_peg_in_hole only, not {task!r}")
+    env = MORobotEnv(task)
+    env.reset(seed=0)
+    hole, depth = env.task._hole[:3].copy(), float(env.task._hole_depth)
+    v_max = np.asarray(env.task._twist_hi[:3], dtype=np.float64)
+    labels = list(env.observation_labels)
+    env.close()
+    index = [labels.index(f"t-0/ee_{axis}") for axis in "xyz"]
+
+    def act(obs: np.ndarray) -> np.ndarray:
+        p = np.asarray(obs, dtype=np.float64)[index]
+        target = hole.copy()
+        aligned = math.hypot(p[0] - hole[0], p[1] - hole[1]) <= 0.002
+        target[2] = hole[2] - depth + clearance if aligned else hole[2] + 0.01
+        return np.clip(gain * (target - p) / v_max, -1.0, 1.0)
+
+    return LoadedPolicy(act, task, f"scripted insertion controller (gain {gain:g}/s)")
+
+
 def load_policy(source: str | os.PathLike[str], task: str | None = None, seed: int = 0) -> LoadedPolicy:
-    """``policy.onnx``, a run directory (its ``policy.onnx``), or ``random`` (needs ``task``)."""
-    if str(source) == "random":
+    """``policy.onnx``, a run directory (its ``policy.onnx``), ``random`` or ``scripted`` (need ``task``)."""
+    if str(source) in ("random", "scripted"):
         if not task:
-            raise UsageError("a random policy needs --task")
+            raise UsageError(f"a {source} policy needs --task")
         from morl_robot.tasks.registry import TASKS
 
         if task not in TASKS:
             raise UsageError(f"--task {task!r}: unknown task; known: {', '.join(sorted(TASKS))}")
-        return random_policy(task, seed)
+        return random_policy(task, seed) if str(source) == "random" else scripted_policy(task)
     path = Path(source)
     if path.is_dir():
         if not (path / "policy.onnx").is_file():

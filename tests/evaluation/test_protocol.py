@@ -155,3 +155,14 @@ def test_an_estop_holds_the_robot_and_is_reported_as_safety():
     assert rec.termination == "safety"
     assert shield.summary()["held"] > 0
     assert any("collision" in k for k in shield.summary()["violations"])
+
+
+def test_the_scripted_insertion_controller_inserts_through_the_cli(capsys):
+    """The hand-written reference controller inserts the peg (the task is feasible behind the safety
+    rules); a scripted policy for another task is refused."""
+    assert main(["evaluate", "scripted", "--task", "sawyer_peg_in_hole", "--episodes", "2", "--seed", "10000",
+                 "--json"]) == 0
+    got = json.loads(capsys.readouterr().out)
+    assert got["success_rate"] >= 0.5 and got["objectives"]["task"]["mean"] > 80
+    assert main(["evaluate", "scripted", "--task", "shadow_touch", "--episodes", "1"]) == 2
+    assert "sawyer_peg_in_hole only" in capsys.readouterr().err
