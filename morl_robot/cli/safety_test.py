@@ -46,6 +46,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--config", default="safety_test", help="session YAML (default config/sessions/safety_test.yaml)")
     p.add_argument("--latency-tolerance", type=float, default=0.02, help="s, sensor stamp → held command (default 0.02)")
     p.add_argument("--ramp-speeds", default="0.005,0.01,0.02", help="Sawyer press speeds, m/s (comma-separated)")
+    p.add_argument("--use-sim-time", action="store_true",
+                   help="every node follows /clock from the simulated robot (ROS use_sim_time; the launch argument use_sim_time:=true)")
     p.add_argument("--domain-id", type=int, default=None)
     p.set_defaults(func=run)
 
@@ -514,6 +516,7 @@ def _session(args: argparse.Namespace, robot: str, control_mode: str, out: Path,
     from morl_robot.session.runner import SessionRunner
 
     overrides: dict[str, Any] = {"robot": robot, "task": "", "backend": args.backend,
+                                 "use_sim_time": args.use_sim_time or None,
                                  "robot_node": {"control_mode": control_mode,
                                                 "scene": SCENES[robot] if args.backend == "sim" else ""}}
     cfg = load_session_config(args.config, overrides)

@@ -62,7 +62,7 @@ from std_msgs.msg import (
 
 from morl_robot.errors import ConfigError, MorlRobotError
 from morl_robot.nodes import wire
-from morl_robot.nodes.base import DiagnosticsPublisher, ManagedNode, log_at, run_node
+from morl_robot.nodes.base import DiagnosticsPublisher, ManagedNode, log_at, run_node, steady_timer
 
 #: the end-of-run Pareto plot shows the returns of this many newest finished episodes.
 RECENT_EPISODES = 200
@@ -259,7 +259,7 @@ class LearnerNode(ManagedNode):
             self._keep_snapshot()  # the initial policy: the "before" of every learning curve
         self._sub = self.create_subscription(Float64MultiArray, "experience", self._on_experience,
                                              wire.EXPERIENCE_QOS)
-        self._timers.append(self.create_timer(float(self._param("update_period")), self._on_tick))
+        self._timers.append(steady_timer(self, float(self._param("update_period")), self._on_tick))
         self._rate_mark = (time.monotonic(), self.counters["env_steps"], self.learner.num_updates)
         total = int(self._param("total_steps"))
         if total and self.counters["env_steps"] >= total:  # a finished run started again

@@ -41,7 +41,7 @@ from morl_robot.envs.mo_env import MORobotEnv, make_sim_robot
 from morl_robot.envs.task_runner import StepRecord, TaskRunner
 from morl_robot.errors import CommandError, ConfigError, MorlRobotError
 from morl_robot.nodes import wire
-from morl_robot.nodes.base import DiagnosticsPublisher, ManagedNode, run_node
+from morl_robot.nodes.base import DiagnosticsPublisher, ManagedNode, run_node, steady_timer
 from morl_robot.robots.base import Robot
 from morl_robot.robots.spec import RobotState, SensorSpec
 
@@ -179,9 +179,9 @@ class RobotNode(ManagedNode):
         self._active = True
         self._start_episode()
         if self._param("timing") == "realtime":
-            self._timers.append(self.create_timer(self.runner.robot.control_period, self._on_tick))
+            self._timers.append(steady_timer(self, self.runner.robot.control_period, self._on_tick))
         # both timings: re-send the newest task_step while no command comes (a late actor's cue)
-        self._timers.append(self.create_timer(float(self._param("republish_period")), self._on_republish))
+        self._timers.append(steady_timer(self, float(self._param("republish_period")), self._on_republish))
 
     def deactivate(self) -> None:
         self._active = False

@@ -74,7 +74,7 @@ def train_nodes(cfg: SessionConfig, out_dir: str | os.PathLike[str], session_ind
             NodeSpec("policy_server", "policy_server", actor_ns,
                      {**cfg.policy_server, "actor_id": i, "seed": base + 1000 * (i + 1)}, remap),
         ]
-    return nodes
+    return with_clock(cfg, nodes)
 
 
 def deploy_nodes(cfg: SessionConfig) -> list[NodeSpec]:
@@ -82,19 +82,19 @@ def deploy_nodes(cfg: SessionConfig) -> list[NodeSpec]:
     params = dict(cfg.policy_server)
     if cfg.policy:
         params["policy"] = cfg.policy
-    return [
+    return with_clock(cfg, [
         NodeSpec("robot_node", "robot_node", ns, _robot_params(cfg, cfg.seed)),
         NodeSpec("safety_monitor", "safety_monitor", ns, _safety_params(cfg, robot)),
         NodeSpec("policy_server", "policy_server", ns, params),
-    ]
+    ])
 
 
 def safety_test_nodes(cfg: SessionConfig) -> list[NodeSpec]:
     ns, robot = _ns(cfg), robot_of(cfg)
-    return [
+    return with_clock(cfg, [
         NodeSpec("robot_node", "robot_node", ns, _robot_params(cfg, cfg.seed)),
         NodeSpec("safety_monitor", "safety_monitor", ns, _safety_params(cfg, robot)),
-    ]
+    ])
 
 
 def session_nodes(kind: str, cfg: SessionConfig, out_dir: str | os.PathLike[str] = "runs/latest") -> list[NodeSpec]:
@@ -105,3 +105,11 @@ def session_nodes(kind: str, cfg: SessionConfig, out_dir: str | os.PathLike[str]
     if kind == "safety_test":
         return safety_test_nodes(cfg)
     raise ValueError(f"unknown session kind '{kind}'; known: train, deploy, safety_test")
+
+
+def with_clock(cfg: SessionConfig, nodes: list[NodeSpec]) -> list[NodeSpec]:
+    """Every node's ``use_sim_time`` parameter set from the session (``--use-sim-time``,
+    ``use_sim_time:=true``): all nodes of a graph follow one clock."""
+    for spec in nodes:
+        spec.parameters["use_sim_time"] = bool(cfg.use_sim_time)
+    return nodes
