@@ -55,7 +55,13 @@ from std_srvs.srv import Trigger
 
 from morl_robot.errors import ConfigError
 from morl_robot.nodes import wire
-from morl_robot.nodes.base import DiagnosticsPublisher, ManagedNode, log_at, run_node, steady_timer
+from morl_robot.nodes.base import (
+    DiagnosticsPublisher,
+    ManagedNode,
+    log_at,
+    run_node,
+    steady_timer,
+)
 from morl_robot.serving.contract import ContractError, PolicyContract
 from morl_robot.serving.runtime import (
     NonFiniteInput,
