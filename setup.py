@@ -25,7 +25,7 @@ def share_tree(folder: str) -> list[tuple[str, list[str]]]:
 def pip_only_requirements() -> list[str]:
     """requirements/pip_only.txt: torch, onnx, onnxruntime, mujoco, gymnasium, tensorboard (pinned;
     a ROS workspace installs them with pip, everything else comes from rosdep)."""
-    here = os.path.dirname(os.path.abspath(__file__))
+    here = os.path.dirname(os.path.realpath(__file__))  # colcon --symlink-install runs a symlink of setup.py
     with open(os.path.join(here, "requirements", "pip_only.txt"), encoding="utf-8") as f:
         return [line.strip() for line in f if line.strip() and not line.lstrip().startswith("#")]
 

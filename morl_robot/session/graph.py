@@ -7,7 +7,8 @@ One function per session kind, used by the CLI (as processes) and by the launch 
   ``safety_monitor`` and ``policy_server`` (mode train, ``actor_id`` i), with ``policy_snapshot``,
   ``experience`` and ``experience_allowance`` remapped to the learner's ``/<ns>/…`` topics.
 * **deploy** — in ``/<ns>``: ``robot_node``, ``safety_monitor``, ``policy_server`` (mode deploy).
-* **safety_test** — in ``/<ns>``: ``robot_node`` (bare robot) and ``safety_monitor``.
+* **safety_test** — per phase (control mode) in ``/<ns>/<mode>``: ``robot_node`` (bare robot) and
+  ``safety_monitor``; later phases start unconfigured.
 """
 from __future__ import annotations
 
@@ -90,11 +91,24 @@ def deploy_nodes(cfg: SessionConfig) -> list[NodeSpec]:
 
 
 def safety_test_nodes(cfg: SessionConfig) -> list[NodeSpec]:
-    ns, robot = _ns(cfg), robot_of(cfg)
-    return with_clock(cfg, [
-        NodeSpec("robot_node", "robot_node", ns, _robot_params(cfg, cfg.seed)),
-        NodeSpec("safety_monitor", "safety_monitor", ns, _safety_params(cfg, robot)),
-    ])
+    """Per phase (control mode, :data:`~morl_robot.safety.testing.SAFETY_TEST_PHASES`) a bare
+    robot node and its safety monitor in ``/<ns>/<mode>``; the first phase's pair starts active,
+    the later ones unconfigured (``autostart: false``) until the probe reaches them."""
+    from morl_robot.robots.config import load_robot_config
+    from morl_robot.safety.testing import SAFETY_TEST_PHASES, SAFETY_TEST_SCENES
+
+    ns, robot = _ns(cfg), load_robot_config(robot_of(cfg)).name
+    nodes = []
+    for i, mode in enumerate(SAFETY_TEST_PHASES[robot]):
+        robot_params = {**_robot_params(cfg, cfg.seed), "control_mode": mode}
+        if cfg.backend == "sim" and not robot_params.get("scene"):
+            robot_params["scene"] = SAFETY_TEST_SCENES[robot]
+        safety_params = {**_safety_params(cfg, robot), "control_mode": mode}
+        if i > 0:
+            robot_params["autostart"] = safety_params["autostart"] = False
+        nodes += [NodeSpec("robot_node", "robot_node", f"{ns}/{mode}", robot_params),
+                  NodeSpec("safety_monitor", "safety_monitor", f"{ns}/{mode}", safety_params)]
+    return with_clock(cfg, nodes)
 
 
 def session_nodes(kind: str, cfg: SessionConfig, out_dir: str | os.PathLike[str] = "runs/latest") -> list[NodeSpec]:
