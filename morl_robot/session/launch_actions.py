@@ -114,13 +114,18 @@ def _exit_reason(kind: str, spec_or_name: str, returncode: int) -> str:
     return f"{spec_or_name} exited with code {returncode}; a required node of the {kind} session has ended"
 
 
+def _shutdown(reason: str) -> list:
+    """Shut the launch down, logging why (launch's own line only says a process was required)."""
+    return [LogInfo(msg=reason), Shutdown(reason=reason)]
+
+
 def _shutdown_on_exit(kind: str, name: str) -> Any:
     """``on_exit`` of a required process: shut the launch down, saying why (unless it is already
     shutting down, when every node exits)."""
     def on_exit(event: Any, context: Any) -> list:
         if getattr(context, "is_shutdown", False):
             return []
-        return [Shutdown(reason=_exit_reason(kind, name, int(event.returncode)))]
+        return _shutdown(_exit_reason(kind, name, int(event.returncode)))
 
     return on_exit
 
@@ -177,8 +182,8 @@ def _release_exit(ns: str) -> Any:
     def on_exit(event: Any, context: Any) -> list:
         if getattr(context, "is_shutdown", False) or event.returncode == 0:
             return []  # released: the deployment goes on
-        return [Shutdown(reason=f"the safety monitor in {ns} never passed its checks (morl-robot release exited "
-                                f"with code {event.returncode})")]
+        return _shutdown(f"the safety monitor in {ns} never passed its checks (morl-robot release exited "
+                         f"with code {event.returncode})")
 
     return on_exit
 
@@ -188,7 +193,7 @@ def _safety_test_exit(out: str) -> Any:
         if getattr(context, "is_shutdown", False):
             return []
         result = {0: "PASS", 1: "FAIL", 3: "INCOMPLETE"}.get(int(event.returncode), f"error (exit {event.returncode})")
-        return [Shutdown(reason=f"safety test finished: {result}; report in {out}/report.md")]
+        return _shutdown(f"safety test finished: {result}; report in {out}/report.md")
 
     return on_exit
 
