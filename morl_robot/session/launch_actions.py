@@ -26,7 +26,13 @@ import os
 import sys
 from typing import Any
 
-from launch.actions import DeclareLaunchArgument, ExecuteProcess, LogInfo, OpaqueFunction, Shutdown
+from launch.actions import (
+    DeclareLaunchArgument,
+    ExecuteProcess,
+    LogInfo,
+    OpaqueFunction,
+    Shutdown,
+)
 from launch.substitutions import LaunchConfiguration
 from launch_ros.actions import Node
 
@@ -43,8 +49,8 @@ ARGUMENT_TEXT = {
     "seed": ("", "random seed of the session"),
     "namespace": ("", "ROS namespace of the session"),
     "policy": ("", "ONNX policy file (morl-robot export); its contract names the task and robot"),
-    "release": ("operator", "who releases the safety monitor's start-up e-stop: operator (a person calls "
-                            "<ns>/safety/reset) | after_checks (released once its checks pass; sim backend only)"),
+    "release": ("operator", ("who releases the safety monitor's start-up e-stop: operator (a person calls "
+                            "<ns>/safety/reset) | after_checks (released once its checks pass; sim backend only)")),
     "learner_config": ("", "learner YAML or name under config/learner/"),
     "out": ("", "run / report directory (train: runs/<task>; safety test: runs/safety_test)"),
     "use_sim_time": ("false", "every node follows /clock from the simulated robot (sim backend)"),
