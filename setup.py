@@ -55,8 +55,10 @@ ROS_REQUIRES = [
     "ros-builtin-interfaces==2.3.0",
 ]
 
+# pytest 8.x: ROS's launch_testing pytest plugin (loaded by `colcon test` wherever ROS is installed)
+# declares the `path` hook argument that pytest 9 removed (PluginValidationError at start-up).
 TEST_REQUIRES = [
-    "pytest==9.2.0",
+    "pytest==8.4.2",
     "hypothesis==6.170.15",
     "pymoo==0.6.2",
     "mo-gymnasium==1.3.2",

@@ -52,7 +52,9 @@ def fake_launch(monkeypatch):
     for name, mod in mods.items():
         monkeypatch.setitem(sys.modules, name, mod)
     monkeypatch.delitem(sys.modules, "morl_robot.session.launch_actions", raising=False)
-    return mods
+    yield mods
+    # imported against the stand-ins: never leave it for a real launch (tests/launch_tests) to find
+    sys.modules.pop("morl_robot.session.launch_actions", None)
 
 
 def _load(path: Path):
