@@ -196,12 +196,29 @@ def stop_with_parent() -> None:
         os.kill(os.getpid(), signal.SIGINT)
 
 
+def node_help(make: Callable[[], Node], program: str) -> str:
+    """``<node> --help``: how to run it and its documentation (the node module's docstring, which
+    lists its parameters, topics and services)."""
+    module = sys.modules.get(getattr(make, "__module__", "") or "")
+    name = os.path.basename(program).removesuffix(".py")
+    if name in ("__main__", "-c", "") and module is not None:
+        name = module.__name__.rsplit(".", 1)[-1]
+    doc = (module.__doc__ or "").strip() if module is not None else ""
+    return (f"usage: ros2 run morl_robot {name} [--ros-args [-p NAME:=VALUE]... [-r FROM:=TO]... "
+            f"[--params-file FILE]]\n\n{doc}\n")
+
+
 def run_node(make: Callable[[], Node], args: list[str] | None = None) -> int:
     """Process entry point: init rclpy, build the node, spin until SIGINT/SIGTERM, shut down cleanly.
 
     SIGTERM is treated like Ctrl-C so a launcher's ``terminate()`` runs the same shutdown
     path (checkpoints are written by the nodes' ``close``/``cleanup``).
     """
+    argv = list(args if args is not None else sys.argv)
+    user_args = argv[1:argv.index("--ros-args")] if "--ros-args" in argv else argv[1:]
+    if "-h" in user_args or "--help" in user_args:
+        print(node_help(make, argv[0] if argv else "node"))
+        return 0
     # We handle SIGINT/SIGTERM ourselves (rclpy's handler would shut the context down first, and
     # then close() could no longer publish the robot's hold command or log).
     rclpy.init(args=args if args is not None else sys.argv, signal_handler_options=SignalHandlerOptions.NO)
