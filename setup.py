@@ -22,19 +22,23 @@ def share_tree(folder: str) -> list[tuple[str, list[str]]]:
     return sorted(entries.items())
 
 
+def pip_only_requirements() -> list[str]:
+    """requirements/pip_only.txt: torch, onnx, onnxruntime, mujoco, gymnasium, tensorboard (pinned;
+    a ROS workspace installs them with pip, everything else comes from rosdep)."""
+    here = os.path.dirname(os.path.realpath(__file__))  # colcon --symlink-install runs a symlink of setup.py
+    with open(os.path.join(here, "requirements", "pip_only.txt"), encoding="utf-8") as f:
+        return [line.strip() for line in f if line.strip() and not line.lstrip().startswith("#")]
+
+
+# numpy is a range, not a pin: in a ROS workspace the message packages' C extensions are built
+# against the distribution's numpy (1.26 on Ubuntu Noble), which pip must not replace.
 CORE_REQUIRES = [
-    "numpy==2.4.6",
+    "numpy>=1.26,<3",
     "pyyaml==6.0.3",
-    "mujoco==4.0.0",
-    "gymnasium==1.4.0",
-    "torch==2.13.0",
-    "onnx==1.23.2",
-    "onnxruntime==1.31.1",
     "matplotlib==3.11.2",
     "tqdm==4.70.1",
-    "tensorboard==2.21.0",
     "scipy==1.17.1",
-]
+] + pip_only_requirements()
 
 # ROS 2 (Kilted-era) from the PyPI wheels; in a colcon workspace these come from the ROS install.
 ROS_REQUIRES = [
@@ -51,8 +55,10 @@ ROS_REQUIRES = [
     "ros-builtin-interfaces==2.3.0",
 ]
 
+# pytest 8.x: ROS's launch_testing pytest plugin (loaded by `colcon test` wherever ROS is installed)
+# declares the `path` hook argument that pytest 9 removed (PluginValidationError at start-up).
 TEST_REQUIRES = [
-    "pytest==9.2.0",
+    "pytest==8.4.2",
     "hypothesis==6.170.15",
     "pymoo==0.6.2",
     "mo-gymnasium==1.3.2",

@@ -1,8 +1,10 @@
-"""`ros2 launch morl_robot deploy.launch.py [robot:=…] [task:=…] [backend:=sim|hardware] [actors:=N]
-[namespace:=…] [policy:=…] [out:=…] [use_sim_time:=true|false] [session:=FILE]`
+"""`ros2 launch morl_robot deploy.launch.py policy:=FILE.onnx [robot:=…] [backend:=sim|hardware] [seed:=N]
+[namespace:=…] [release:=operator|after_checks] [use_sim_time:=true|false] [session:=FILE]`
 
-Starts the nodes of `config/sessions/deploy.yaml` (see morl_robot/session/launch_actions.py); the same graph as
-`morl-robot deploy`.
+Starts the nodes of `config/sessions/deploy.yaml` (see morl_robot/session/launch_actions.py), the same graph as
+`morl-robot deploy`.  The safety monitor starts latched: release:=operator (default) waits for a person to call
+`<ns>/safety/reset`; release:=after_checks (sim only) releases it once its checks pass.  A node that exits
+shuts the launch down with the reason.
 """
 from launch import LaunchDescription
 from morl_robot.session.launch_actions import session_launch

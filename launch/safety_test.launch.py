@@ -1,8 +1,9 @@
-"""`ros2 launch morl_robot safety_test.launch.py [robot:=…] [task:=…] [backend:=sim|hardware] [actors:=N]
-[namespace:=…] [policy:=…] [out:=…] [use_sim_time:=true|false] [session:=FILE]`
+"""`ros2 launch morl_robot safety_test.launch.py [robot:=sawyer|shadow_hand] [backend:=sim|hardware] [seed:=N]
+[namespace:=…] [out:=DIR] [use_sim_time:=true|false] [session:=FILE]`
 
-Starts the nodes of `config/sessions/safety_test.yaml` (see morl_robot/session/launch_actions.py); the same graph as
-`morl-robot safety-test`.
+Starts the nodes of `config/sessions/safety_test.yaml` (see morl_robot/session/launch_actions.py) and
+`morl-robot safety-test --attach`, which probes them and writes the same report.json / report.md / plots and
+pass/fail as `morl-robot safety-test`; the launch ends with the result.
 """
 from launch import LaunchDescription
 from morl_robot.session.launch_actions import session_launch

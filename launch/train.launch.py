@@ -1,8 +1,8 @@
-"""`ros2 launch morl_robot train.launch.py [robot:=…] [task:=…] [backend:=sim|hardware] [actors:=N]
-[namespace:=…] [policy:=…] [out:=…] [use_sim_time:=true|false] [session:=FILE]`
+"""`ros2 launch morl_robot train.launch.py [task:=…] [backend:=sim|hardware] [actors:=N] [steps:=S]
+[seed:=N] [namespace:=…] [learner_config:=…] [out:=DIR] [use_sim_time:=true|false] [session:=FILE]`
 
-Starts the nodes of `config/sessions/train.yaml` (see morl_robot/session/launch_actions.py); the same graph as
-`morl-robot train`.
+Starts the nodes of `config/sessions/train.yaml` (see morl_robot/session/launch_actions.py), the same graph as
+`morl-robot train`; the launch ends when the learner reaches `steps` (or when a node fails, with the reason).
 """
 from launch import LaunchDescription
 from morl_robot.session.launch_actions import session_launch

@@ -44,6 +44,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--emulate", default=None, metavar="FAULTS",
                    help="--backend hardware without a robot: start the MuJoCo driver emulator, with faults "
                         "'latency=0.02,jitter=0.01,drop=0.05,reorder=0.1' (s, probabilities) or 'none'")
+    p.add_argument("--use-sim-time", action="store_true",
+                   help="every node follows /clock from the simulated robot (ROS use_sim_time; the launch argument use_sim_time:=true)")
     p.add_argument("--domain-id", type=int, default=None)
     p.set_defaults(func=run)
 
@@ -126,7 +128,7 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError("--episodes (the sim-to-sim check) needs --backend sim")
     timing = args.timing or ("lockstep" if args.episodes else "realtime")
     overrides: dict[str, Any] = {"task": contract.task, "robot": contract.robot, "backend": args.backend,
-                                 "policy": str(policy_path), "seed": args.seed,
+                                 "policy": str(policy_path), "seed": args.seed, "use_sim_time": args.use_sim_time or None,
                                  "robot_node": {"timing": timing}, "policy_server": {"timing": timing}}
     if timing == "lockstep":
         overrides["safety_monitor"] = {"watchdogs": False}  # simulated time stands still between steps

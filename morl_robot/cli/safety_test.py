@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import argparse
 import math
+import os
 import sys
 import threading
 import time
@@ -35,7 +36,6 @@ from morl_robot.errors import UsageError
 from morl_robot.robots.spec import ControlMode
 
 ROBOTS = {"sawyer": "sawyer", "shadow": "shadow_hand", "shadow_hand": "shadow_hand"}
-SCENES = {"sawyer": "sawyer/peg_in_hole.xml", "shadow_hand": "shadow_hand/touch.xml"}
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -46,6 +46,12 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--config", default="safety_test", help="session YAML (default config/sessions/safety_test.yaml)")
     p.add_argument("--latency-tolerance", type=float, default=0.02, help="s, sensor stamp → held command (default 0.02)")
     p.add_argument("--ramp-speeds", default="0.005,0.01,0.02", help="Sawyer press speeds, m/s (comma-separated)")
+    p.add_argument("--use-sim-time", action="store_true",
+                   help="every node follows /clock from the simulated robot (ROS use_sim_time; the launch argument use_sim_time:=true)")
+    p.add_argument("--namespace", default=None, help="ROS namespace of the graph (default: the session YAML's)")
+    p.add_argument("--attach", action="store_true",
+                   help="probe the safety-test graph already running on $ROS_DOMAIN_ID (what safety_test.launch.py "
+                        "starts) instead of starting its nodes")
     p.add_argument("--domain-id", type=int, default=None)
     p.set_defaults(func=run)
 
@@ -505,32 +511,67 @@ def probe_heartbeat(h: Harness, monitor: Any, tol: float, check_period: float) -
     return [c.judge()]
 
 
-# --- the session ----------------------------------------------------------------------------
-def _session(args: argparse.Namespace, robot: str, control_mode: str, out: Path, tag: str,
-             body: Callable[[Harness, Any], list[Any]]) -> list[Any]:
+# --- the session ---------------------------------------------------------------------------
+def _phase(probe: Any, root_ns: str, robot: str, control_mode: str, period: float, last: bool,
+           body: Callable[[Harness, Any], list[Any]]) -> list[Any]:
+    """One phase on the graph: its robot node and monitor in ``root_ns/<control_mode>`` walked to
+    active, the probes run, the pair walked back to unconfigured unless it is the ``last``."""
+    from types import SimpleNamespace
+
     from morl_robot.safety.monitor import build_monitor
-    from morl_robot.session.config import load_session_config
+
+    ns = f"{root_ns}/{control_mode}"
+    monitor = build_monitor(robot, control_mode)
+    labels = tuple(monitor.spec.command_labels(ControlMode(control_mode)))
+    for node in ("robot_node", "safety_monitor"):
+        probe.lifecycle(f"{ns}/{node}", "active")
+    h = Harness(SimpleNamespace(probe=probe), ns, labels, 1.0 / period)
+    try:
+        probe.wait_for(lambda: len(h.joints) > 3, 60, f"{robot} joint_states in {ns}")
+        return body(h, monitor)
+    finally:
+        h.close()
+        if not last:  # the monitor first (it engages its e-stop), then the robot (it holds)
+            for node in ("safety_monitor", "robot_node"):
+                probe.lifecycle(f"{ns}/{node}", "unconfigured")
+
+
+def _run_phases(probe: Any, cfg: Any, robot: str, bodies: dict[str, Callable[[Harness, Any], list[Any]]]) -> list[Any]:
+    from morl_robot.safety.testing import SAFETY_TEST_PHASES
+
+    phases = SAFETY_TEST_PHASES[robot]
+    period = float(cfg.robot_node.get("control_period", 0.05))
+    root = "/" + cfg.namespace.strip("/")
+    checks: list[Any] = []
+    for i, mode in enumerate(phases):
+        checks += _phase(probe, root, robot, mode, period, i == len(phases) - 1, bodies[mode])
+    return checks
+
+
+def _probe_graph(args: argparse.Namespace, cfg: Any, robot: str, out: Path,
+                 bodies: dict[str, Callable[[Harness, Any], list[Any]]]) -> list[Any]:
+    """Start the safety-test graph and probe it, or (``--attach``) probe the graph that is already
+    running on ``$ROS_DOMAIN_ID`` (``ros2 launch morl_robot safety_test.launch.py``)."""
+    if args.attach:
+        from morl_robot.cli.release import domain_of
+        from morl_robot.nodes.probe import GraphProbe
+
+        domain = domain_of(args.domain_id)
+        print(f"attached to the safety-test graph in /{cfg.namespace.strip('/')} on ROS_DOMAIN_ID={domain}",
+              file=sys.stderr)
+        probe = GraphProbe(domain, name=f"morl_robot_safety_test_{os.getpid()}")
+        try:
+            return _run_phases(probe, cfg, robot, bodies)
+        finally:
+            probe.close()
     from morl_robot.session.graph import safety_test_nodes
     from morl_robot.session.runner import SessionRunner
 
-    overrides: dict[str, Any] = {"robot": robot, "task": "", "backend": args.backend,
-                                 "robot_node": {"control_mode": control_mode,
-                                                "scene": SCENES[robot] if args.backend == "sim" else ""}}
-    cfg = load_session_config(args.config, overrides)
-    monitor = build_monitor(robot, control_mode)
-    labels = tuple(monitor.spec.command_labels(ControlMode(control_mode)))
-    period = float(cfg.robot_node.get("control_period", 0.05))
-    ns = "/" + cfg.namespace.strip("/")
-    runner = SessionRunner(safety_test_nodes(cfg), out / "logs" / tag, args.domain_id)
-    h = None
+    runner = SessionRunner(safety_test_nodes(cfg), out / "logs", args.domain_id)
     try:
         runner.start()
-        h = Harness(runner, ns, labels, 1.0 / period)
-        runner.probe.wait_for(lambda: len(h.joints) > 3, 60, f"{robot} joint_states")
-        return body(h, monitor)
+        return _run_phases(runner.probe, cfg, robot, bodies)
     finally:
-        if h is not None:
-            h.close()
         runner.stop()
 
 
@@ -547,8 +588,12 @@ def run(args: argparse.Namespace) -> int:
         speeds = [float(s) for s in args.ramp_speeds.split(",") if s.strip()]
     except ValueError:
         raise UsageError(f"--ramp-speeds: expected comma-separated numbers, got {args.ramp_speeds!r}") from None
+    from morl_robot.session.config import load_session_config
+
+    cfg = load_session_config(args.config, {"robot": robot, "task": "", "backend": args.backend,
+                                            "namespace": args.namespace, "use_sim_time": args.use_sim_time or None})
     check_period = 0.002
-    checks: list[Any] = []
+    bodies: dict[str, Callable[[Harness, Any], list[Any]]]
     if robot == "sawyer":
         def cartesian(h: Harness, monitor: Any) -> list[Any]:
             found: list[Any] = []
@@ -560,9 +605,8 @@ def run(args: argparse.Namespace) -> int:
             found += probe_heartbeat(h, monitor, tol, check_period)
             return found
 
-        checks += _session(args, robot, "cartesian_velocity", out, "cartesian", cartesian)
-        checks += _session(args, robot, "position", out, "position",
-                           lambda h, m: probe_joint_limit(h, m, tol, "right_j6", step=0.1))
+        bodies = {"cartesian_velocity": cartesian,
+                  "position": lambda h, m: probe_joint_limit(h, m, tol, "right_j6", step=0.1)}
     else:
         def hand(h: Harness, monitor: Any) -> list[Any]:
             found = probe_fingertip(h, monitor, tol, out)
@@ -573,7 +617,8 @@ def run(args: argparse.Namespace) -> int:
             found += probe_heartbeat(h, monitor, tol, check_period)
             return found
 
-        checks += _session(args, robot, "position", out, "position", hand)
+        bodies = {"position": hand}
+    checks = _probe_graph(args, cfg, robot, out, bodies)
     report = write_report(checks, out, {"robot": robot, "backend": args.backend,
                                         "latency_tolerance_s": tol, "ramp_speeds_m_s": speeds})
     for c in checks:

@@ -41,6 +41,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--first-actor", type=int, default=0, help="--role actors: id of the first actor started here")
     p.add_argument("--discovery", choices=("localhost", "subnet"), default="localhost",
                    help="DDS discovery range (subnet: actors on other machines)")
+    p.add_argument("--use-sim-time", action="store_true",
+                   help="every node follows /clock from the simulated robot (ROS use_sim_time; the launch argument use_sim_time:=true)")
     p.add_argument("--no-progress", action="store_true", help="no progress bar (log lines instead)")
     p.set_defaults(func=run)
 
@@ -107,7 +109,8 @@ def run(args: argparse.Namespace) -> int:
         if value is not None and value < (1 if name == "actors" else 0):
             raise UsageError(f"--{name} must be at least {1 if name == 'actors' else 0}, got {value}")
     overrides: dict[str, Any] = {"task": args.task, "backend": args.backend, "actors": args.actors,
-                                 "total_steps": args.steps, "seed": args.seed, "namespace": args.namespace}
+                                 "total_steps": args.steps, "seed": args.seed, "namespace": args.namespace,
+                                 "use_sim_time": args.use_sim_time or None}
     if args.learner_config:
         overrides["learner_node"] = {"config": args.learner_config}
     cfg = load_session_config(args.config, overrides)

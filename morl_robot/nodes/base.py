@@ -17,6 +17,7 @@ from typing import Any
 
 import rclpy
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
+from rclpy.clock import Clock, ClockType
 from rclpy.executors import ExternalShutdownException, SingleThreadedExecutor
 from rclpy.lifecycle import LifecycleNode, TransitionCallbackReturn
 from rclpy.node import Node
@@ -39,6 +40,24 @@ def diagnostic_status(name: str, hardware_id: str, level: str, message: str,
                             values=[KeyValue(key=str(k), value=fmt(v)) for k, v in values.items()])
 
 
+def steady_timer(node: Node, period: float, callback: Callable[[], None]) -> Any:
+    """A timer that ticks in steady (monotonic wall) time whatever ``use_sim_time`` says.
+
+    ``node.create_timer`` runs on the node's clock, which follows ``/clock`` once
+    ``use_sim_time`` is true; the robot node is the one ``/clock`` source and publishes it from
+    its control timer, so a sim-time control timer would wait for a clock that only it advances
+    (the whole graph freezes).  Every timer that drives the simulation, paces a control loop or
+    watches for a stalled stream is a steady timer; message stamps still come from the node's
+    clock (sim time under ``use_sim_time``), as ROS convention has it.
+    """
+    return node.create_timer(period, callback, clock=Clock(clock_type=ClockType.STEADY_TIME))
+
+
+def uses_sim_time(node: Node) -> bool:
+    """The node's ``use_sim_time`` parameter (declared by rclpy for every node)."""
+    return bool(node.get_parameter("use_sim_time").value)
+
+
 class DiagnosticsPublisher:
     """Publishes one ``DiagnosticStatus`` on ``/diagnostics`` every ``period`` seconds."""
 
@@ -46,7 +65,7 @@ class DiagnosticsPublisher:
                  period: float = 1.0, hardware_id: str = "") -> None:
         self._node, self._name, self._status, self._hw = node, name, status, hardware_id
         self._pub = node.create_publisher(DiagnosticArray, "/diagnostics", EVENT_QOS)
-        self._timer = node.create_timer(period, self.publish)
+        self._timer = steady_timer(node, period, self.publish)
 
     def publish(self) -> None:
         level, message, values = self._status()
@@ -177,12 +196,29 @@ def stop_with_parent() -> None:
         os.kill(os.getpid(), signal.SIGINT)
 
 
+def node_help(make: Callable[[], Node], program: str) -> str:
+    """``<node> --help``: how to run it and its documentation (the node module's docstring, which
+    lists its parameters, topics and services)."""
+    module = sys.modules.get(getattr(make, "__module__", "") or "")
+    name = os.path.basename(program).removesuffix(".py")
+    if name in ("__main__", "-c", "") and module is not None:
+        name = module.__name__.rsplit(".", 1)[-1]
+    doc = (module.__doc__ or "").strip() if module is not None else ""
+    return (f"usage: ros2 run morl_robot {name} [--ros-args [-p NAME:=VALUE]... [-r FROM:=TO]... "
+            f"[--params-file FILE]]\n\n{doc}\n")
+
+
 def run_node(make: Callable[[], Node], args: list[str] | None = None) -> int:
     """Process entry point: init rclpy, build the node, spin until SIGINT/SIGTERM, shut down cleanly.
 
     SIGTERM is treated like Ctrl-C so a launcher's ``terminate()`` runs the same shutdown
     path (checkpoints are written by the nodes' ``close``/``cleanup``).
     """
+    argv = list(args if args is not None else sys.argv)
+    user_args = argv[1:argv.index("--ros-args")] if "--ros-args" in argv else argv[1:]
+    if "-h" in user_args or "--help" in user_args:
+        print(node_help(make, argv[0] if argv else "node"))
+        return 0
     # We handle SIGINT/SIGTERM ourselves (rclpy's handler would shut the context down first, and
     # then close() could no longer publish the robot's hold command or log).
     rclpy.init(args=args if args is not None else sys.argv, signal_handler_options=SignalHandlerOptions.NO)

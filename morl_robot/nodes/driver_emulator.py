@@ -29,7 +29,7 @@ from std_msgs.msg import Float64MultiArray
 from trajectory_msgs.msg import JointTrajectory
 
 from morl_robot.nodes import wire
-from morl_robot.nodes.base import run_node
+from morl_robot.nodes.base import run_node, steady_timer
 from morl_robot.nodes.hardware_link import stamp_seconds
 from morl_robot.robots.config import load_robot_config
 from morl_robot.robots.emulation import DriverEmulatorCore, FaultyLink, LinkFaults
@@ -83,8 +83,8 @@ class DriverEmulator(Node):
                 JointState, c.topic, lambda m: self.core.on_joint_state_command(m.name, m.position, m.velocity, m.effort),
                 wire.COMMAND_QOS)
         self._faulty = faults.active
-        self._timer = self.create_timer(self.core.period, self._tick)
-        self._release = self.create_timer(min(0.002, self.core.period), self._deliver) if self._faulty else None
+        self._timer = steady_timer(self, self.core.period, self._tick)
+        self._release = steady_timer(self, min(0.002, self.core.period), self._deliver) if self._faulty else None
         self._last_rejected = 0
         self.get_logger().info(
             f"emulating the {config.name} driver: state {self._pub_js.topic_name} at {1.0 / self.core.period:.0f} Hz "

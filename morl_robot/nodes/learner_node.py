@@ -62,7 +62,13 @@ from std_msgs.msg import (
 
 from morl_robot.errors import ConfigError, MorlRobotError
 from morl_robot.nodes import wire
-from morl_robot.nodes.base import DiagnosticsPublisher, ManagedNode, log_at, run_node
+from morl_robot.nodes.base import (
+    DiagnosticsPublisher,
+    ManagedNode,
+    log_at,
+    run_node,
+    steady_timer,
+)
 
 #: the end-of-run Pareto plot shows the returns of this many newest finished episodes.
 RECENT_EPISODES = 200
@@ -96,7 +102,7 @@ class LearnerNode(ManagedNode):
         self._configured = False
         self._active = False
         self._finalized = False
-        self._timers: list[Any] = []
+        self._loop_timers: list[Any] = []
         self._sub: Any = None
         self._pub_snapshot: Any = None
         self._pub_allowance: Any = None
@@ -259,7 +265,7 @@ class LearnerNode(ManagedNode):
             self._keep_snapshot()  # the initial policy: the "before" of every learning curve
         self._sub = self.create_subscription(Float64MultiArray, "experience", self._on_experience,
                                              wire.EXPERIENCE_QOS)
-        self._timers.append(self.create_timer(float(self._param("update_period")), self._on_tick))
+        self._loop_timers.append(steady_timer(self, float(self._param("update_period")), self._on_tick))
         self._rate_mark = (time.monotonic(), self.counters["env_steps"], self.learner.num_updates)
         total = int(self._param("total_steps"))
         if total and self.counters["env_steps"] >= total:  # a finished run started again
@@ -271,9 +277,9 @@ class LearnerNode(ManagedNode):
 
     def deactivate(self) -> None:
         self._active = False
-        for t in self._timers:
+        for t in self._loop_timers:
             self.destroy_timer(t)
-        self._timers = []
+        self._loop_timers = []
         if self._sub is not None:
             self.destroy_subscription(self._sub)
             self._sub = None

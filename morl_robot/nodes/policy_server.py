@@ -55,7 +55,13 @@ from std_srvs.srv import Trigger
 
 from morl_robot.errors import ConfigError
 from morl_robot.nodes import wire
-from morl_robot.nodes.base import DiagnosticsPublisher, ManagedNode, log_at, run_node
+from morl_robot.nodes.base import (
+    DiagnosticsPublisher,
+    ManagedNode,
+    log_at,
+    run_node,
+    steady_timer,
+)
 from morl_robot.serving.contract import ContractError, PolicyContract
 from morl_robot.serving.runtime import (
     NonFiniteInput,
@@ -199,7 +205,7 @@ class PolicyServer(ManagedNode):
                 self._entities.append(("subscription", self.create_subscription(
                     Float64MultiArray, "experience_allowance", self._on_allowance, wire.LATCHED_QOS)))
         # rclpy's executor here has no guard conditions: a cheap poll picks up models loaded on the worker
-        self._reload_poll = self.create_timer(RELOAD_POLL_PERIOD, self._on_models_loaded)
+        self._reload_poll = steady_timer(self, RELOAD_POLL_PERIOD, self._on_models_loaded)
         self._diagnostics = DiagnosticsPublisher(self, f"{self.get_name()}: policy", self._status,
                                                  period=float(self._param("diagnostics_period")))
         self._configured = True

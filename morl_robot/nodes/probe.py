@@ -79,6 +79,33 @@ class GraphProbe:
         finally:
             self.node.destroy_client(client)
 
+    def lifecycle(self, node: str, goal: str, timeout: float = 60.0) -> None:
+        """Walk the managed node ``node`` (full name) to ``goal`` (``active`` or ``unconfigured``)
+        through its ``get_state`` / ``change_state`` services, as a lifecycle manager does."""
+        from lifecycle_msgs.msg import State, Transition
+        from lifecycle_msgs.srv import ChangeState, GetState
+
+        steps = {  # (current state, goal) -> transition
+            (State.PRIMARY_STATE_UNCONFIGURED, "active"): Transition.TRANSITION_CONFIGURE,
+            (State.PRIMARY_STATE_INACTIVE, "active"): Transition.TRANSITION_ACTIVATE,
+            (State.PRIMARY_STATE_ACTIVE, "unconfigured"): Transition.TRANSITION_DEACTIVATE,
+            (State.PRIMARY_STATE_INACTIVE, "unconfigured"): Transition.TRANSITION_CLEANUP,
+        }
+        goal_id = {"active": State.PRIMARY_STATE_ACTIVE, "unconfigured": State.PRIMARY_STATE_UNCONFIGURED}[goal]
+        for _ in range(3):
+            state = self.call(f"{node}/get_state", GetState, timeout=timeout).current_state
+            if state.id == goal_id:
+                return
+            transition = steps.get((state.id, goal))
+            if transition is None:
+                raise RuntimeError(f"{node} is {state.label}: cannot reach '{goal}'")
+            reply = self.call(f"{node}/change_state", ChangeState,
+                              ChangeState.Request(transition=Transition(id=transition)), timeout=timeout)
+            if not reply.success:
+                raise RuntimeError(f"{node} refused the lifecycle transition {transition} (from {state.label}); "
+                                   "see its log")
+        raise RuntimeError(f"{node} did not reach '{goal}'")
+
     def diagnostics(self, *name_parts: str) -> dict[str, str]:
         """Key/values of the newest ``/diagnostics`` status whose name contains every one of
         ``name_parts`` (subscribes on the first call; empty until a matching status arrives)."""

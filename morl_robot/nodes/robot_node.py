@@ -41,7 +41,12 @@ from morl_robot.envs.mo_env import MORobotEnv, make_sim_robot
 from morl_robot.envs.task_runner import StepRecord, TaskRunner
 from morl_robot.errors import CommandError, ConfigError, MorlRobotError
 from morl_robot.nodes import wire
-from morl_robot.nodes.base import DiagnosticsPublisher, ManagedNode, run_node
+from morl_robot.nodes.base import (
+    DiagnosticsPublisher,
+    ManagedNode,
+    run_node,
+    steady_timer,
+)
 from morl_robot.robots.base import Robot
 from morl_robot.robots.spec import RobotState, SensorSpec
 
@@ -72,7 +77,7 @@ class RobotNode(ManagedNode):
         self.runner: TaskRunner | None = None
         self.robot: Robot | None = None
         self._link: Any = None
-        self._timers: list[Any] = []
+        self._loop_timers: list[Any] = []
         self._active = False
         self._paused = False
         self._estop = False
@@ -166,7 +171,7 @@ class RobotNode(ManagedNode):
         self._sub_estop = self.create_subscription(Bool, "safety/estop", self._on_estop, wire.LATCHED_QOS)
         self._reset_client = self.create_client(Trigger, "safety/reset")
         if backend == "sim":
-            self._services = [
+            self._sim_services = [
                 self.create_service(Trigger, "~/reset_world", self._srv_reset_world),
                 self.create_service(SetBool, "~/set_pause", self._srv_set_pause),
                 self.create_service(Trigger, "~/step_simulation", self._srv_step),
@@ -179,15 +184,15 @@ class RobotNode(ManagedNode):
         self._active = True
         self._start_episode()
         if self._param("timing") == "realtime":
-            self._timers.append(self.create_timer(self.runner.robot.control_period, self._on_tick))
+            self._loop_timers.append(steady_timer(self, self.runner.robot.control_period, self._on_tick))
         # both timings: re-send the newest task_step while no command comes (a late actor's cue)
-        self._timers.append(self.create_timer(float(self._param("republish_period")), self._on_republish))
+        self._loop_timers.append(steady_timer(self, float(self._param("republish_period")), self._on_republish))
 
     def deactivate(self) -> None:
         self._active = False
-        for t in self._timers:
+        for t in self._loop_timers:
             self.destroy_timer(t)
-        self._timers = []
+        self._loop_timers = []
         if self.runner is not None and self._fault == "":
             try:  # leave the robot holding
                 self.runner.robot.send_command(self.runner.robot.hold_command())

@@ -29,6 +29,10 @@ wall-clock deadlines and no unsolicited hold commands, because in lockstep every
 advances the simulation and simulated time stands still between commands); ``check_period`` (s,
 the watchdog timer); ``autostart``.  The node's clock is the system clock (``time.time()``), the
 clock the sensor header stamps use, so ``decided_at − sensor_stamp`` is the detection latency.
+Under ``use_sim_time`` the stamps are simulated time, which is not comparable with the system
+clock and stands still while the simulation is paused; the monitor then dates each sensor reading
+and heartbeat by its arrival (system clock), so a stalled stream is still a stale-sensor fault
+and latencies are measured from arrival.
 """
 from __future__ import annotations
 
@@ -53,6 +57,8 @@ from morl_robot.nodes.base import (
     ManagedNode,
     diagnostic_status,
     run_node,
+    steady_timer,
+    uses_sim_time,
 )
 from morl_robot.safety.monitor import Outcome, SafetyMonitor, build_monitor
 from morl_robot.safety.rules import Response, Violation
@@ -85,10 +91,16 @@ class SafetyMonitorNode(ManagedNode):
         self._estop_published: bool | None = None
         self._pub_estop: Any = None
         self._last_trip_latency = math.nan
+        self._sim_time = uses_sim_time(self)
 
     @staticmethod
     def _now() -> float:
         return time.time()
+
+    def _stamp(self, stamp: Any, now: float) -> float:
+        """A reading's time on the monitor's clock: its header stamp, or its arrival ``now`` under
+        ``use_sim_time`` (see the module docstring)."""
+        return now if self._sim_time else _seconds(stamp)
 
     # --- lifecycle -----------------------------------------------------------------------------
     def configure(self) -> None:
@@ -129,7 +141,7 @@ class SafetyMonitorNode(ManagedNode):
     def activate(self) -> None:
         self._active = True
         if self._watchdogs:
-            self._timer = self.create_timer(float(self.get_parameter("check_period").value), self._on_timer)
+            self._timer = steady_timer(self, float(self.get_parameter("check_period").value), self._on_timer)
 
     def deactivate(self) -> None:
         self._active = False
@@ -223,14 +235,15 @@ class SafetyMonitorNode(ManagedNode):
 
     def _on_joint_state(self, msg: JointState) -> None:
         if self.monitor is not None:
+            now = self._now()
             self._handle(self.monitor.on_joint_state(msg.name, msg.position, msg.velocity, msg.effort,
-                                                     _seconds(msg.header.stamp), self._now()), unsolicited=True)
+                                                     self._stamp(msg.header.stamp, now), now), unsolicited=True)
 
     def _on_wrench(self, msg: WrenchStamped) -> None:
         if self.monitor is not None:
-            f, t = msg.wrench.force, msg.wrench.torque
-            self._handle(self.monitor.on_wrench((f.x, f.y, f.z, t.x, t.y, t.z), _seconds(msg.header.stamp),
-                                                self._now()), unsolicited=True)
+            f, t, now = msg.wrench.force, msg.wrench.torque, self._now()
+            self._handle(self.monitor.on_wrench((f.x, f.y, f.z, t.x, t.y, t.z), self._stamp(msg.header.stamp, now),
+                                                now), unsolicited=True)
 
     def _on_tactile(self, msg: Float64MultiArray) -> None:
         if self.monitor is None:
@@ -244,7 +257,8 @@ class SafetyMonitorNode(ManagedNode):
 
     def _on_heartbeat(self, msg: Header) -> None:
         if self.monitor is not None:
-            self.monitor.on_heartbeat(_seconds(msg.stamp), self._now())
+            now = self._now()
+            self.monitor.on_heartbeat(self._stamp(msg.stamp, now), now)
 
     def _on_timer(self) -> None:
         if self.monitor is not None:

@@ -368,7 +368,12 @@ class MujocoRobot(Robot):
             mujoco.mj_resetDataKeyframe(m, d, key)
         else:
             mujoco.mj_resetData(m, d)
-        for name, value in (joint_positions or {}).items():
+        # a model without the keyframe (the bare robot MJCF) starts in the robot YAML's home pose (the
+        # scenes' 'home'), not in MuJoCo's all-zero one (the outstretched Sawyer's peg is outside the
+        # safety workspace)
+        home = self.config.hardware.home if self.config.hardware is not None else {}
+        start = {} if key >= 0 or not keyframe else dict(home)
+        for name, value in {**start, **(joint_positions or {})}.items():
             if name not in self.spec.joint_names:
                 raise UnknownNameError(f"unknown joint '{name}' for robot '{self.spec.name}'; joints: {list(self.spec.joint_names)}")
             d.qpos[self._qadr[self.spec.joint_names.index(name)]] = value

@@ -26,6 +26,16 @@ import numpy as np
 
 from morl_robot.evaluation.records import write_json_atomic
 
+#: A safety test's phases: the control modes its probes need, one robot node + safety monitor pair
+#: per mode in ``/<namespace>/<mode>`` (only one pair is active at a time: the later ones start
+#: unconfigured and the probe walks them through their lifecycle, so two nodes never drive one robot).
+SAFETY_TEST_PHASES: dict[str, tuple[str, ...]] = {
+    "sawyer": ("cartesian_velocity", "position"),  # force ramps, watchdogs; joint soft limit
+    "shadow_hand": ("position",),
+}
+#: The simulated scene each robot's probes press against.
+SAFETY_TEST_SCENES = {"sawyer": "sawyer/peg_in_hole.xml", "shadow_hand": "shadow_hand/touch.xml"}
+
 
 @dataclass
 class Trace:

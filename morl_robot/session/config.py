@@ -57,6 +57,7 @@ class SessionConfig:
     namespace: str = "morl"
     seed: int = 0
     total_steps: int = 0  # training: env steps; 0 = until stopped
+    use_sim_time: bool = False  # every node follows /clock (published by the simulated robot node)
     policy: str = ""  # deploy: ONNX file
     robot_node: dict[str, Any] = field(default_factory=dict)
     safety_monitor: dict[str, Any] = field(default_factory=dict)
@@ -73,6 +74,9 @@ class SessionConfig:
         ns = self.namespace.strip("/")
         if not ns or not all(c.isalnum() or c == "_" for c in ns):
             fail("", "namespace", f"must be a ROS name (letters, digits, _), got '{self.namespace}'")
+        if self.use_sim_time and self.backend != "sim":
+            fail("", "use_sim_time", "needs backend sim: only the simulated robot node publishes /clock "
+                 f"(backend is '{self.backend}')")
         if self.total_steps > MAX_STEPS:
             fail("", "total_steps", f"must be <= 2^53, got {self.total_steps}")
         for node, allowed in NODE_PARAMETERS.items():

@@ -7,7 +7,8 @@ One function per session kind, used by the CLI (as processes) and by the launch 
   ``safety_monitor`` and ``policy_server`` (mode train, ``actor_id`` i), with ``policy_snapshot``,
   ``experience`` and ``experience_allowance`` remapped to the learner's ``/<ns>/…`` topics.
 * **deploy** — in ``/<ns>``: ``robot_node``, ``safety_monitor``, ``policy_server`` (mode deploy).
-* **safety_test** — in ``/<ns>``: ``robot_node`` (bare robot) and ``safety_monitor``.
+* **safety_test** — per phase (control mode) in ``/<ns>/<mode>``: ``robot_node`` (bare robot) and
+  ``safety_monitor``; later phases start unconfigured.
 """
 from __future__ import annotations
 
@@ -74,7 +75,7 @@ def train_nodes(cfg: SessionConfig, out_dir: str | os.PathLike[str], session_ind
             NodeSpec("policy_server", "policy_server", actor_ns,
                      {**cfg.policy_server, "actor_id": i, "seed": base + 1000 * (i + 1)}, remap),
         ]
-    return nodes
+    return with_clock(cfg, nodes)
 
 
 def deploy_nodes(cfg: SessionConfig) -> list[NodeSpec]:
@@ -82,19 +83,32 @@ def deploy_nodes(cfg: SessionConfig) -> list[NodeSpec]:
     params = dict(cfg.policy_server)
     if cfg.policy:
         params["policy"] = cfg.policy
-    return [
+    return with_clock(cfg, [
         NodeSpec("robot_node", "robot_node", ns, _robot_params(cfg, cfg.seed)),
         NodeSpec("safety_monitor", "safety_monitor", ns, _safety_params(cfg, robot)),
         NodeSpec("policy_server", "policy_server", ns, params),
-    ]
+    ])
 
 
 def safety_test_nodes(cfg: SessionConfig) -> list[NodeSpec]:
-    ns, robot = _ns(cfg), robot_of(cfg)
-    return [
-        NodeSpec("robot_node", "robot_node", ns, _robot_params(cfg, cfg.seed)),
-        NodeSpec("safety_monitor", "safety_monitor", ns, _safety_params(cfg, robot)),
-    ]
+    """Per phase (control mode, :data:`~morl_robot.safety.testing.SAFETY_TEST_PHASES`) a bare
+    robot node and its safety monitor in ``/<ns>/<mode>``; the first phase's pair starts active,
+    the later ones unconfigured (``autostart: false``) until the probe reaches them."""
+    from morl_robot.robots.config import load_robot_config
+    from morl_robot.safety.testing import SAFETY_TEST_PHASES, SAFETY_TEST_SCENES
+
+    ns, robot = _ns(cfg), load_robot_config(robot_of(cfg)).name
+    nodes = []
+    for i, mode in enumerate(SAFETY_TEST_PHASES[robot]):
+        robot_params = {**_robot_params(cfg, cfg.seed), "control_mode": mode}
+        if cfg.backend == "sim" and not robot_params.get("scene"):
+            robot_params["scene"] = SAFETY_TEST_SCENES[robot]
+        safety_params = {**_safety_params(cfg, robot), "control_mode": mode}
+        if i > 0:
+            robot_params["autostart"] = safety_params["autostart"] = False
+        nodes += [NodeSpec("robot_node", "robot_node", f"{ns}/{mode}", robot_params),
+                  NodeSpec("safety_monitor", "safety_monitor", f"{ns}/{mode}", safety_params)]
+    return with_clock(cfg, nodes)
 
 
 def session_nodes(kind: str, cfg: SessionConfig, out_dir: str | os.PathLike[str] = "runs/latest") -> list[NodeSpec]:
@@ -105,3 +119,11 @@ def session_nodes(kind: str, cfg: SessionConfig, out_dir: str | os.PathLike[str]
     if kind == "safety_test":
         return safety_test_nodes(cfg)
     raise ValueError(f"unknown session kind '{kind}'; known: train, deploy, safety_test")
+
+
+def with_clock(cfg: SessionConfig, nodes: list[NodeSpec]) -> list[NodeSpec]:
+    """Every node's ``use_sim_time`` parameter set from the session (``--use-sim-time``,
+    ``use_sim_time:=true``): all nodes of a graph follow one clock."""
+    for spec in nodes:
+        spec.parameters["use_sim_time"] = bool(cfg.use_sim_time)
+    return nodes

@@ -1,56 +1,211 @@
-"""For the launch files in ``launch/``: session YAML + launch arguments → launch_ros Node actions.
+"""For the launch files in ``launch/``: session YAML + launch arguments → launch actions.
 
 Imports ROS's ``launch`` packages, which a ROS install provides (they are not on PyPI); nothing
 else in the package imports this module.
 
 The graph itself comes from :func:`morl_robot.session.graph.session_nodes`, the same function
 ``morl-robot train|deploy|safety-test`` uses, so ``ros2 launch`` and the CLI start the same nodes
-with the same parameters from the same ``config/sessions/*.yaml``.
+with the same parameters from the same ``config/sessions/*.yaml``.  A launch also ends the way
+the CLI does:
+
+* **train** — when the learner exits after ``total_steps`` (``steps:=``) the launch shuts down
+  (training finished); any other node's exit, or the learner's failure, shuts it down with the
+  reason.
+* **deploy** — every node is required: one that exits (a policy the server refuses, a robot
+  whose driver cannot be reached) shuts the launch down with the reason.  The safety monitor
+  starts latched; ``release:=operator`` (default) waits for a person to call
+  ``<ns>/safety/reset``, ``release:=after_checks`` (sim backend only) runs ``morl-robot release``,
+  which releases it once the monitor's checks pass.  Either way the launch logs which.
+* **safety_test** — ``morl-robot safety-test --attach`` runs the probes against the launched
+  graph and writes the same report, plots and pass/fail as ``morl-robot safety-test``; the launch
+  ends when it does, with the result as the reason.
 """
 from __future__ import annotations
 
-from launch.actions import DeclareLaunchArgument, OpaqueFunction
+import os
+import sys
+from typing import Any
+
+from launch.actions import (
+    DeclareLaunchArgument,
+    ExecuteProcess,
+    LogInfo,
+    OpaqueFunction,
+    Shutdown,
+)
 from launch.substitutions import LaunchConfiguration
 from launch_ros.actions import Node
 
+from morl_robot.errors import UsageError
+
 #: Launch arguments (name, default, description); "" = take the session YAML's value.
-ARGUMENTS = (
-    ("session", "", "session YAML (default: config/sessions/<kind>.yaml)"),
-    ("robot", "", "robot: sawyer | shadow_hand"),
-    ("task", "", "task name (morl-robot tasks)"),
-    ("backend", "", "sim | hardware"),
-    ("actors", "", "training: number of actor pipelines"),
-    ("namespace", "", "ROS namespace of the session"),
-    ("policy", "", "deploy: ONNX policy file"),
-    ("out", "runs/latest", "training: run directory"),
-    ("use_sim_time", "false", "nodes follow /clock (sim backend)"),
-)
+ARGUMENT_TEXT = {
+    "session": ("", "session YAML (default: config/sessions/<kind>.yaml)"),
+    "robot": ("", "robot: sawyer | shadow_hand"),
+    "task": ("", "task name (morl-robot tasks)"),
+    "backend": ("", "sim | hardware"),
+    "actors": ("", "number of actor pipelines (robot + safety monitor + policy server), >= 1"),
+    "steps": ("", "environment steps in total; the launch ends when the learner reaches them (0 = until stopped)"),
+    "seed": ("", "random seed of the session"),
+    "namespace": ("", "ROS namespace of the session"),
+    "policy": ("", "ONNX policy file (morl-robot export); its contract names the task and robot"),
+    "release": ("operator", ("who releases the safety monitor's start-up e-stop: operator (a person calls "
+                            "<ns>/safety/reset) | after_checks (released once its checks pass; sim backend only)")),
+    "learner_config": ("", "learner YAML or name under config/learner/"),
+    "out": ("", "run / report directory (train: runs/<task>; safety test: runs/safety_test)"),
+    "use_sim_time": ("false", "every node follows /clock from the simulated robot (sim backend)"),
+}
+#: Which arguments each launch file declares.
+ARGUMENTS = {
+    "train": ("session", "task", "backend", "actors", "steps", "seed", "namespace", "learner_config", "out",
+              "use_sim_time"),
+    "deploy": ("session", "policy", "robot", "backend", "seed", "namespace", "release", "use_sim_time"),
+    "safety_test": ("session", "robot", "backend", "seed", "namespace", "out", "use_sim_time"),
+}
+RELEASES = ("operator", "after_checks")
 
 
-def declare_arguments() -> list:
-    return [DeclareLaunchArgument(name, default_value=default, description=text) for name, default, text in ARGUMENTS]
+def declare_arguments(kind: str) -> list:
+    return [DeclareLaunchArgument(name, default_value=ARGUMENT_TEXT[name][0], description=ARGUMENT_TEXT[name][1])
+            for name in ARGUMENTS[kind]]
 
 
-def _nodes(kind: str, context) -> list:
+def whole_number(name: str, text: str, low: int) -> int:
+    """A launch argument that must be a whole number >= ``low``, or a clear error naming it."""
+    try:
+        value = int(text.strip())
+    except ValueError:
+        raise UsageError(f"launch argument {name}:={text!r}: expected a whole number >= {low}") from None
+    if value < low:
+        raise UsageError(f"launch argument {name}:={text!r}: must be >= {low}")
+    return value
+
+
+def boolean(name: str, text: str) -> bool:
+    value = text.strip().lower()
+    if value not in ("true", "false"):
+        raise UsageError(f"launch argument {name}:={text!r}: expected true or false")
+    return value == "true"
+
+
+def session_overrides(kind: str, args: dict[str, str]) -> dict[str, Any]:
+    """Launch arguments (text; "" = not given) → session YAML overrides."""
+    overrides: dict[str, Any] = {key: args.get(key) or None for key in ("robot", "task", "backend", "namespace")}
+    if args.get("actors"):
+        overrides["actors"] = whole_number("actors", args["actors"], 1)
+    if args.get("steps"):
+        overrides["total_steps"] = whole_number("steps", args["steps"], 0)
+    if args.get("seed"):
+        overrides["seed"] = whole_number("seed", args["seed"], 0)
+    if args.get("use_sim_time"):
+        overrides["use_sim_time"] = boolean("use_sim_time", args["use_sim_time"])
+    if args.get("learner_config"):
+        overrides["learner_node"] = {"config": args["learner_config"]}
+    if kind == "deploy" and args.get("policy"):
+        from morl_robot.serving.runtime import OnnxPolicy
+
+        contract = OnnxPolicy.from_file(args["policy"]).contract
+        if args.get("robot") and args["robot"] != contract.robot:
+            raise UsageError(f"launch argument robot:={args['robot']}: the policy was trained for "
+                             f"'{contract.robot}' (task {contract.task})")
+        overrides.update(task=contract.task, robot=contract.robot, policy=args["policy"])
+    if kind == "safety_test":
+        overrides["task"] = ""  # a bare robot: the probes command it directly
+    return overrides
+
+
+def _exit_reason(kind: str, spec_or_name: str, returncode: int) -> str:
+    if kind == "train" and spec_or_name.endswith("/learner_node") and returncode == 0:
+        return "training finished: the learner reached its total steps"
+    return f"{spec_or_name} exited with code {returncode}; a required node of the {kind} session has ended"
+
+
+def _shutdown(reason: str) -> list:
+    """Shut the launch down, logging why (launch's own line only says a process was required)."""
+    return [LogInfo(msg=reason), Shutdown(reason=reason)]
+
+
+def _shutdown_on_exit(kind: str, name: str) -> Any:
+    """``on_exit`` of a required process: shut the launch down, saying why (unless it is already
+    shutting down, when every node exits)."""
+    def on_exit(event: Any, context: Any) -> list:
+        if getattr(context, "is_shutdown", False):
+            return []
+        return _shutdown(_exit_reason(kind, name, int(event.returncode)))
+
+    return on_exit
+
+
+def _cli(*args: str) -> list[str]:
+    """A ``morl-robot`` command as a launch-attached process (the console script is installed under
+    lib/morl_robot, not on PATH; the module runs wherever the package is importable)."""
+    return [sys.executable, "-m", "morl_robot.cli", *args]
+
+
+def _actions(kind: str, context: Any) -> list:
     from morl_robot.session.config import load_session_config
-    from morl_robot.session.graph import session_nodes
+    from morl_robot.session.graph import robot_of, session_nodes
 
-    def arg(name: str) -> str:
-        return LaunchConfiguration(name).perform(context)
+    args = {name: LaunchConfiguration(name).perform(context) for name in ARGUMENTS[kind]}
+    cfg = load_session_config(args["session"] or kind, session_overrides(kind, args))
+    ns = "/" + cfg.namespace.strip("/")
+    out = os.path.abspath(args.get("out") or (f"runs/{cfg.task}" if kind == "train" else "runs/safety_test"))
+    if kind == "deploy" and not cfg.policy:
+        raise UsageError("deploy.launch.py needs policy:=FILE.onnx (or policy: in the session YAML)")
+    actions: list = []
+    if kind == "deploy":
+        release = args["release"].strip()
+        if release not in RELEASES:
+            raise UsageError(f"launch argument release:={release!r}: allowed values: {', '.join(RELEASES)}")
+        if release == "after_checks" and cfg.backend != "sim":
+            raise UsageError("launch argument release:=after_checks is allowed only with backend:=sim; "
+                             "on hardware a person releases the e-stop (release:=operator)")
+    for spec in session_nodes(kind, cfg, out):
+        name = f"{spec.namespace.rstrip('/')}/{spec.name}"
+        actions.append(Node(package="morl_robot", executable=spec.executable, name=spec.name, namespace=spec.namespace,
+                            parameters=[spec.parameters], remappings=list(spec.remappings.items()), output="screen",
+                            on_exit=_shutdown_on_exit(kind, name)))
+    if kind == "deploy":
+        if release == "operator":
+            actions.append(LogInfo(msg=f"release:=operator: the safety monitor in {ns} holds its start-up e-stop "
+                                       f"until a person releases it: ros2 service call {ns}/safety/reset "
+                                       "std_srvs/srv/Trigger"))
+        else:
+            actions.append(LogInfo(msg=f"release:=after_checks: the safety monitor in {ns} is released "
+                                       "automatically once its checks pass (sim backend)"))
+            actions.append(ExecuteProcess(cmd=_cli("release", "--namespace", ns), name="release", output="screen",
+                                          on_exit=_release_exit(ns)))
+    if kind == "safety_test":
+        cmd = _cli("safety-test", "--attach", "--robot", robot_of(cfg), "--backend", cfg.backend, "--namespace", ns,
+                   "--out", out, "--config", args["session"] or kind)
+        if cfg.use_sim_time:
+            cmd.append("--use-sim-time")
+        actions.append(ExecuteProcess(cmd=cmd, name="safety_test", output="screen", on_exit=_safety_test_exit(out)))
+    return actions
 
-    overrides = {key: arg(key) or None for key in ("robot", "task", "backend", "namespace", "policy")}
-    if arg("actors"):
-        overrides["actors"] = int(arg("actors"))
-    cfg = load_session_config(arg("session") or kind, overrides)
-    use_sim_time = arg("use_sim_time").lower() == "true"
-    return [
-        Node(package="morl_robot", executable=spec.executable, name=spec.name, namespace=spec.namespace,
-             parameters=[{**spec.parameters, "use_sim_time": use_sim_time}],
-             remappings=list(spec.remappings.items()), output="screen")
-        for spec in session_nodes(kind, cfg, arg("out"))
-    ]
+
+def _release_exit(ns: str) -> Any:
+    def on_exit(event: Any, context: Any) -> list:
+        if getattr(context, "is_shutdown", False) or event.returncode == 0:
+            return []  # released: the deployment goes on
+        return _shutdown(f"the safety monitor in {ns} never passed its checks (morl-robot release exited "
+                         f"with code {event.returncode})")
+
+    return on_exit
+
+
+def _safety_test_exit(out: str) -> Any:
+    def on_exit(event: Any, context: Any) -> list:
+        if getattr(context, "is_shutdown", False):
+            return []
+        result = {0: "PASS", 1: "FAIL", 3: "INCOMPLETE"}.get(int(event.returncode), f"error (exit {event.returncode})")
+        return _shutdown(f"safety test finished: {result}; report in {out}/report.md")
+
+    return on_exit
 
 
 def session_launch(kind: str) -> list:
     """Launch entities for a session of ``kind`` (train, deploy, safety_test)."""
-    return declare_arguments() + [OpaqueFunction(function=lambda context: _nodes(kind, context))]
+    if kind not in ARGUMENTS:
+        raise ValueError(f"unknown session kind '{kind}'; known: {', '.join(ARGUMENTS)}")
+    return declare_arguments(kind) + [OpaqueFunction(function=lambda context: _actions(kind, context))]

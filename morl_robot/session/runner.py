@@ -42,6 +42,31 @@ def session_env(domain_id: int | None, localhost: bool = True) -> tuple[int, dic
     return domain_id, env
 
 
+def release_estop(probe: Any, namespace: str, timeout: float = 60.0,
+                  check: Callable[[], None] | None = None) -> str:
+    """Call ``<namespace>/safety/reset`` until the monitor accepts it, i.e. until its own checks
+    pass (sensors fresh and finite, no active violation); returns the monitor's answer.  Raises
+    :class:`NodeDiedError` with the last refusal after ``timeout`` s.  ``check`` runs before every
+    try (the CLI: a dead node ends the wait at once)."""
+    from std_srvs.srv import Trigger
+
+    service = f"{namespace.rstrip('/')}/safety/reset"
+    deadline = time.monotonic() + timeout
+    while True:
+        if check is not None:
+            check()
+        try:
+            reply = probe.call(service, Trigger, timeout=5.0)
+        except TimeoutError:
+            reply = None
+        if reply is not None and reply.success:
+            return str(reply.message)
+        if time.monotonic() > deadline:
+            why = reply.message if reply is not None else "service not available"
+            raise NodeDiedError(f"the safety monitor in {namespace} did not release within {timeout:.0f} s: {why}")
+        time.sleep(0.5)
+
+
 class SessionRunner:
     def __init__(self, specs: Sequence[NodeSpec], log_dir: str | os.PathLike[str], domain_id: int | None = None,
                  localhost: bool = True) -> None:
@@ -76,22 +101,8 @@ class SessionRunner:
 
     def release_safety(self, namespaces: Sequence[str], timeout: float = 60.0) -> None:
         """Ask each namespace's safety monitor to release its start-up e-stop (``safety/reset``)."""
-        from std_srvs.srv import Trigger
-
-        deadline = time.monotonic() + timeout
         for ns in namespaces:
-            while True:
-                self.check_alive()
-                try:
-                    reply = self.probe.call(f"{ns.rstrip('/')}/safety/reset", Trigger, timeout=5.0)
-                except TimeoutError:
-                    reply = None
-                if reply is not None and reply.success:
-                    break
-                if time.monotonic() > deadline:
-                    why = reply.message if reply is not None else "service not available"
-                    raise NodeDiedError(f"the safety monitor in {ns} did not release: {why}")
-                time.sleep(0.5)
+            release_estop(self.probe, ns, timeout, self.check_alive)
 
     def wait(self, done: Callable[[], bool], tick: Callable[[], None] | None = None, period: float = 0.2,
              allowed_to_exit: Callable[[NodeProcess], bool] = lambda p: False) -> bool:
