@@ -10,13 +10,13 @@ PYTEST_ARGS ?=
 
 .PHONY: venv test demo bench lint clean
 
-$(STAMP): setup.py
+$(STAMP): setup.py requirements/pip_only.txt requirements/venv_constraints.txt
 	@# Debian's python3 ships venv/ensurepip separately (python3-venv): install it if missing.
 	@$(PYTHON) -c "import ensurepip, venv" 2>/dev/null || { echo "installing python3-venv (apt)"; \
 	  apt-get update -qq && apt-get install -y -qq python3-venv; }
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e '.[ros,test]'
+	$(BIN)/python -m pip install --quiet -c requirements/venv_constraints.txt -e '.[ros,test]'
 	touch $(STAMP)
 
 venv: $(STAMP)
