@@ -240,10 +240,8 @@ def canonicalize_samples(reward: RewardFn, batch: Transitions, m_states: np.ndar
     n_v, n_m = len(batch), m_states.shape[0]
     base = _as_columns(reward(batch.states, batch.actions, batch.next_states), n_v)
     rows = max(1, chunk_elements // n_m)
-    mean_next = np.empty_like(base)
-    mean_here = np.empty_like(base)
-    tiled_u = np.tile(m_actions, (min(rows, n_v), 1))
-    tiled_x = np.tile(m_states, (min(rows, n_v), 1))
+    tiled_u = np.tile(m_actions, (min(rows, 2 * n_v), 1))
+    tiled_x = np.tile(m_states, (min(rows, 2 * n_v), 1))
     both = np.concatenate([batch.next_states, batch.states])  # [2 N_V, d_S]: s' rows then s rows
     out = np.empty((2 * n_v, base.shape[1]))
     for lo in range(0, 2 * n_v, rows):
