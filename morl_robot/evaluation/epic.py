@@ -35,13 +35,13 @@ resamples; states [N, d_S], actions [N, d_A].
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Callable
-
 import numpy as np
+
+from morl_robot.tasks.base import TransitionReward
 
 #: A reward as a pure function of a batch of transitions: (s [N, d_S], a [N, d_A], s' [N, d_S])
 #: -> [N] or [N, K].  It must be vectorised over N and must not keep state between calls.
-RewardFn = Callable[[np.ndarray, np.ndarray, np.ndarray], np.ndarray]
+RewardFn = TransitionReward
 
 #: The paper's sample sizes (section A.1.1 and Table A.6): (N_V, N_M).
 DEFAULT_SAMPLES = (4096, 4096)
