@@ -34,7 +34,7 @@ resamples; states [N, d_S], actions [N, d_A].
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 import numpy as np
 
 from morl_robot.tasks.base import TransitionReward
@@ -228,26 +228,32 @@ def _as_columns(r: np.ndarray, n: int) -> np.ndarray:
 
 
 def canonicalize_samples(reward: RewardFn, batch: Transitions, m_states: np.ndarray, m_actions: np.ndarray,
-                         gamma: float, chunk_elements: int = 1 << 20) -> np.ndarray:
+                         gamma: float, chunk_elements: int = 1 << 16) -> np.ndarray:
     """Sample estimate of C(R) on the transitions of ``batch`` (paper eq. 5 without its constant):
 
         Ĉ(R)(s, a, s') = R(s, a, s') + γ/N_M Σ_j R(s', u_j, x_j) − 1/N_M Σ_j R(s, u_j, x_j)
 
     ``m_states`` [N_M, d_S] and ``m_actions`` [N_M, d_A] are B_M.  Returns [N_V, K] (K = 1 for a
-    scalar reward).  The N_V × N_M evaluations are made in vectorised chunks of about
+    scalar reward).  A reward declared ``next_state_only`` (:func:`~morl_robot.tasks.base.next_state_reward`)
+    is returned as is: its expectation terms are one constant.  The N_V × N_M evaluations are made in vectorised chunks of about
     ``chunk_elements`` transitions, O(N_V N_M) time and O(chunk) memory.
     """
     n_v, n_m = len(batch), m_states.shape[0]
     base = _as_columns(reward(batch.states, batch.actions, batch.next_states), n_v)
+    if getattr(reward, "next_state_only", False):
+        # R(s, a, s') = g(s'): E[γR(s', A, S') − R(s, A, S')] = (γ − 1) E[g(S')], a constant that
+        # Pearson ignores, so C(R) = R up to a shift, exactly (no N_V × N_M evaluations)
+        return base
     rows = max(1, chunk_elements // n_m)
-    tiled_u = np.tile(m_actions, (min(rows, 2 * n_v), 1))
-    tiled_x = np.tile(m_states, (min(rows, 2 * n_v), 1))
+    # column-major chunks: a reward reading feature columns gets contiguous memory
+    tiled_u = np.asfortranarray(np.tile(m_actions, (min(rows, 2 * n_v), 1)))
+    tiled_x = np.asfortranarray(np.tile(m_states, (min(rows, 2 * n_v), 1)))
     both = np.concatenate([batch.next_states, batch.states])  # [2 N_V, d_S]: s' rows then s rows
     out = np.empty((2 * n_v, base.shape[1]))
     for lo in range(0, 2 * n_v, rows):
         hi = min(lo + rows, 2 * n_v)
         c = hi - lo
-        s = np.repeat(both[lo:hi], n_m, axis=0)
+        s = np.asfortranarray(np.repeat(both[lo:hi], n_m, axis=0))
         r = _as_columns(reward(s, tiled_u[: c * n_m], tiled_x[: c * n_m]), c * n_m)
         out[lo:hi] = r.reshape(c, n_m, -1).mean(axis=1)
     mean_next, mean_here = out[:n_v], out[n_v:]
@@ -318,7 +324,11 @@ def bootstrap_distances(values: np.ndarray, resamples: int = 1000, confidence: f
 
 @dataclass
 class EpicResult:
-    """Distances [M, M] between named rewards (or objectives / scalarisations) with a bootstrap CI."""
+    """Distances [M, M] between named rewards (or objectives / scalarisations) with a bootstrap CI.
+
+    ``undefined`` names the rewards left out because they are constant over the coverage after
+    canonicalisation (equivalent to zero there, e.g. a sparse success the coverage never reaches):
+    their distance to anything is undefined, and it says the coverage lacks support for them."""
 
     names: list[str]
     distance: np.ndarray
@@ -327,6 +337,7 @@ class EpicResult:
     n_v: int
     n_m: int
     gamma: float
+    undefined: list[str] = field(default_factory=list)
 
     def to_dict(self) -> dict:
         def table(a: np.ndarray | None) -> dict | None:
@@ -335,15 +346,25 @@ class EpicResult:
             return {x: {y: float(a[i, j]) for j, y in enumerate(self.names)} for i, x in enumerate(self.names)}
 
         return {"names": self.names, "epic": table(self.distance), "ci_lower": table(self.lower),
-                "ci_upper": table(self.upper), "n_v": self.n_v, "n_m": self.n_m, "gamma": self.gamma}
+                "ci_upper": table(self.upper), "n_v": self.n_v, "n_m": self.n_m, "gamma": self.gamma,
+                "undefined": self.undefined}
+
+
+def constant_columns(values: np.ndarray, rtol: float = 1e-12) -> np.ndarray:
+    """Boolean [M]: columns of ``values`` [N, M] that do not vary (relative to their magnitude)."""
+    spread = values.max(axis=0) - values.min(axis=0)
+    return spread <= rtol * np.maximum(np.abs(values).max(axis=0), 1e-300)
 
 
 def epic_samples(rewards: dict[str, RewardFn], coverage: Transitions, gamma: float,
                  n_v: int = DEFAULT_SAMPLES[0], n_m: int = DEFAULT_SAMPLES[1], resamples: int = 1000,
-                 confidence: float = 0.95, seed: int = 0) -> tuple[EpicResult, np.ndarray]:
-    """D_EPIC between every pair of named rewards (each scalar or vector; a vector reward with K
-    objectives contributes K columns named ``name/k`` unless K = 1) on one shared B_V and B_M, with
-    bootstrap CIs.  Returns the result and the canonicalised samples [N_V, M]."""
+                 confidence: float = 0.95, seed: int = 0,
+                 column_names: dict[str, list[str]] | None = None) -> tuple[EpicResult, np.ndarray]:
+    """D_EPIC between every pair of named rewards (each scalar or vector) on one shared B_V and B_M,
+    with bootstrap CIs.  A vector reward with K objectives contributes K columns, named by
+    ``column_names[name]`` or ``name/k``.  Rewards constant over the coverage are left out and
+    listed in ``EpicResult.undefined``.  Returns the result and the canonicalised samples [N_V, M]
+    of the rewards kept."""
     rng = np.random.default_rng(seed)
     batch, m_states, m_actions = sample_batches(coverage, n_v, n_m, rng)
     names: list[str] = []
@@ -351,13 +372,23 @@ def epic_samples(rewards: dict[str, RewardFn], coverage: Transitions, gamma: flo
     for name, fn in rewards.items():
         c = canonicalize_samples(fn, batch, m_states, m_actions, gamma)
         columns.append(c)
-        names += [name] if c.shape[1] == 1 else [f"{name}/{k}" for k in range(c.shape[1])]
+        given = (column_names or {}).get(name)
+        if given is not None and len(given) != c.shape[1]:
+            raise ValueError(f"reward '{name}' has {c.shape[1]} columns, {len(given)} names given")
+        names += given if given is not None else [name] if c.shape[1] == 1 else [f"{name}/{k}" for k in range(c.shape[1])]
     canon = np.concatenate(columns, axis=1)
+    constant = constant_columns(canon)
+    undefined = [n for n, c in zip(names, constant) if c]
+    names = [n for n, c in zip(names, constant) if not c]
+    canon = canon[:, ~constant]
+    if len(names) < 2:
+        raise ValueError(f"fewer than two rewards vary over the coverage (constant: {', '.join(undefined)}); "
+                         "nothing to compare: broaden the coverage distribution")
     if resamples > 0:
         est, lo, hi = bootstrap_distances(canon, resamples, confidence, rng)
     else:
         est, lo, hi = distance_matrix(canon), None, None
-    return EpicResult(names, est, lo, hi, n_v, n_m, gamma), canon
+    return EpicResult(names, est, lo, hi, n_v, n_m, gamma, undefined), canon
 
 
 def markdown_table(names: list[str], d: np.ndarray, lower: np.ndarray | None = None,

@@ -41,6 +41,14 @@ class TaskConfig:
 TransitionReward = Callable[[np.ndarray, np.ndarray, np.ndarray], np.ndarray]
 
 
+def next_state_reward(fn: TransitionReward) -> TransitionReward:
+    """Declare that ``fn`` reads only s' (not s or a): EPIC then canonicalises it exactly in
+    O(N_V + N_M) instead of O(N_V N_M), since E[R(s', A, S')] is then one constant
+    (:func:`morl_robot.evaluation.epic.canonicalize_samples`).  Tests check the declaration."""
+    fn.next_state_only = True  # type: ignore[attr-defined]
+    return fn
+
+
 @dataclass(frozen=True)
 class Transition:
     """What one task step produced: reward (K,), termination reason or None, extra info."""

@@ -42,7 +42,7 @@ from morl_robot.configuration import fail
 from morl_robot.robots.base import Robot
 from morl_robot.robots.kinematics import quat_error
 from morl_robot.robots.spec import CARTESIAN_LABELS, POSE_LABELS, WRENCH_LABELS, ControlMode, RobotState
-from morl_robot.tasks.base import Task, TaskConfig, Transition, TransitionReward
+from morl_robot.tasks.base import Task, TaskConfig, Transition, TransitionReward, next_state_reward
 
 
 @dataclass
@@ -192,18 +192,23 @@ class SawyerPegInHole(Task):
         quantity the threshold acts on), and ``objectives``, the task's vector reward [N, 2]."""
         c = self.config
 
+        @next_state_reward
         def task(s: np.ndarray, a: np.ndarray, s2: np.ndarray) -> np.ndarray:
             return peg_task_reward(s2, c)
 
+        @next_state_reward
         def sparse_insertion(s: np.ndarray, a: np.ndarray, s2: np.ndarray) -> np.ndarray:
             return (peg_depth_fraction(s2, c) >= c.success_depth).astype(np.float64)
 
+        @next_state_reward
         def wrist_force(s: np.ndarray, a: np.ndarray, s2: np.ndarray) -> np.ndarray:
             return -np.minimum(np.abs(s2[:, 3:6]).sum(axis=1), c.force_reward_clip)
 
+        @next_state_reward
         def force_norm(s: np.ndarray, a: np.ndarray, s2: np.ndarray) -> np.ndarray:
             return -np.linalg.norm(s2[:, 3:6], axis=1)
 
+        @next_state_reward
         def objectives(s: np.ndarray, a: np.ndarray, s2: np.ndarray) -> np.ndarray:
             return np.stack([task(s, a, s2), wrist_force(s, a, s2)], axis=1)
 

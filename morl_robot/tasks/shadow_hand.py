@@ -26,7 +26,7 @@ import numpy as np
 from morl_robot.configuration import fail
 from morl_robot.robots.base import Robot
 from morl_robot.robots.spec import ControlMode, RobotState
-from morl_robot.tasks.base import Task, TaskConfig, Transition, TransitionReward, scale_action
+from morl_robot.tasks.base import Task, TaskConfig, Transition, TransitionReward, next_state_reward, scale_action
 
 
 @dataclass
@@ -148,6 +148,7 @@ class ShadowHandTask(Task):
         def pain(s: np.ndarray, a: np.ndarray, s2: np.ndarray) -> np.ndarray:
             return pain_penalty(s2[:, :t], s[:, :t], c.impact_threshold, c.pain_clip)
 
+        @next_state_reward
         def force_level(s: np.ndarray, a: np.ndarray, s2: np.ndarray) -> np.ndarray:
             return -np.minimum(s2[:, :t].sum(axis=1), c.pain_clip)
 
@@ -182,6 +183,7 @@ class SparseTaskWithPain(ShadowHandTask):
     def transition_rewards(self) -> dict[str, TransitionReward]:
         contact = self.contact_rewards()
 
+        @next_state_reward
         def task(s: np.ndarray, a: np.ndarray, s2: np.ndarray) -> np.ndarray:
             return self.success_from_features(s2).astype(np.float64)
 
@@ -320,15 +322,19 @@ class ShadowOrient(ShadowHandTask):
     def transition_rewards(self) -> dict[str, TransitionReward]:
         c = self.config
 
+        @next_state_reward
         def touch(s: np.ndarray, a: np.ndarray, s2: np.ndarray) -> np.ndarray:
             return (s2[:, -3] > c.touch_force).astype(np.float64)
 
+        @next_state_reward
         def lift(s: np.ndarray, a: np.ndarray, s2: np.ndarray) -> np.ndarray:
             return np.clip(s2[:, -2] / c.lift_height, 0.0, 1.0)
 
+        @next_state_reward
         def orient(s: np.ndarray, a: np.ndarray, s2: np.ndarray) -> np.ndarray:
             return s2[:, -1].astype(np.float64)
 
+        @next_state_reward
         def objectives(s: np.ndarray, a: np.ndarray, s2: np.ndarray) -> np.ndarray:
             return np.stack([touch(s, a, s2), lift(s, a, s2), orient(s, a, s2)], axis=1)
 
