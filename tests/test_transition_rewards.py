@@ -134,3 +134,21 @@ def test_epic_cli_list(capsys):
     assert main(["epic", "--task", "sawyer_peg_in_hole", "--list"]) == 0
     out = capsys.readouterr().out
     assert "sparse_insertion" in out and "tip_dx" in out
+
+
+def test_bench_epic_through_the_cli(capsys):
+    assert main(["bench", "epic", "--task", "shadow_touch", "--n-v", "64", "--n-m", "32", "--coverage-steps", "200",
+                 "--bootstrap", "10", "--repeats", "1"]) == 0
+    out = capsys.readouterr().out
+    assert "K = 2 objectives" in out and "general (black-box) path" in out
+
+
+def test_experiments_through_the_cli(tmp_path, capsys):
+    assert main(["experiment", "epic-gridworld", "--out", str(tmp_path / "g")]) == 0
+    r = json.loads((tmp_path / "g" / "results.json").read_text())
+    names = ["Sparse", "Dense", "Penalty", "Center", "Path", "Cliff"]
+    assert all(set(r["epic"][a]) == set(names) for a in names)
+    assert "Path-Cliff 0.267" in capsys.readouterr().out
+    assert main(["experiment", "epic-pointmass", "--out", str(tmp_path / "p"), "--coverage", "2000",
+                 "--bootstrap", "20"]) == 0
+    assert "equivalent pairs" in capsys.readouterr().out
