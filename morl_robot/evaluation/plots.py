@@ -247,3 +247,25 @@ def plot_action_probabilities(
     else:
         fig.tight_layout()
     return _save(fig, path)
+
+
+def plot_distance_heatmap(names: Sequence[str], distance: np.ndarray, path: str | os.PathLike[str], title: str,
+                          lower: np.ndarray | None = None, upper: np.ndarray | None = None) -> Path:
+    """Heatmap of a symmetric distance matrix in [0, 1] (EPIC), each cell labelled with its value and,
+    when given, its confidence interval [lower, upper]."""
+    m = len(names)
+    size = max(4.0, 0.9 * m + 1.5)
+    fig, ax = plt.subplots(figsize=(size + 1.0, size))
+    im = ax.imshow(distance, vmin=0.0, vmax=1.0, cmap="viridis")
+    ax.set_xticks(range(m), labels=list(names), rotation=45, ha="right")
+    ax.set_yticks(range(m), labels=list(names))
+    for i in range(m if m <= 12 else 0):  # too many cells to label: colour only
+        for j in range(m):
+            text = f"{distance[i, j]:.2f}"
+            if lower is not None and upper is not None and i != j:
+                text += f"\n[{lower[i, j]:.2f}, {upper[i, j]:.2f}]"
+            ax.text(j, i, text, ha="center", va="center", fontsize=7 if m > 6 else 8,
+                    color="white" if distance[i, j] < 0.5 else "black")
+    fig.colorbar(im, ax=ax, label="EPIC distance")
+    ax.set_title(title)
+    return _save(fig, path)

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import abc
 from dataclasses import dataclass
-from typing import Any, ClassVar
+from typing import Any, Callable, ClassVar
 
 import numpy as np
 
@@ -34,6 +34,19 @@ class TaskConfig:
             fail("", "control_period", f"must be positive, got {self.control_period}")
         if self.episode_duration < self.control_period:
             fail("", "episode_duration", f"must be at least one control period ({self.control_period} s)")
+
+
+#: A reward as a pure function of a batch of transitions in a task's features:
+#: (s [N, F], a [N, D], s' [N, F]) -> [N] or [N, K].
+TransitionReward = Callable[[np.ndarray, np.ndarray, np.ndarray], np.ndarray]
+
+
+def next_state_reward(fn: TransitionReward) -> TransitionReward:
+    """Declare that ``fn`` reads only s' (not s or a): EPIC then canonicalises it exactly in
+    O(N_V + N_M) instead of O(N_V N_M), since E[R(s', A, S')] is then one constant
+    (:func:`morl_robot.evaluation.epic.canonicalize_samples`).  Tests check the declaration."""
+    fn.next_state_only = True  # type: ignore[attr-defined]
+    return fn
 
 
 @dataclass(frozen=True)
@@ -122,6 +135,25 @@ class Task(abc.ABC):
     @abc.abstractmethod
     def evaluate(self, state: RobotState, action: np.ndarray) -> Transition:
         """Reward vector (K,), termination reason and info after the step that led to ``state``."""
+
+    # --- rewards as pure functions of transitions -------------------------------------------------
+    @abc.abstractmethod
+    def transition_feature_labels(self) -> tuple[str, ...]:
+        """Names of :meth:`transition_features` (task-frame quantities with units in the task's
+        module docstring)."""
+
+    @abc.abstractmethod
+    def transition_features(self, state: RobotState) -> np.ndarray:
+        """The reading of ``state`` (F,) that the task's rewards need, in the task's frame (tared,
+        relative to the episode's fixtures), so that a reward is a pure function of a stored
+        transition (features s, normalised action a, features s') and can be evaluated on
+        transitions it did not generate (EPIC, :mod:`morl_robot.evaluation.epic`)."""
+
+    @abc.abstractmethod
+    def transition_rewards(self) -> dict[str, TransitionReward]:
+        """Named rewards as pure vectorised functions of feature batches (s [N, F], a [N, D],
+        s' [N, F]) → [N] (or [N, K]): every objective under its own name, ``objectives`` for the
+        task's vector reward [N, K] (what :meth:`evaluate` returns) and variants worth comparing."""
 
     def contact_force(self, info: dict[str, Any]) -> float | None:
         """The contact force (N) a step's ``info`` reports, as the evaluation protocol measures it

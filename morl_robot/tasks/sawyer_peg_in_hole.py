@@ -42,7 +42,7 @@ from morl_robot.configuration import fail
 from morl_robot.robots.base import Robot
 from morl_robot.robots.kinematics import quat_error
 from morl_robot.robots.spec import CARTESIAN_LABELS, POSE_LABELS, WRENCH_LABELS, ControlMode, RobotState
-from morl_robot.tasks.base import Task, TaskConfig, Transition
+from morl_robot.tasks.base import Task, TaskConfig, Transition, TransitionReward, next_state_reward
 
 
 @dataclass
@@ -174,24 +174,55 @@ class SawyerPegInHole(Task):
     def observe(self, state: RobotState) -> np.ndarray:
         return np.concatenate(self._frames)
 
+    # --- rewards as pure functions of transitions (EPIC, morl_robot.evaluation.epic) -----------
+    def transition_feature_labels(self) -> tuple[str, ...]:
+        return TRANSITION_FEATURES
+
+    def transition_features(self, state: RobotState) -> np.ndarray:
+        """The task-frame reading of ``state`` the rewards need (``TRANSITION_FEATURES``): peg tip
+        − hole opening (m, 3), tared wrist force (N, 3), hole depth (m)."""
+        assert state.ee_pose is not None and state.wrench is not None
+        return np.concatenate([state.ee_pose[:3] - self._hole[:3], state.wrench[:3] - self._bias[:3],
+                               [self._hole_depth]])
+
+    def transition_rewards(self) -> dict[str, TransitionReward]:
+        """The objectives and the variants worth comparing with them, each a pure vectorised function
+        of (s, a, s') feature batches: ``task`` (shaped), ``sparse_insertion`` (1 once inserted to
+        ``success_depth``), ``wrist_force`` (ℓ1, clipped), ``force_norm`` (−‖F‖₂, unclipped: the
+        quantity the threshold acts on), and ``objectives``, the task's vector reward [N, 2]."""
+        c = self.config
+
+        @next_state_reward
+        def task(s: np.ndarray, a: np.ndarray, s2: np.ndarray) -> np.ndarray:
+            return peg_task_reward(s2, c)
+
+        @next_state_reward
+        def sparse_insertion(s: np.ndarray, a: np.ndarray, s2: np.ndarray) -> np.ndarray:
+            return (peg_depth_fraction(s2, c) >= c.success_depth).astype(np.float64)
+
+        @next_state_reward
+        def wrist_force(s: np.ndarray, a: np.ndarray, s2: np.ndarray) -> np.ndarray:
+            return -np.minimum(np.abs(s2[:, 3:6]).sum(axis=1), c.force_reward_clip)
+
+        @next_state_reward
+        def force_norm(s: np.ndarray, a: np.ndarray, s2: np.ndarray) -> np.ndarray:
+            return -np.linalg.norm(s2[:, 3:6], axis=1)
+
+        @next_state_reward
+        def objectives(s: np.ndarray, a: np.ndarray, s2: np.ndarray) -> np.ndarray:
+            return np.stack([task(s, a, s2), wrist_force(s, a, s2)], axis=1)
+
+        return {"objectives": objectives, "task": task, "sparse_insertion": sparse_insertion,
+                "wrist_force": wrist_force, "force_norm": force_norm}
+
     def evaluate(self, state: RobotState, action: np.ndarray) -> Transition:
         c = self.config
         self._frames = [self._frame(state)] + self._frames[:-1]
-        assert state.ee_pose is not None
-        p, h = state.ee_pose[:3], self._hole[:3]
-        d_xy = math.hypot(p[0] - h[0], p[1] - h[1])
-        z = float(p[2] - h[2])
-        above = max(z - c.pre_insert_height, 0.0)
-        d = math.hypot(d_xy, above)
-        align = 1.0 - math.tanh(d / c.shaping_scale)
-        if c.fine_shaping_scale > 0:
-            align = 0.5 * align + 0.5 * (1.0 - math.tanh(d / c.fine_shaping_scale))
-        depth = min(max(-z / self._hole_depth, 0.0), 1.0) if d_xy < c.align_tolerance else 0.0
-        task = 0.5 * align + 0.5 * depth
-        fx, fy, fz = (state.wrench[:3] - self._bias[:3]).tolist()  # type: ignore[index]
-        force_l1 = abs(fx) + abs(fy) + abs(fz)
-        force_norm = math.sqrt(fx * fx + fy * fy + fz * fz)
-        reward = np.array([task, -min(force_l1, c.force_reward_clip)])
+        f = self.transition_features(state)[None, :]
+        reward = self.transition_rewards()["objectives"](f, np.asarray(action, np.float64)[None, :], f)[0]
+        depth = float(peg_depth_fraction(f, c)[0])
+        d_xy = math.hypot(f[0, 0], f[0, 1])
+        force_norm = float(np.linalg.norm(f[0, 3:6]))
         self._success = self._success or depth >= c.success_depth
         termination = "force_threshold" if force_norm > c.force_threshold else None
         info = {
@@ -201,3 +232,26 @@ class SawyerPegInHole(Task):
             "success": self._success,
         }
         return Transition(reward, termination, info)
+
+
+#: Names of :meth:`SawyerPegInHole.transition_features` (peg tip − hole opening, tared force, depth).
+TRANSITION_FEATURES = ("tip_dx", "tip_dy", "tip_dz", "force_x", "force_y", "force_z", "hole_depth")
+
+
+def peg_depth_fraction(features: np.ndarray, c: SawyerPegInHoleConfig) -> np.ndarray:
+    """Insertion depth as a fraction of the hole depth [N]: clip(−z / depth, 0, 1) while the tip is
+    within ``align_tolerance`` of the hole axis, else 0 (features [N, 7])."""
+    d_xy = np.hypot(features[:, 0], features[:, 1])
+    depth = np.clip(-features[:, 2] / features[:, 6], 0.0, 1.0)
+    return np.where(d_xy < c.align_tolerance, depth, 0.0)
+
+
+def peg_task_reward(features: np.ndarray, c: SawyerPegInHoleConfig) -> np.ndarray:
+    """The shaped ``task`` objective of the module docstring on features [N, 7] → [N]."""
+    d_xy = np.hypot(features[:, 0], features[:, 1])
+    above = np.maximum(features[:, 2] - c.pre_insert_height, 0.0)
+    d = np.hypot(d_xy, above)
+    align = 1.0 - np.tanh(d / c.shaping_scale)
+    if c.fine_shaping_scale > 0:
+        align = 0.5 * align + 0.5 * (1.0 - np.tanh(d / c.fine_shaping_scale))
+    return 0.5 * align + 0.5 * peg_depth_fraction(features, c)

@@ -26,7 +26,7 @@ import numpy as np
 from morl_robot.configuration import fail
 from morl_robot.robots.base import Robot
 from morl_robot.robots.spec import ControlMode, RobotState
-from morl_robot.tasks.base import Task, TaskConfig, Transition, scale_action
+from morl_robot.tasks.base import Task, TaskConfig, Transition, TransitionReward, next_state_reward, scale_action
 
 
 @dataclass
@@ -43,10 +43,11 @@ class ShadowHandConfig(TaskConfig):
             fail("", "pain_clip", f"must be positive, got {self.pain_clip}")
 
 
-def pain_penalty(tactile: np.ndarray, previous: np.ndarray, impact_threshold: float, clip: float) -> float:
-    """Impact-force pain (N, ≤ 0) from two consecutive tactile readings (T,)."""
-    rise = np.maximum(tactile - previous - impact_threshold, 0.0)
-    return -min(float(rise.sum()), clip)
+def pain_penalty(tactile: np.ndarray, previous: np.ndarray, impact_threshold: float, clip: float) -> np.ndarray:
+    """Impact-force pain (N, ≤ 0) from consecutive tactile readings: (T,) → scalar array, or
+    batches [N, T] → [N]."""
+    rise = np.maximum(np.asarray(tactile) - previous - impact_threshold, 0.0)
+    return -np.minimum(rise.sum(axis=-1), clip)
 
 
 class ShadowHandTask(Task):
@@ -60,6 +61,7 @@ class ShadowHandTask(Task):
         super().__init__(config)
         self._prev_tactile: np.ndarray | None = None
         self._actuators: tuple[str, ...] = ()
+        self._num_tactile = 15  # set from the robot's tactile array by transition_features
 
     @property
     def action_labels(self) -> tuple[str, ...]:
@@ -98,6 +100,7 @@ class ShadowHandTask(Task):
         self.bind(robot)
         assert state.tactile is not None
         self._prev_tactile = state.tactile.copy()
+        self._num_tactile = len(state.tactile)
 
     def command(self, action: np.ndarray, robot: Robot, state: RobotState) -> np.ndarray:
         return scale_action(np.asarray(action, dtype=np.float64), self._lo, self._hi)
@@ -113,9 +116,46 @@ class ShadowHandTask(Task):
 
     def pain(self, state: RobotState) -> float:
         assert state.tactile is not None and self._prev_tactile is not None
-        p = pain_penalty(state.tactile, self._prev_tactile, self.config.impact_threshold, self.config.pain_clip)
+        p = float(pain_penalty(state.tactile, self._prev_tactile, self.config.impact_threshold, self.config.pain_clip))
         self._prev_tactile = state.tactile.copy()
         return p
+
+    # --- rewards as pure functions of transitions (EPIC, morl_robot.evaluation.epic) -----------
+    #: names and units of the task-specific features after the tactile array
+    task_features: ClassVar[tuple[str, ...]] = ()
+
+    def transition_feature_labels(self) -> tuple[str, ...]:
+        return tuple(f"tactile_{i}" for i in range(self._num_tactile)) + self.task_features
+
+    def transition_features(self, state: RobotState) -> np.ndarray:
+        """Touch sensors (N, T), then ``task_features``."""
+        assert state.tactile is not None
+        self._num_tactile = len(state.tactile)
+        return np.concatenate([state.tactile, self.task_feature_values(state)])
+
+    def task_feature_values(self, state: RobotState) -> np.ndarray:
+        return np.zeros(0)
+
+    def contact_rewards(self) -> dict[str, TransitionReward]:
+        """Alternatives to ``pain`` over the tactile array (first T features), all ≤ 0:
+
+        * ``pain``: impact, −min(clip, Σ_i max(0, F_i(s') − F_i(s) − impact_threshold)) (N);
+        * ``force_level``: −min(clip, Σ_i F_i(s')), any contact force costs (N);
+        * ``impulse``: −Σ_i ½ (F_i(s) + F_i(s')) · control_period, contact impulse over the step (N·s).
+        """
+        c, t = self.config, self._num_tactile
+
+        def pain(s: np.ndarray, a: np.ndarray, s2: np.ndarray) -> np.ndarray:
+            return pain_penalty(s2[:, :t], s[:, :t], c.impact_threshold, c.pain_clip)
+
+        @next_state_reward
+        def force_level(s: np.ndarray, a: np.ndarray, s2: np.ndarray) -> np.ndarray:
+            return -np.minimum(s2[:, :t].sum(axis=1), c.pain_clip)
+
+        def impulse(s: np.ndarray, a: np.ndarray, s2: np.ndarray) -> np.ndarray:
+            return -0.5 * (s[:, :t] + s2[:, :t]).sum(axis=1) * c.control_period
+
+        return {"pain": pain, "force_level": force_level, "impulse": impulse}
 
 
 class SparseTaskWithPain(ShadowHandTask):
@@ -136,6 +176,22 @@ class SparseTaskWithPain(ShadowHandTask):
         """Whether ``state`` achieves the task, and diagnostics for ``info``."""
         raise NotImplementedError
 
+    def success_from_features(self, features: np.ndarray) -> np.ndarray:
+        """The goal test on feature batches [N, F] → bool [N] (the same test as :meth:`goal_reached`)."""
+        raise NotImplementedError
+
+    def transition_rewards(self) -> dict[str, TransitionReward]:
+        contact = self.contact_rewards()
+
+        @next_state_reward
+        def task(s: np.ndarray, a: np.ndarray, s2: np.ndarray) -> np.ndarray:
+            return self.success_from_features(s2).astype(np.float64)
+
+        def objectives(s: np.ndarray, a: np.ndarray, s2: np.ndarray) -> np.ndarray:
+            return np.stack([task(s, a, s2), contact["pain"](s, a, s2)], axis=1)
+
+        return {"objectives": objectives, "task": task, **contact}
+
     def evaluate(self, state: RobotState, action: np.ndarray) -> Transition:
         success, info = self.goal_reached(state)
         reward = np.array([1.0 if success else 0.0, self.pain(state)])
@@ -155,9 +211,17 @@ class ShadowTouch(SparseTaskWithPain):
     name: ClassVar[str] = "shadow_touch"
     config: ShadowTouchConfig
 
+    task_features: ClassVar[tuple[str, ...]] = ("block_force",)  # N
+
+    def task_feature_values(self, state: RobotState) -> np.ndarray:
+        return np.array([float(state.sensors[self.config.block_sensor][0])])
+
     def goal_reached(self, state: RobotState) -> tuple[bool, dict[str, Any]]:
         force = float(state.sensors[self.config.block_sensor][0])
         return force > self.config.press_force, {"block_force": force}
+
+    def success_from_features(self, features: np.ndarray) -> np.ndarray:
+        return features[:, -1] > self.config.press_force
 
 
 # --- turn ----------------------------------------------------------------------------------
@@ -190,6 +254,15 @@ class ShadowTurn(SparseTaskWithPain):
         angle = float(state.sensors[self.config.dial_sensor][0])
         error = abs(wrap_angle(angle - self.config.target_angle))
         return error < self.config.tolerance, {"dial_angle": angle, "dial_error": error}
+
+    task_features: ClassVar[tuple[str, ...]] = ("dial_error",)  # rad, |wrap(angle − target)|
+
+    def task_feature_values(self, state: RobotState) -> np.ndarray:
+        angle = float(state.sensors[self.config.dial_sensor][0])
+        return np.array([abs(wrap_angle(angle - self.config.target_angle))])
+
+    def success_from_features(self, features: np.ndarray) -> np.ndarray:
+        return features[:, -1] < self.config.tolerance
 
 
 # --- orient --------------------------------------------------------------------------------
@@ -235,14 +308,41 @@ class ShadowOrient(ShadowHandTask):
         super().begin_episode(robot, state)
         self._z0 = float(state.sensors[self.config.peg_pos_sensor][2])
 
-    def evaluate(self, state: RobotState, action: np.ndarray) -> Transition:
+    task_features: ClassVar[tuple[str, ...]] = ("peg_touch", "peg_height", "peg_verticality")  # N, m, [0, 1]
+
+    def task_feature_values(self, state: RobotState) -> np.ndarray:
+        """Peg touch force (N), height above its start (m), |â · ẑ| of its long axis."""
         c = self.config
-        self.pain(state)  # keeps the tactile history current; orient has no pain objective
-        touching = float(state.sensors[c.peg_touch_sensor][0]) > c.touch_force
-        height = float(state.sensors[c.peg_pos_sensor][2]) - self._z0
-        lift = float(np.clip(height / c.lift_height, 0.0, 1.0))
         axis = np.asarray(c.peg_axis if c.peg_axis is not None else [0.0, 0.0, 1.0])
         world_axis = rotate(state.sensors[c.peg_quat_sensor], axis / np.linalg.norm(axis))
-        orient = float(min(abs(world_axis[2]), 1.0))
-        reward = np.array([1.0 if touching else 0.0, lift, orient])
-        return Transition(reward, None, {"peg_height": height, "peg_verticality": orient, "touching": touching})
+        return np.array([float(state.sensors[c.peg_touch_sensor][0]),
+                         float(state.sensors[c.peg_pos_sensor][2]) - self._z0,
+                         float(min(abs(world_axis[2]), 1.0))])
+
+    def transition_rewards(self) -> dict[str, TransitionReward]:
+        c = self.config
+
+        @next_state_reward
+        def touch(s: np.ndarray, a: np.ndarray, s2: np.ndarray) -> np.ndarray:
+            return (s2[:, -3] > c.touch_force).astype(np.float64)
+
+        @next_state_reward
+        def lift(s: np.ndarray, a: np.ndarray, s2: np.ndarray) -> np.ndarray:
+            return np.clip(s2[:, -2] / c.lift_height, 0.0, 1.0)
+
+        @next_state_reward
+        def orient(s: np.ndarray, a: np.ndarray, s2: np.ndarray) -> np.ndarray:
+            return s2[:, -1].astype(np.float64)
+
+        @next_state_reward
+        def objectives(s: np.ndarray, a: np.ndarray, s2: np.ndarray) -> np.ndarray:
+            return np.stack([touch(s, a, s2), lift(s, a, s2), orient(s, a, s2)], axis=1)
+
+        return {"objectives": objectives, "touch": touch, "lift": lift, "orient": orient, **self.contact_rewards()}
+
+    def evaluate(self, state: RobotState, action: np.ndarray) -> Transition:
+        self.pain(state)  # keeps the tactile history current; orient has no pain objective
+        f = self.transition_features(state)[None, :]
+        reward = self.transition_rewards()["objectives"](f, np.asarray(action, np.float64)[None, :], f)[0]
+        height, orient = float(f[0, -2]), float(f[0, -1])
+        return Transition(reward, None, {"peg_height": height, "peg_verticality": orient, "touching": bool(reward[0])})
