@@ -147,12 +147,12 @@ def _convert(tp: Any, value: Any, source: str, key: str) -> Any:
         return value
     if dataclasses.is_dataclass(tp):
         return from_mapping(tp, value, source, key)
-    if origin in (list, typing.List) or tp is list:
+    if origin in (list, list) or tp is list:
         if not isinstance(value, list):
             fail(source, key, f"expected a list, got {_describe(value)}")
         item = args[0] if args else Any
         return [_convert(item, v, source, f"{key}[{i}]") for i, v in enumerate(value)]
-    if origin in (tuple, typing.Tuple):
+    if origin in (tuple, tuple):
         if not isinstance(value, (list, tuple)):
             fail(source, key, f"expected a list, got {_describe(value)}")
         if len(args) == 2 and args[1] is Ellipsis:
@@ -160,7 +160,7 @@ def _convert(tp: Any, value: Any, source: str, key: str) -> Any:
         if len(value) != len(args):
             fail(source, key, f"expected {len(args)} values, got {len(value)}")
         return tuple(_convert(a, v, source, f"{key}[{i}]") for i, (a, v) in enumerate(zip(args, value)))
-    if origin in (dict, typing.Dict) or tp is dict:
+    if origin in (dict, dict) or tp is dict:
         if not isinstance(value, dict):
             fail(source, key, f"expected a mapping, got {_describe(value)}")
         vt = args[1] if args else Any

@@ -5,6 +5,7 @@ share directory of an installed ROS 2 package; ``<sys.prefix>/share/morl_robot``
 """
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
 from functools import lru_cache
@@ -24,12 +25,11 @@ def share_dir() -> Path:
     if os.environ.get("MORL_ROBOT_SHARE"):
         candidates.append(Path(os.environ["MORL_ROBOT_SHARE"]))
     candidates.append(Path(__file__).resolve().parent.parent)
-    try:  # an installed ROS 2 package (colcon)
+    # an installed ROS 2 package (colcon); skipped when the ament index is absent or lacks the package
+    with contextlib.suppress(Exception):
         from ament_index_python.packages import get_package_share_directory
 
         candidates.append(Path(get_package_share_directory(PACKAGE)))
-    except Exception:  # noqa: BLE001 - ament index absent or package not indexed
-        pass
     candidates.append(Path(sys.prefix) / "share" / PACKAGE)
     for candidate in candidates:
         if _is_share_root(candidate):

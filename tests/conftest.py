@@ -13,11 +13,11 @@ except ImportError:  # pragma: no cover
 
 
 # --- ROS 2 end-to-end fixtures --------------------------------------------------------------
-import itertools  # noqa: E402
-from dataclasses import dataclass  # noqa: E402
-from typing import Any  # noqa: E402
+import itertools
+from dataclasses import dataclass
+from typing import Any
 
-import pytest  # noqa: E402
+import pytest
 
 _DOMAINS = None
 

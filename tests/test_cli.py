@@ -12,7 +12,8 @@ SCRIPT = Path(sys.executable).parent / "morl-robot"
 
 def cli(*args, check=True):
     cmd = [str(SCRIPT)] if SCRIPT.exists() else [sys.executable, "-m", "morl_robot.cli"]
-    proc = subprocess.run(cmd + list(args), capture_output=True, text=True, timeout=300, env={**os.environ})
+    proc = subprocess.run(cmd + list(args), capture_output=True, text=True, timeout=300, env={**os.environ},
+                          check=False)
     if check and proc.returncode != 0:
         raise AssertionError(f"exit {proc.returncode}: {proc.stderr}")
     return proc

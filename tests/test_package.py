@@ -58,6 +58,6 @@ def test_core_does_not_import_rclpy():
         rel = path.relative_to(ROOT / "morl_robot")
         if rel.parts[0] in ("nodes", "cli"):
             continue
-        if re.search(r"^\s*(import rclpy|from rclpy)", path.read_text(), re.M):
+        if re.search(r"^\s*(import rclpy|from rclpy)", path.read_text(), re.MULTILINE):
             offenders.append(str(rel))
     assert not offenders

@@ -42,8 +42,11 @@ ACTUATORS = [
     "rh_RFJ4", "rh_RFJ3", "rh_RFJ0", "rh_LFJ5", "rh_LFJ4", "rh_LFJ3", "rh_LFJ0",
     "rh_THJ5", "rh_THJ4", "rh_THJ3", "rh_THJ2", "rh_THJ1",
 ]
-# Motor limits (N.m), sr_description <limit effort=...>.
-EFFORT = {"rh_WRJ2": 10, "rh_WRJ1": 30, "rh_THJ5": 5, "rh_THJ4": 3, "rh_THJ3": 2, "rh_THJ2": 2, "rh_THJ1": 1}
+# Motor limits (N.m), calibrated to Shadow's motor units (right_hand_common.xml): small motors
+# 65 N x 10 mm on J3/J4/LFJ5/THJ1-3, 65 N x ~6 mm on each of J1, J2 (the J0 tendon); large motors
+# 190 N x 10 mm on THJ4/THJ5, 190 N x 15 mm on the wrist.
+EFFORT = {"rh_WRJ2": 2.85, "rh_WRJ1": 2.85, "rh_THJ5": 1.9, "rh_THJ4": 1.9}
+SMALL_MOTOR, J0_MOTOR = 0.65, 0.4
 TOUCH = [
     f"rh_{f}{p}_touch"
     for p in ("distal", "middle", "proximal")
@@ -76,14 +79,14 @@ def sensor(model, data, name):
 
 
 def step(model, data, seconds):
-    for _ in range(int(round(seconds / model.opt.timestep))):
+    for _ in range(round(seconds / model.opt.timestep)):
         mujoco.mj_step(model, data)
 
 
 def ramp(model, data, targets: dict[str, float], seconds: float, frac: float = 0.7):
     """Move servo targets linearly over frac*seconds, then hold until `seconds`."""
     start = {k: data.ctrl[model.actuator(k).id] for k in targets}
-    n = int(round(seconds / model.opt.timestep))
+    n = round(seconds / model.opt.timestep)
     for i in range(n):
         x = min(1.0, (i + 1) / (frac * n))
         for k, v in targets.items():
@@ -135,7 +138,7 @@ def test_actuators(scene):
             jid = act.trnid[0]
             assert model.joint(jid).name == a
             np.testing.assert_allclose(act.ctrlrange, model.jnt_range[jid], atol=1e-6)
-        f = EFFORT.get(a, 2.0)
+        f = EFFORT.get(a, J0_MOTOR if a.endswith("J0") else SMALL_MOTOR)
         np.testing.assert_allclose(act.forcerange, [-f, f])
         assert model.actuator_forcelimited[i]
 
@@ -232,8 +235,15 @@ def test_speed_at_motor_limit():
 
 
 def test_touch_press_block():
+    """The block lies out of reach of the fingers alone: pressing it needs the wrist flexed too."""
     model, data = load("touch")
-    ramp(model, data, {"rh_FFJ3": 0.9, "rh_FFJ0": 0.6}, 0.8)
+    fingers = {f"rh_{f}J3": 1.57 for f in ("FF", "MF", "RF", "LF")}
+    for j0 in (0.0, 0.6, 1.5):
+        mujoco.mj_resetDataKeyframe(model, data, model.key("home").id)
+        ramp(model, data, {**fingers, **{f"rh_{f}J0": j0 for f in ("FF", "MF", "RF", "LF")}}, 1.0)
+        assert sensor(model, data, "block_touch") == 0.0
+    mujoco.mj_resetDataKeyframe(model, data, model.key("home").id)
+    ramp(model, data, {"rh_WRJ1": 0.49, "rh_FFJ3": 0.9, "rh_FFJ0": 0.3}, 1.5)
     assert sensor(model, data, "block_touch") > 5.0
     assert sensor(model, data, "rh_ffdistal_touch") > 0.0
     # all forces within motor limits
@@ -241,10 +251,15 @@ def test_touch_press_block():
 
 
 def test_turn_dial():
+    """One finger alone barely reaches the paddle; the fingers with the wrist flexed turn it past
+    the task's target (config/tasks/shadow_turn.yaml: 1.05 rad)."""
     model, data = load("turn")
     ramp(model, data, {"rh_FFJ3": 0.9, "rh_FFJ0": 0.6}, 1.2)
+    assert abs(sensor(model, data, "dial_angle")) < 0.3
+    fingers = {f"rh_{f}J3": 1.2 for f in ("FF", "MF", "RF", "LF")} | {f"rh_{f}J0": 0.0 for f in ("FF", "MF", "RF", "LF")}
+    ramp(model, data, {"rh_WRJ1": 0.49, **fingers}, 1.2)
     angle = sensor(model, data, "dial_angle")
-    assert abs(angle) > 0.3
+    assert angle > 1.0
     step(model, data, 0.5)  # dial stays put once released by the finger
     assert sensor(model, data, "dial_angle") == pytest.approx(angle, abs=0.02)
 
@@ -254,7 +269,7 @@ def test_orient_touch_and_lift_peg():
     step(model, data, 0.2)
     z0 = sensor(model, data, "peg_pos")[2]
     ramp(model, data, {"rh_THJ5": 0.72, "rh_THJ2": -0.31, "rh_THJ1": -0.08}, 0.3)
-    ramp(model, data, {"rh_THJ4": 1.09}, 0.4)
+    ramp(model, data, {"rh_THJ4": 1.2}, 0.4)
     close = {"rh_FFJ3": 1.3, "rh_FFJ0": 1.03, "rh_MFJ3": 1.3, "rh_MFJ0": 1.03, "rh_FFJ4": 0.06}
     ramp(model, data, close, 0.8)
     assert sensor(model, data, "peg_touch") > 0.0
@@ -265,3 +280,34 @@ def test_orient_touch_and_lift_peg():
     assert z1 - z0 > 0.03, f"peg lifted only {z1 - z0:.3f} m"
     q = sensor(model, data, "peg_quat")
     assert np.linalg.norm(q) == pytest.approx(1.0, abs=1e-6)
+
+
+# ----------------------------------------------------------------------------- calibration
+
+# Fingertip force of one finger at full command, from Shadow's published motor-unit figures
+# (sr_dexterous_hand_documentation, docs/user_guide/md_motor_unit.rst: small motor, 65 N max
+# continuous safe tendon load, 110 N at full power) through our 10 mm J3 tendon moment arm
+# (an estimate, see right_hand_common.xml): tau_J3 in [0.65, 1.1] N.m acting over the lever from
+# J3 to the fingertip pad, 96 mm (straight finger) down to ~70 mm (pad contact of a bent finger).
+TIP_FORCE_RANGE = (65 * 0.010 / 0.096, 110 * 0.010 / 0.070)  # ~(6.8, 15.7) N
+
+
+def test_fingertip_force_in_published_range():
+    """Drive the first finger against the block at full command (J3 at its flexion limit, the J0
+    motor at several targets) with the wrist still, and read the distal touch pad: the largest
+    static force lies in the range derived from Shadow's tendon loads (the uncalibrated 2 N.m
+    motors pressed 28-40 N)."""
+    model, data = load("touch")
+    block = model.body("block").id
+    model.body_pos[block, 2] += 0.135 - 0.075  # block top back within reach of the still hand
+    peak = 0.0
+    for j0 in (0.0, 0.5, 1.0, 1.5):
+        mujoco.mj_resetDataKeyframe(model, data, model.key("home").id)
+        data.ctrl[model.actuator("rh_FFJ3").id] = model.actuator("rh_FFJ3").ctrlrange[1]
+        data.ctrl[model.actuator("rh_FFJ0").id] = j0
+        step(model, data, 2.0)
+        pad = sensor(model, data, "rh_ffdistal_touch")
+        assert sensor(model, data, "block_touch") == pytest.approx(pad, rel=0.05, abs=0.05)
+        peak = max(peak, pad)
+    lo, hi = TIP_FORCE_RANGE
+    assert lo <= peak <= hi, f"fingertip force {peak:.1f} N outside {lo:.1f}..{hi:.1f} N"

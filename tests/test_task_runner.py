@@ -70,3 +70,23 @@ def test_episode_matches_the_env_on_the_same_seed():
     finally:
         a.close()
         runner.close()
+
+
+def test_restarting_the_seeds_gives_the_episode_the_runners_seed():
+    """``reset(restart_seeds=True)`` (the robot node's reset_world) starts an episode on ``seed``
+    whatever its number, the next on ``seed + 1``; episode numbers go on counting."""
+    a = MORobotEnv("sawyer_peg_in_hole")
+    b = MORobotEnv("sawyer_peg_in_hole")
+    runner = TaskRunner(b.robot, b, seed=100)
+    try:
+        for _ in range(3):
+            runner.reset()
+        assert runner.episode == 3 and runner.episode_seed(3) == 103
+        rec = runner.reset(restart_seeds=True)
+        assert rec.episode == 4 and runner.episode_seed(4) == 100
+        assert np.allclose(rec.observation, a.reset(seed=100)[0])
+        rec = runner.reset()
+        assert rec.episode == 5 and np.allclose(rec.observation, a.reset(seed=101)[0])
+    finally:
+        runner.close()
+        a.close()

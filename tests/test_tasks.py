@@ -10,7 +10,7 @@ from morl_robot.envs.registration import ENV_IDS
 from morl_robot.tasks.shadow_hand import pain_penalty
 
 EXPECTED = {
-    "sawyer_peg_in_hole": (("task", "wrist_force"), 3, 90),
+    "sawyer_peg_in_hole": (("task", "wrist_force"), 3, 99),
     "shadow_touch": (("task", "pain"), 20, 63),
     "shadow_turn": (("task", "pain"), 20, 63),
     "shadow_orient": (("touch", "lift", "orient"), 20, 63),
@@ -27,7 +27,7 @@ def test_registered_env_follows_mo_gymnasium(env_id, task):
     assert len(u.observation_labels) == obs_dim
     obs, info = env.reset(seed=0)
     assert obs.shape == (obs_dim,) and np.all(np.isfinite(obs))
-    obs, reward, terminated, truncated, info = env.step(env.action_space.sample())
+    obs, reward, _terminated, _truncated, info = env.step(env.action_space.sample())
     assert isinstance(reward, np.ndarray) and reward.shape == (len(names),)
     assert "termination" in info
     env.close()
@@ -66,7 +66,7 @@ def test_same_seed_same_trajectory(task):
 
 def test_different_seeds_differ():
     env = MORobotEnv("shadow_turn")
-    a, _ = env.reset(seed=1)
+    _a, _ = env.reset(seed=1)
     ia = env.robot.read_state().sensors["dial_angle"].copy()
     env.reset(seed=2)
     ib = env.robot.read_state().sensors["dial_angle"].copy()
@@ -88,12 +88,19 @@ def test_time_limit_truncates():
 
 
 def test_pressing_the_block_succeeds():
-    """Closing the hand (all motors toward flexion) presses the block past 5 N: 'success'."""
+    """Flexing the wrist and the four fingers at J3 (J1/J2 straight) presses the block past 5 N:
+    'success'.  The fingers alone (wrist still) no longer reach it (calibrated start pose)."""
     env = MORobotEnv("shadow_touch")
     env.reset(seed=0)
+    labels = env.task.action_labels
+    action = np.zeros(env.action_space.shape)
+    action[labels.index("rh_WRJ1")] = 1.0
+    for f in ("FF", "MF", "RF", "LF"):
+        action[labels.index(f"rh_{f}J3")] = 0.5
+        action[labels.index(f"rh_{f}J0")] = -1.0
     reason, total = None, np.zeros(2)
     for _ in range(env.task.max_steps):
-        _, r, te, tr, info = env.step(np.zeros(env.action_space.shape))
+        _, r, te, tr, info = env.step(action)
         total += r
         if te or tr:
             reason = info["termination"]
@@ -113,7 +120,7 @@ def test_force_threshold_terminates_peg_episode():
         goal = hole + np.array([0.03, 0.0, -0.05])  # beside the hole, below the surface
         err = goal - tip
         action = np.clip(err / 0.02, -1, 1)
-        _, r, te, tr, info = env.step(action)
+        _, _r, te, tr, info = env.step(action)
         if te or tr:
             reason = info["termination"]
             break
@@ -195,3 +202,13 @@ def test_peg_hole_offset_observation_and_fine_shaping():
     coarse = task_reward(0.0, 0.002) - task_reward(0.0, 0.005)
     fine = task_reward(0.005, 0.002) - task_reward(0.005, 0.005)
     assert fine > 3 * coarse > 0
+
+
+def test_random_policy_rarely_touches():
+    """On fixed seeds, uniform random actions rarely press the block past 5 N (a real measurement
+    through the evaluation protocol; before calibration they succeeded in 50 of 50 episodes)."""
+    from morl_robot.evaluation.protocol import evaluate_policy, random_policy
+
+    policy = random_policy("shadow_touch", seed=0)
+    result = evaluate_policy(policy.act, "shadow_touch", episodes=20, seed=0, policy=policy.description)
+    assert result.success_rate <= 0.2, result.success_rate

@@ -10,7 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 pytest.importorskip("rclpy")
-from morl_robot.nodes import wire  # noqa: E402
+from morl_robot.nodes import wire
 
 README = (Path(__file__).resolve().parents[1] / "README.md").read_text()
 

@@ -7,7 +7,12 @@ import numpy as np
 import pytest
 
 from morl_robot.cli import main
-from morl_robot.envs.coverage import collect_transitions, load_coverage, load_transitions, save_transitions
+from morl_robot.envs.coverage import (
+    collect_transitions,
+    load_coverage,
+    load_transitions,
+    save_transitions,
+)
 from morl_robot.envs.mo_env import MORobotEnv
 from morl_robot.tasks.registry import load_task, task_names
 
@@ -74,8 +79,10 @@ def test_coverage_log_round_trip_and_mixture(tmp_path):
 
 
 def test_epic_cli_task_rewards(tmp_path, capsys):
+    # orient: a random hand touches the peg often enough for the contact rewards to vary (it rarely
+    # presses the calibrated touch block, so shadow_touch random coverage has no contacts)
     out = tmp_path / "out"
-    rc = main(["epic", "--task", "shadow_touch", "--rewards", "pain", "force_level", "impulse",
+    rc = main(["epic", "--task", "shadow_orient", "--rewards", "pain", "force_level", "impulse",
                "--steps", "300", "--n-v", "256", "--n-m", "128", "--bootstrap", "50", "--out", str(out),
                "--save-coverage", str(tmp_path / "cov.npz"), "--no-progress"])
     assert rc == 0
@@ -86,7 +93,7 @@ def test_epic_cli_task_rewards(tmp_path, capsys):
             assert 0.0 <= r["ci_lower"][a][b] <= r["ci_upper"][a][b] <= 1.0
     assert (out / "epic.png").stat().st_size > 0 and "| pain |" in (out / "results.md").read_text()
     # the saved coverage is reusable, and a reward equivalent to itself rescaled is at 0
-    rc = main(["epic", "--task", "shadow_touch", "--rewards", "pain", "--coverage", str(tmp_path / "cov.npz"),
+    rc = main(["epic", "--task", "shadow_orient", "--rewards", "pain", "--coverage", str(tmp_path / "cov.npz"),
                "--n-v", "64", "--n-m", "32", "--bootstrap", "0"])
     assert rc == 2  # one reward: nothing to compare
     assert "fewer than two rewards" in capsys.readouterr().err
@@ -152,3 +159,14 @@ def test_experiments_through_the_cli(tmp_path, capsys):
     assert main(["experiment", "epic-pointmass", "--out", str(tmp_path / "p"), "--coverage", "2000",
                  "--bootstrap", "20"]) == 0
     assert "equivalent pairs" in capsys.readouterr().out
+
+
+def test_epic_cli_mixture_of_random_and_a_policys_rollouts(tmp_path, capsys):
+    """The README's mixture example: random rollouts + a committed policy's (exploring) rollouts."""
+    out = tmp_path / "mix"
+    rc = main(["epic", "--task", "sawyer_peg_in_hole", "--coverage", "random", "results/demo/seed0/policy.onnx",
+               "--steps", "200", "--n-v", "256", "--n-m", "32", "--bootstrap", "0", "--out", str(out), "--no-progress"])
+    assert rc == 0, capsys.readouterr().err
+    r = json.loads((out / "results.json").read_text())
+    assert r["coverage"] == "random x 200 + results/demo/seed0/policy.onnx x 200" and r["coverage_transitions"] == 400
+    assert 0 < r["epic"]["task"]["wrist_force"] <= 1

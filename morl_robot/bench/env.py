@@ -78,7 +78,7 @@ def run(args: argparse.Namespace) -> int:
         for _ in range(args.repeats):
             rate, start_state, ctrls, resets = _env_rate(env, args.steps, rng)
             env_rates.append(rate)
-            settle = int(round(robot.settle_time / robot.model.opt.timestep))
+            settle = round(robot.settle_time / robot.model.opt.timestep)
             raw_rates.append(_raw_rate(robot.model, robot.substeps, settle, start_state, ctrls, resets))
         env_med, raw_med = statistics.median(env_rates), statistics.median(raw_rates)
         rows.append(

@@ -16,7 +16,7 @@ from morl_robot.errors import MorlRobotError
 
 # Subcommand modules, in the order `morl-robot --help` lists them.
 SUBCOMMANDS = ("tasks", "rollout", "train", "deploy", "safety_test", "release", "export", "inspect_policy", "evaluate",
-               "bench", "experiment", "epic", "demo")
+               "bench", "experiment", "epic", "rm", "demo")
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -50,8 +50,10 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(func=run)
 
 
-def in_process_returns(policy_path: Path, compare: Path | None, task: str, seeds: list[int]) -> tuple[np.ndarray, str]:
-    """Per-episode returns [N, K] of the deterministic policy in-process, and what was evaluated."""
+def in_process_returns(policy_path: Path, compare: Path | None, task: str,
+                       seeds: list[int]) -> tuple[np.ndarray, list[bool], str]:
+    """Per-episode returns [N, K] and successes [N] of the deterministic policy in-process, and what
+    was evaluated."""
     from morl_robot.envs.mo_env import MORobotEnv
 
     act: Any
@@ -84,10 +86,10 @@ def in_process_returns(policy_path: Path, compare: Path | None, task: str, seeds
     env = MORobotEnv(task)
     try:  # through the same safety rules as the graph's monitor
         shield = SafetyShield(env)
-        returns = [run_episode(env, act, seed, shield).returns for seed in seeds]
+        episodes = [run_episode(env, act, seed, shield) for seed in seeds]
     finally:
         env.close()
-    return np.asarray(returns), source
+    return np.asarray([e.returns for e in episodes]), [bool(e.success) for e in episodes], source
 
 
 def _faults(text: str) -> dict[str, float | int]:
@@ -191,8 +193,9 @@ def run(args: argparse.Namespace) -> int:
     if not finished:
         return 130
     graph = np.asarray([[e["returns"][n] for n in contract.objective_names] for e in ends[:args.episodes]])
-    seeds = [cfg.seed + int(e["episode"]) for e in ends[:args.episodes]]  # robot_node: episode i → seed + i
-    reference, source = in_process_returns(policy_path, Path(args.compare) if args.compare else None,
+    # robot_node: reset_world started episode first_episode with the seed, the next ones seed + 1, …
+    seeds = [cfg.seed + int(e["episode"]) - first_episode for e in ends[:args.episodes]]
+    reference, reference_success, source = in_process_returns(policy_path, Path(args.compare) if args.compare else None,
                                            contract.task, seeds)
     report = {
         "policy": str(policy_path), "task": contract.task, "timing": timing, "episodes": args.episodes,
@@ -201,6 +204,8 @@ def run(args: argparse.Namespace) -> int:
         "graph_mean": graph.mean(0).tolist(), "in_process_mean": reference.mean(0).tolist(),
         "max_abs_difference": np.abs(graph - reference).max(0).tolist(),
         "terminations": [e.get("termination") for e in ends[:args.episodes]],
+        "graph_success": [bool(e.get("success", False)) for e in ends[:args.episodes]],
+        "in_process_success": reference_success,
         "policy_server": server_status,
         "safety_monitor": safety_status,
     }
@@ -211,5 +216,7 @@ def run(args: argparse.Namespace) -> int:
     for i, name in enumerate(contract.objective_names):
         print(f"{name:14s} {graph[:, i].mean():18.4f} {reference[:, i].mean():12.4f} "
               f"{report['max_abs_difference'][i]:11.3g}")
+    print(f"{'success':14s} {sum(report['graph_success']):>12d} of {args.episodes:<3d} "
+          f"{sum(reference_success):>8d} of {args.episodes}")
     print(f"in-process: {source}\nreport: {out / 'deploy_report.json'}")
     return 0

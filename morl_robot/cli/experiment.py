@@ -7,7 +7,13 @@
   hours depending on ``--steps`` and the sweep size; ``--quick`` is a smoke run.
 
 * ``sawyer-peg-in-hole``: a short MO-MPO run on the Sawyer task (§6.4) with learning curves.
+* ``shadow-front``: the Shadow Hand fronts (§6.2, Table 1): MO-MPO's ε sweep against scalarized
+  MPO's weight sweep at equal budget on touch / turn, hypervolume with the paper's reference point;
+  on orient, MO-MPO against the random policy.  Resumable; ``--quick`` is a smoke run.
 * ``epic-gridworld`` / ``epic-pointmass``: the EPIC paper's reward-distance reproductions (exact / sampled).
+* ``sawyer-rm``: the Sawyer peg task with a MORM objective, trained with CRM, evaluated with the protocol.
+* ``button-world``: the MORM paper's ButtonWorld (product state counts, exact fronts, MO-MPO with
+  and without counterfactual experience).
 
 Each prints a table and writes ``results.json`` plus PNG plots into ``--out``.
 """
@@ -54,6 +60,11 @@ def register(sub: argparse._SubParsersAction) -> None:
                      help="seconds; settings not finished by then are reported as not run")
     dst.add_argument("--algorithms", default="mo-mpo,scalarized-mpo",
                      help="comma-separated subset of mo-mpo,scalarized-mpo")
+    dst.add_argument("--converge", type=int, nargs=2, default=None, metavar=("EVERY", "COUNT"),
+                     help="run to convergence: evaluate the greedy policy every EVERY steps and stop once "
+                          "COUNT evaluations in a row agree (--steps is then the cap), e.g. 1000 5")
+    dst.add_argument("--exact-reference", type=Path, default=None, metavar="RESULTS_JSON",
+                     help="a dst-exact results.json: drawn in c_to_treasure.png and compared setting by setting")
     dst.add_argument("--no-progress", action="store_true", help="no progress bar")
     dst.set_defaults(func=_run_deep_sea_treasure)
 
@@ -87,8 +98,8 @@ def register(sub: argparse._SubParsersAction) -> None:
                        help="ε_force settings (default 0.005 0.01 0.02 0.05 0.1)")
     front.add_argument("--seeds", type=int, nargs="+", default=[0, 1], help="seeds per setting (default 0 1)")
     front.add_argument("--steps", type=int, default=40_000, help="environment steps per run (default 40000)")
-    front.add_argument("--config", default="learner/sawyer_front.yaml",
-                       help="learner YAML or a name under config/ (default learner/sawyer_front.yaml)")
+    front.add_argument("--config", default="learner/sawyer_front_demos.yaml",
+                       help="learner YAML or a name under config/ (default learner/sawyer_front_demos.yaml)")
     front.add_argument("--eval-episodes", type=int, default=20, help="protocol episodes per policy (default 20)")
     front.add_argument("--eval-seed", type=int, default=10_000, help="first evaluation seed (default 10000)")
     front.add_argument("--parallel", type=int, default=2, help="runs at a time, one core each (default 2)")
@@ -96,6 +107,68 @@ def register(sub: argparse._SubParsersAction) -> None:
                        help="seconds for this sitting; unfinished runs keep their checkpoints and resume next time")
     front.add_argument("--no-progress", action="store_true", help="no progress bar")
     front.set_defaults(func=_run_sawyer_front)
+
+    sh = exp_sub.add_parser("shadow-front", help="MO-MPO §6.2 / Table 1: Shadow Hand touch/turn, MO-MPO ε sweep vs "
+                                                 "scalarized MPO weight sweep at equal budget (orient: vs random)")
+    sh.add_argument("--task", required=True, choices=["shadow_touch", "shadow_turn", "shadow_orient"])
+    sh.add_argument("--out", required=True, type=Path,
+                    help="sweep folder: runs/ (checkpoints) and the small results (results.json, policies/, plots/)")
+    sh.add_argument("--quick", action="store_true",
+                    help="smoke run: 2 settings per algorithm, 1 seed, 300 steps, tiny networks, 2 evaluation "
+                         "episodes (checks the pipeline, not a result)")
+    sh.add_argument("--eps-task", type=float, default=None, help="MO-MPO ε_task, fixed (default 0.1)")
+    sh.add_argument("--eps-pain", type=float, nargs="+", default=None,
+                    help="MO-MPO ε_pain settings (default 0.001 0.01 0.03 0.1); on shadow_orient the ε "
+                         "shared by its three objectives")
+    sh.add_argument("--weights-pain", type=float, nargs="+", default=None,
+                    help="scalarized-MPO pain weights w, weights [1 - w, w] (default 0.01 0.05 0.2 0.5)")
+    sh.add_argument("--scalarized-epsilon", type=float, default=None, help="scalarized MPO's ε (default 0.1)")
+    sh.add_argument("--algorithms", default=None,
+                    help="comma-separated subset of mo-mpo,scalarized-mpo (default both; orient: mo-mpo)")
+    sh.add_argument("--seeds", type=int, nargs="+", default=None, help="seeds per setting (default 0 1)")
+    sh.add_argument("--steps", type=int, default=None,
+                    help="environment steps per run, the same for every run (default 20000, --quick 300)")
+    sh.add_argument("--config", default=None,
+                    help="learner YAML or a name under config/ (default learner/shadow_front.yaml)")
+    sh.add_argument("--eval-episodes", type=int, default=None, help="protocol episodes per policy (default 20)")
+    sh.add_argument("--eval-seed", type=int, default=10_000, help="first evaluation seed (default 10000)")
+    sh.add_argument("--parallel", type=int, default=1, help="runs at a time, one core each (default 1)")
+    sh.add_argument("--time-limit", type=float, default=None,
+                    help="seconds for this sitting; unfinished runs keep their checkpoints and resume next time")
+    sh.add_argument("--no-progress", action="store_true", help="no progress bar")
+    sh.set_defaults(func=_run_shadow_front)
+
+    bw = exp_sub.add_parser("button-world", help="MORM paper: ButtonWorld reward machines, product state counts, "
+                                                  "exact fronts, MO-MPO with and without counterfactual experience")
+    bw.add_argument("--out", required=True, type=Path, help="output folder (results.json, runs/, plots/)")
+    bw.add_argument("--quick", action="store_true",
+                    help="smoke run: 4000 steps, 1 seed, 2 ε settings, evaluation every 500 steps")
+    bw.add_argument("--steps", type=int, default=None, help="environment steps per run (default 50000, --quick 4000)")
+    bw.add_argument("--seeds", type=int, nargs="+", default=None, help="seeds (default 0 1 2, --quick 0)")
+    bw.add_argument("--eval-every", type=int, default=None, help="steps between evaluations (default 1000, --quick 500)")
+    bw.add_argument("--pairs", nargs="+", default=None, metavar="X-Y",
+                    help="variant pairs (default: term-term once-once term-cycle once-cycle cycle-cycle)")
+    bw.add_argument("--exact-only", action="store_true", help="product state counts and exact fronts only (no training)")
+    bw.add_argument("--no-progress", action="store_true", help="no progress bar")
+    bw.set_defaults(func=_run_button_world)
+
+    srm = exp_sub.add_parser("sawyer-rm", help="Sawyer peg-in-hole with a multi-objective reward machine (touch "
+                                                "lightly then insert vs. never cross the force limit twice), "
+                                                "MO-MPO with counterfactual experience, evaluated with the protocol")
+    srm.add_argument("--out", required=True, type=Path, help="folder: run/ (checkpoints, CSVs), results.json, evaluation.md")
+    srm.add_argument("--steps", type=int, default=40_000, help="environment steps (default 40000)")
+    srm.add_argument("--no-crm", action="store_true", help="train without counterfactual experience (the baseline)")
+    srm.add_argument("--config", default=None,
+                     help="learner YAML or a name under config/ (default learner/mo_mpo_cpu_small.yaml; "
+                          "learner/sawyer_front_demos.yaml learns from the scripted controller's demonstrations)")
+    srm.add_argument("--crm-updates", choices=["scaled", "same"], default=None,
+                     help="with CRM: 'scaled' counts each real step as |U \\ F| inserts (|U \\ F| times the "
+                          "updates), 'same' keeps the baseline's update budget (default: the YAML's)")
+    srm.add_argument("--seed", type=int, default=0)
+    srm.add_argument("--eval-episodes", type=int, default=20, help="protocol episodes (default 20)")
+    srm.add_argument("--eval-seed", type=int, default=10_000, help="first evaluation seed (default 10000)")
+    srm.add_argument("--no-progress", action="store_true", help="no progress bar")
+    srm.set_defaults(func=_run_sawyer_rm)
 
     grid = exp_sub.add_parser("epic-gridworld", help="EPIC paper Fig. A.2: exact distances between the 3x3 "
                                                      "gridworld rewards (Sparse, Dense, Penalty, Center, Path, Cliff)")
@@ -142,6 +215,54 @@ def _run_epic_pointmass(args: argparse.Namespace) -> int:
     pairs = ", ".join(f"{k} {v:.2e}" for k, v in r["equivalent_pairs"].items())
     print(f"equivalent pairs (goal < 1e-3): {pairs}; N_V={r['n_v']} N_M={r['n_m']}: {r['seconds']:.1f} s")
     print(f"wrote {args.out}/results.json, results.md, epic_pointmass.png")
+    return 0
+
+
+def _run_button_world(args: argparse.Namespace) -> int:
+    import torch
+
+    from morl_robot.experiments import button_world as bw
+
+    torch.set_num_threads(1)  # tiny networks: one thread is fastest and leaves the other core free
+    pairs = tuple(args.pairs or bw.PAIRS)
+    for pair in pairs:
+        if pair not in bw.PAIRS:
+            raise UsageError(f"--pairs: unknown pair {pair!r}; allowed: {', '.join(bw.PAIRS)}")
+    for name in ("steps", "eval_every"):
+        value = getattr(args, name)
+        if value is not None and value < 1:
+            raise UsageError(f"--{name.replace('_', '-')} must be >= 1, got {value}")
+    default = bw.Budget()
+    budget = bw.Budget(
+        steps=args.steps or (4000 if args.quick else default.steps),
+        eval_every=args.eval_every or (500 if args.quick else default.eval_every),
+        seeds=tuple(args.seeds) if args.seeds else ((0,) if args.quick else default.seeds),
+        epsilons=((0.05, 0.005), (0.005, 0.05)) if args.quick else default.epsilons,
+        quick=args.quick,
+    )
+    results = bw.run_experiment(args.out, budget, pairs=pairs, learn=not args.exact_only,
+                                progress=not args.no_progress)
+    print(bw.format_table(results))
+    print(f"wall time {results['wall_time_s']:.0f} s; wrote {args.out}/results.json and {args.out}/plots/")
+    return 0
+
+
+def _run_sawyer_rm(args: argparse.Namespace) -> int:
+    import torch
+
+    from morl_robot.experiments import sawyer_rm
+
+    if args.steps < 1 or args.eval_episodes < 1:
+        raise UsageError(f"--steps and --eval-episodes must be >= 1, got {args.steps} and {args.eval_episodes}")
+    torch.set_num_threads(1)
+    res = sawyer_rm.run(args.out, steps=args.steps, crm=not args.no_crm, seed=args.seed,
+                        eval_episodes=args.eval_episodes, eval_seed=args.eval_seed, learner_config=args.config,
+                        progress=not args.no_progress,
+                        crm_scale_updates=None if args.crm_updates is None else args.crm_updates == "scaled")
+    print((Path(args.out) / "evaluation.md").read_text().rstrip())
+    b = res["budget"]
+    print(f"{b['env_steps']} steps, {b['updates']} updates, {b['train_wall_time_s']:.0f} s training; "
+          f"wrote {args.out}/results.json")
     return 0
 
 
@@ -208,6 +329,35 @@ def _run_sawyer_front(args: argparse.Namespace) -> int:
     return 0 if r["runs_finished"] == r["runs_total"] else 3
 
 
+def _run_shadow_front(args: argparse.Namespace) -> int:
+    from morl_robot.experiments import shadow_front
+
+    orient = args.task == "shadow_orient"
+    default = shadow_front.ShadowFrontConfig()
+    quick = {"eps_pain": [0.1] if orient else [0.01, 0.1], "weights_pain": [0.05, 0.5], "seeds": [0],
+             "steps": 300, "eval_episodes": 2} if args.quick else {}
+
+    def pick(value: object, key: str) -> object:
+        return value if value is not None else quick.get(key, getattr(default, key))
+
+    algorithms = (["mo-mpo"] if orient else list(shadow_front.ALGORITHMS)) if args.algorithms is None else \
+        [a.strip() for a in args.algorithms.split(",") if a.strip()]
+    cfg = shadow_front.ShadowFrontConfig(
+        task=args.task, eps_task=pick(args.eps_task, "eps_task"),
+        eps_pain=list(pick(args.eps_pain, "eps_pain") if not orient or args.eps_pain or args.quick else [0.1]),
+        weights_pain=list(pick(args.weights_pain, "weights_pain")),
+        scalarized_epsilon=pick(args.scalarized_epsilon, "scalarized_epsilon"),
+        seeds=list(pick(args.seeds, "seeds")), steps=pick(args.steps, "steps"),
+        learner_config=args.config or default.learner_config, eval_episodes=pick(args.eval_episodes, "eval_episodes"),
+        eval_seed=args.eval_seed, parallel=args.parallel, algorithms=algorithms, quick=args.quick)
+    r = shadow_front.run(args.out, cfg, progress=not args.no_progress, time_limit_s=args.time_limit)
+    print(shadow_front.format_table(r))
+    for e in r["errors"]:
+        print(f"run {e['setting']['name']} failed: {e['error'].strip().splitlines()[-1]}")
+    print(f"wrote {args.out}/results.json, policies/, plots/front.png")
+    return 0 if r["runs_finished"] == r["runs_total"] and not r["errors"] else 3
+
+
 def _run_deep_sea_treasure(args: argparse.Namespace) -> int:
     from morl_robot.experiments import deep_sea_treasure
 
@@ -224,6 +374,11 @@ def _run_deep_sea_treasure(args: argparse.Namespace) -> int:
         raise UsageError("--c-values must be >= 1 and every --epsilon-time > 0")
     if args.steps is not None and args.steps < 1:
         raise UsageError(f"--steps must be >= 1, got {args.steps}")
+    every, count = args.converge or (0, 0)
+    if args.exact_reference is not None and not args.exact_reference.is_file():
+        raise UsageError(f"--exact-reference: no such file {args.exact_reference}")
+    if args.converge and (every < 1 or count < 2):
+        raise UsageError(f"--converge EVERY COUNT needs EVERY >= 1 and COUNT >= 2, got {every} {count}")
     result = deep_sea_treasure.run_experiment(
         out_dir=args.out,
         processes=args.processes,
@@ -238,7 +393,10 @@ def _run_deep_sea_treasure(args: argparse.Namespace) -> int:
         time_limit_s=args.time_limit,
         algorithms=algorithms,
         progress=not args.no_progress,
+        eval_every=every,
+        stable_evals=count,
+        exact_reference=args.exact_reference,
     )
     print(deep_sea_treasure.format_table(result))
-    print(f"wrote {args.out}/results.json, fronts.png")
+    print(f"wrote {args.out}/results.json, fronts.png" + (", c_to_treasure.png" if "mo-mpo" in result else ""))
     return 0

@@ -284,7 +284,8 @@ def probe_force_ramp(h: Harness, monitor: Any, speed: float, tol: float, out: Pa
 
 
 def probe_fingertip(h: Harness, monitor: Any, tol: float, out: Path) -> list[Any]:
-    """Shadow Hand: flex the first finger onto the block until the tactile collision level trips."""
+    """Shadow Hand: flex the wrist and the first finger onto the block until the tactile collision
+    level trips (the block lies out of reach of the fingers alone: sim/shadow_hand/touch.xml)."""
     from morl_robot.safety.testing import RuleCheck, Trace, plot_trace
 
     name = "fingertip press"
@@ -296,12 +297,13 @@ def probe_fingertip(h: Harness, monitor: Any, tol: float, out: Path) -> list[Any
     cmd = _actuator_targets(monitor, q)
     t_start = time.time()
     h.sending = True
-    i3, i0 = h.labels.index("rh_FFJ3"), h.labels.index("rh_FFJ0")
+    i3, i0, iw = h.labels.index("rh_FFJ3"), h.labels.index("rh_FFJ0"), h.labels.index("rh_WRJ1")
     _lo, hi = monitor.spec.command_bounds(monitor.spec.default_control_mode)
     hit = None
-    for k in range(200):  # close the finger step by step (soft limits clamp the last bit)
+    for k in range(200):  # flex wrist and finger step by step (soft limits clamp the last bit);
+        cmd[iw] = min(cmd[iw] + 0.01, hi[iw])  # J1/J2 nearly straight: a curled finger misses the block
         cmd[i3] = min(cmd[i3] + 0.02, hi[i3])
-        cmd[i0] = min(cmd[i0] + 0.04, hi[i0])
+        cmd[i0] = min(cmd[i0] + 0.01, 0.3)
         h.command = cmd.copy()
         hit = h.wait_event(lambda e: e.get("rule") == "tactile" and e.get("key") == "rh_ffdistal_touch"
                            and e.get("level", "").startswith("collision"), 0.05)

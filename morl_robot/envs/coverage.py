@@ -45,7 +45,7 @@ class TransitionLog:
         return int(self.states.shape[0])
 
     @staticmethod
-    def concatenate(logs: list["TransitionLog"]) -> "TransitionLog":
+    def concatenate(logs: list[TransitionLog]) -> TransitionLog:
         first = logs[0]
         for log in logs[1:]:
             if log.task != first.task or log.feature_labels != first.feature_labels:

@@ -8,7 +8,7 @@ ended (``force_threshold``, ``success``, ``time_limit``) or None.
 from __future__ import annotations
 
 import os
-from typing import Any
+from typing import Any, ClassVar
 
 import gymnasium as gym
 import numpy as np
@@ -37,7 +37,7 @@ def make_sim_robot(task: Task, model_source: str = "builtin") -> MujocoRobot:
 class MORobotEnv(gym.Env[np.ndarray, np.ndarray]):
     """A multi-objective task on a robot (MuJoCo by default, or any :class:`Robot`)."""
 
-    metadata = {"render_modes": ["rgb_array"], "render_fps": 20}
+    metadata: ClassVar[dict[str, Any]] = {"render_modes": ["rgb_array"], "render_fps": 20}
 
     def __init__(
         self,
@@ -53,7 +53,7 @@ class MORobotEnv(gym.Env[np.ndarray, np.ndarray]):
         self.robot.reset()
         self.objective_names = self.task.objective_names
         self.reward_dim = self.task.num_objectives
-        self.metadata = {**self.metadata, "render_fps": int(round(self.task.control_rate))}
+        self.metadata = {**self.metadata, "render_fps": round(self.task.control_rate)}
         d = len(self.task.action_labels)
         self.action_space = spaces.Box(-1.0, 1.0, shape=(d,), dtype=np.float32)
         self.observation_labels = self.task.observation_labels(self.robot)

@@ -10,8 +10,21 @@ ENV_IDS: dict[str, str] = {
 }
 
 
+#: reward-machine examples: id → (entry point, kwargs)
+RM_ENV_IDS: dict[str, tuple[str, dict]] = {
+    **{f"morl_robot/ButtonWorld-{pair}-v0": ("morl_robot.experiments.button_world:make_env", {"pair": pair})
+       for pair in ("term-term", "once-once", "term-cycle", "once-cycle", "cycle-cycle")},
+    "morl_robot/SawyerPegInHoleRM-v0": ("morl_robot.reward_machines.env:make_rm_task_env",
+                                        {"spec": "sawyer/peg_touch_then_insert"}),
+}
+
+
 def register_envs() -> None:
     import gymnasium
+
+    for env_id, (entry_point, kwargs) in RM_ENV_IDS.items():
+        if env_id not in gymnasium.registry:
+            gymnasium.register(id=env_id, entry_point=entry_point, kwargs=kwargs, disable_env_checker=True)
 
     for env_id, task in ENV_IDS.items():
         if env_id in gymnasium.registry:

@@ -49,11 +49,14 @@ class TaskRunner:
     Args:
         robot: any :class:`Robot` backend (MuJoCo or hardware).
         env: the task environment on ``robot`` (None: a bare robot).
-        seed: episode ``i`` resets with seed ``seed + i``.
+        seed: episode ``i`` resets with seed ``seed + i``; after ``reset(restart_seeds=True)`` the
+            episode it starts uses ``seed`` again and the next ones ``seed + 1``, … (episode numbers
+            go on counting).
     """
 
     def __init__(self, robot: Robot, env: MORobotEnv | None = None, seed: int = 0) -> None:
         self.robot, self.env, self.seed = robot, env, int(seed)
+        self._seed_base = 0  # the episode whose seed is ``seed`` (0: episode i ↔ seed + i)
         self.episode = 0
         self.step_count = 0
         self.last: StepRecord | None = None
@@ -98,15 +101,22 @@ class TaskRunner:
         )
 
     # --- episodes ----------------------------------------------------------------------------
-    def reset(self) -> StepRecord:
-        """Start the next episode (the robot goes to the task's randomised start)."""
+    def episode_seed(self, episode: int) -> int:
+        """The reset seed of episode ``episode``."""
+        return self.seed + episode - self._seed_base
+
+    def reset(self, restart_seeds: bool = False) -> StepRecord:
+        """Start the next episode (the robot goes to the task's randomised start); with
+        ``restart_seeds`` it takes ``seed`` and the following episodes ``seed + 1``, …"""
         self.episode += 1
         self.step_count = 0
+        if restart_seeds:
+            self._seed_base = self.episode
         if self.env is None:
-            state = self.robot.reset(seed=self.seed + self.episode)
+            state = self.robot.reset(seed=self.episode_seed(self.episode))
             self.last = StepRecord(self.episode, 0, state)
             return self.last
-        obs, info = self.env.reset(seed=self.seed + self.episode)
+        obs, info = self.env.reset(seed=self.episode_seed(self.episode))
         k = self.env.reward_dim
         self._returns = np.zeros(k)
         self.last = StepRecord(self.episode, 0, self.env._state, observation=np.asarray(obs, np.float64),

@@ -16,24 +16,30 @@ from morl_robot.evaluation.pareto import (
     sparsity,
 )
 from morl_robot.evaluation.records import read_json, to_jsonable, write_json_atomic
-from morl_robot.evaluation.sweep import Setting, SweepRecord, SweepResult, run_sweep, settings_grid
+from morl_robot.evaluation.sweep import (
+    Setting,
+    SweepRecord,
+    SweepResult,
+    run_sweep,
+    settings_grid,
+)
 
 __all__ = [
+    "Setting",
+    "SweepRecord",
+    "SweepResult",
+    "cardinality",
+    "dominates",
+    "expected_utility",
     "hypervolume",
     "hypervolume_contributions",
     "pareto_front",
     "pareto_mask",
-    "dominates",
-    "expected_utility",
-    "simplex_weights",
-    "sparsity",
-    "cardinality",
-    "write_json_atomic",
     "read_json",
-    "to_jsonable",
-    "Setting",
-    "SweepRecord",
-    "SweepResult",
     "run_sweep",
     "settings_grid",
+    "simplex_weights",
+    "sparsity",
+    "to_jsonable",
+    "write_json_atomic",
 ]

@@ -35,6 +35,7 @@ resamples; states [N, d_S], actions [N, d_A].
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+
 import numpy as np
 
 from morl_robot.tasks.base import TransitionReward
@@ -200,7 +201,7 @@ class Transitions:
     def __len__(self) -> int:
         return int(self.states.shape[0])
 
-    def take(self, index: np.ndarray) -> "Transitions":
+    def take(self, index: np.ndarray) -> Transitions:
         return Transitions(self.states[index], self.actions[index], self.next_states[index])
 
 

@@ -30,7 +30,7 @@ union of the origin-anchored boxes [0, q].
 from __future__ import annotations
 
 import bisect
-from typing import Sequence
+from collections.abc import Sequence
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray

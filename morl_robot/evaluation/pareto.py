@@ -21,13 +21,13 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 __all__ = [
+    "cardinality",
     "dominates",
-    "pareto_mask",
-    "pareto_front",
     "expected_utility",
+    "pareto_front",
+    "pareto_mask",
     "simplex_weights",
     "sparsity",
-    "cardinality",
 ]
 
 

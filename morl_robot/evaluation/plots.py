@@ -17,20 +17,20 @@ import csv
 import itertools
 import os
 import re
+from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Mapping, Sequence
 
 import matplotlib
 import matplotlib.ticker
 
 matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-import numpy as np  # noqa: E402
-from numpy.typing import ArrayLike  # noqa: E402
+import matplotlib.pyplot as plt
+import numpy as np
+from numpy.typing import ArrayLike
 
-from morl_robot.evaluation.pareto import pareto_front  # noqa: E402
+from morl_robot.evaluation.pareto import pareto_front
 
-__all__ = ["plot_pareto_fronts", "plot_learning_curves", "plot_action_probabilities", "plot_force_traces", "read_metrics_csv"]
+__all__ = ["plot_action_probabilities", "plot_force_traces", "plot_learning_curves", "plot_pareto_fronts", "read_metrics_csv"]
 
 _COLOURS = plt.rcParams["axes.prop_cycle"].by_key()["color"]
 

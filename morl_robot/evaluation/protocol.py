@@ -248,7 +248,61 @@ def random_policy(task: str, seed: int = 0) -> LoadedPolicy:
     return LoadedPolicy(lambda obs: rng.uniform(-1.0, 1.0, dim), task, "uniform random actions")
 
 
-def scripted_policy(task: str, gain: float = 5.0, clearance: float = 0.002) -> LoadedPolicy:
+#: tasks with a hand-written controller (``morl-robot evaluate scripted --task T``, demonstrations)
+SCRIPTED_TASKS = ("sawyer_peg_in_hole", "shadow_touch")
+
+#: shadow_touch's pressing posture (rad; J0 = J1 + J2): the wrist flexed, the first finger bent at
+#: J3 and slightly at J1/J2 (``tests/test_shadow_hand_model.py::test_touch_press_block``)
+SHADOW_PRESS_POSTURE = {"rh_WRJ1": 0.49, "rh_FFJ3": 0.9, "rh_FFJ0": 0.3}
+
+
+def scripted_policy(task: str, gain: float = 5.0, clearance: float = 0.002, lead: float = 0.01) -> LoadedPolicy:
+    """A hand-written controller for a task in :data:`SCRIPTED_TASKS` (the reference a learned
+    policy is read against, and the demonstrator of learning from demonstrations).
+
+    ``sawyer_peg_in_hole`` (``gain``, ``clearance``): see :func:`_sawyer_insertion`.
+    ``shadow_touch`` (``lead``): see :func:`_shadow_slow_press`."""
+    if task not in SCRIPTED_TASKS:
+        raise UsageError(f"a scripted policy exists for {', '.join(SCRIPTED_TASKS)} only, not {task!r}")
+    return _sawyer_insertion(gain, clearance) if task == "sawyer_peg_in_hole" else _shadow_slow_press(lead)
+
+
+def _shadow_slow_press(lead: float) -> LoadedPolicy:
+    """``shadow_touch``: press the block slowly.  Each motor's position target is its current
+    position (from the observation; a coupled J0 motor: J1 + J2) moved toward
+    :data:`SHADOW_PRESS_POSTURE` by at most ``lead`` rad, the other motors held where they are.
+    The lead sets the approach speed, so it trades the (discounted) task reward against pain: on
+    seeds 0–4, 0.01 rad presses in 30–36 steps with pain −3.4 … −4.4; 0.02 in 17–20 steps with
+    −6 … −10; 0.05 in 7–8 steps with −6 … −20."""
+    from morl_robot.envs.mo_env import MORobotEnv
+
+    env = MORobotEnv("shadow_touch")
+    labels = list(env.observation_labels)
+    motors = list(env.task.action_labels)
+    limits = {j.name: (j.lower, j.upper) for j in env.robot.spec.joints}
+    env.close()
+
+    def joints_of(motor: str) -> list[str]:
+        return [motor[:-1] + "1", motor[:-1] + "2"] if motor.endswith("J0") else [motor]
+
+    index = [[labels.index(f"{j}/position") for j in joints_of(m)] for m in motors]
+    lo = np.array([sum(limits[j][0] for j in joints_of(m)) for m in motors])
+    hi = np.array([sum(limits[j][1] for j in joints_of(m)) for m in motors])
+    goal_of = {motors.index(m): v for m, v in SHADOW_PRESS_POSTURE.items()}
+
+    def act(obs: np.ndarray) -> np.ndarray:
+        obs = np.asarray(obs, dtype=np.float64)
+        pos = np.array([obs[i].sum() for i in index])  # (20,) motor positions
+        goal = pos.copy()
+        for i, v in goal_of.items():
+            goal[i] = v
+        target = pos + np.clip(goal - pos, -lead, lead)
+        return np.clip(2.0 * (target - lo) / (hi - lo) - 1.0, -1.0, 1.0)
+
+    return LoadedPolicy(act, "shadow_touch", f"scripted slow press (lead {lead:g} rad per step)")
+
+
+def _sawyer_insertion(gain: float, clearance: float) -> LoadedPolicy:
     """A hand-written resolved-rate insertion controller for ``sawyer_peg_in_hole`` (the reference a
     learned policy is read against; it shows the task is physically feasible).
 
@@ -258,8 +312,7 @@ def scripted_policy(task: str, gain: float = 5.0, clearance: float = 0.002) -> L
     v = gain·(target − p), scaled to the normalised action and clipped to [-1, 1]."""
     from morl_robot.envs.mo_env import MORobotEnv
 
-    if task != "sawyer_peg_in_hole":
-        raise UsageError(f"a scripted policy exists for sawyer_peg_in_hole only, not {task!r}")
+    task = "sawyer_peg_in_hole"
     env = MORobotEnv(task)
     env.reset(seed=0)
     hole, depth = env.task._hole[:3].copy(), float(env.task._hole_depth)

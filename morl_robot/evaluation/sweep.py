@@ -15,7 +15,9 @@ running it over many weight vectors.  :func:`run_sweep` does that in parallel:
   short by ``time_limit_s`` or a crash leaves a valid partial file.
 
 ``train_and_evaluate`` must be picklable (a module-level function or a ``functools.partial`` of
-one) because workers are spawned.  It returns the policy's mean return vector (K,).
+one) because workers are spawned.  It returns the policy's mean return vector (K,), or a pair
+``(returns, extras)`` with a JSON-able dict of what else the run measured (e.g. the step at which
+it converged), kept in :attr:`SweepRecord.extras`.
 """
 from __future__ import annotations
 
@@ -23,8 +25,9 @@ import multiprocessing as mp
 import os
 import time
 import traceback
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Callable, Mapping, Sequence
+from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
@@ -62,6 +65,7 @@ class SweepRecord:
     returns: NDArray[np.float64] | None
     error: str | None
     seconds: float
+    extras: dict[str, Any] = field(default_factory=dict)  # what else the run reported
 
     @property
     def ok(self) -> bool:
@@ -73,6 +77,7 @@ class SweepRecord:
             "returns": None if self.returns is None else self.returns.tolist(),
             "error": self.error,
             "seconds": self.seconds,
+            **({"extras": self.extras} if self.extras else {}),
         }
 
 
@@ -151,17 +156,21 @@ def _init_worker() -> None:
 
 def _run_one(
     job: tuple[int, Setting, Callable[[Setting], Any]],
-) -> tuple[int, list[float] | None, str | None, float]:
-    """Worker body: run one setting, return (index, returns, error, seconds)."""
+) -> tuple[int, list[float] | None, str | None, float, dict[str, Any]]:
+    """Worker body: run one setting, return (index, returns, error, seconds, extras)."""
     index, setting, fn = job
     start = time.perf_counter()
     try:
-        out = np.asarray(fn(setting), dtype=np.float64).reshape(-1)
+        got = fn(setting)
+        extras: dict[str, Any] = {}
+        if isinstance(got, tuple) and len(got) == 2 and isinstance(got[1], dict):
+            got, extras = got
+        out = np.asarray(got, dtype=np.float64).reshape(-1)
         if not np.all(np.isfinite(out)):
             raise ValueError(f"non-finite return vector {out.tolist()}")
-        return index, out.tolist(), None, time.perf_counter() - start
+        return index, out.tolist(), None, time.perf_counter() - start, extras
     except Exception:  # noqa: BLE001 - failures are recorded as data
-        return index, None, traceback.format_exc(), time.perf_counter() - start
+        return index, None, traceback.format_exc(), time.perf_counter() - start, {}
 
 
 def run_sweep(
@@ -198,12 +207,14 @@ def run_sweep(
             not_run=pending,
         )
 
-    def record(index: int, rets: list[float] | None, err: str | None, secs: float) -> None:
+    def record(index: int, rets: list[float] | None, err: str | None, secs: float,
+               extras: dict[str, Any] | None = None) -> None:
         done[index] = SweepRecord(
             setting=settings[index],
             returns=None if rets is None else np.asarray(rets, dtype=np.float64),
             error=err,
             seconds=secs,
+            extras=dict(extras or {}),
         )
         if out_path is not None:
             write_json_atomic(out_path, snapshot().to_dict())
@@ -231,7 +242,7 @@ def _progress_bar(total: int, description: str, enabled: bool) -> Any:
 
 def _run_inline(
     jobs: list[tuple[int, Setting, Callable[[Setting], Any]]],
-    record: Callable[[int, list[float] | None, str | None, float], None],
+    record: Callable[..., None],
     bar: Any,
     start: float,
     time_limit_s: float | None,
@@ -253,7 +264,7 @@ def _run_inline(
 def _run_pool(
     jobs: list[tuple[int, Setting, Callable[[Setting], Any]]],
     processes: int,
-    record: Callable[[int, list[float] | None, str | None, float], None],
+    record: Callable[..., None],
     bar: Any,
     start: float,
     time_limit_s: float | None,

@@ -26,36 +26,42 @@ from __future__ import annotations
 import math
 import os
 import time
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import Any
 
 import gymnasium as gym
 import numpy as np
 from numpy.typing import NDArray
 
 from morl_robot.evaluation.hypervolume import hypervolume
-from morl_robot.evaluation.pareto import expected_utility, pareto_front, simplex_weights, sparsity
+from morl_robot.evaluation.pareto import (
+    expected_utility,
+    pareto_front,
+    simplex_weights,
+    sparsity,
+)
 from morl_robot.evaluation.records import write_json_atomic
 from morl_robot.evaluation.sweep import Setting, SweepResult, run_sweep
 
 __all__ = [
     "ENV_ID",
-    "YANG_2019_TREASURES",
+    "EPSILON_TIME",
     "OBJECTIVES",
     "REFERENCE_POINT",
-    "EPSILON_TIME",
+    "YANG_2019_TREASURES",
     "OneHotCell",
-    "make_env",
     "check_environment",
-    "true_pareto_front",
-    "pareto_points_found",
-    "mo_mpo_settings",
-    "scalarized_settings",
-    "learner_config",
-    "train_and_evaluate",
-    "run_experiment",
     "format_table",
+    "learner_config",
+    "make_env",
+    "mo_mpo_settings",
+    "pareto_points_found",
+    "run_experiment",
+    "scalarized_settings",
+    "train_and_evaluate",
+    "true_pareto_front",
 ]
 
 ENV_ID = "deep-sea-treasure-v0"
@@ -182,9 +188,11 @@ def scalarized_settings(num_weights: int, epsilon: float = 0.01, seed: int = 0) 
 class RunBudget:
     """Per-run training budget and learner sizes (shared by both algorithms: equal budget)."""
 
-    steps: int
+    steps: int  # environment steps per run (with ``stable_evals``: at most)
     eval_episodes: int = 1
     quick: bool = False
+    eval_every: int = 0  # environment steps between greedy evaluations (0: only at the end)
+    stable_evals: int = 0  # convergence: stop after this many equal greedy evaluations in a row (0: off)
 
 
 def learner_config(setting: Setting, budget: RunBudget) -> Any:
@@ -193,42 +201,55 @@ def learner_config(setting: Setting, budget: RunBudget) -> Any:
     Small networks and batches (the state is one of 121 cells), exact enumeration of the four
     actions in the E-step, n-step/Retrace targets as the learner defaults, γ = 0.99.
     """
-    from morl_robot.learning.config import MPOConfig, NetworkConfig, ReplayConfig, TrainingConfig
+    from morl_robot.learning.config import (
+        MPOConfig,
+        NetworkConfig,
+        ReplayConfig,
+        TrainingConfig,
+    )
 
     quick = budget.quick
     params = setting.params
-    common: dict[str, Any] = dict(
-        objective_names=list(OBJECTIVES),
-        networks=NetworkConfig(policy_hidden=[32] if quick else [64, 64],
+    common: dict[str, Any] = {
+        "objective_names": list(OBJECTIVES),
+        "networks": NetworkConfig(policy_hidden=[32] if quick else [64, 64],
                                critic_hidden=[32] if quick else [128, 128]),
-        replay=ReplayConfig(capacity=100_000, samples_per_insert=4.0 if quick else 8.0,
+        "replay": ReplayConfig(capacity=100_000, samples_per_insert=4.0 if quick else 8.0,
                             min_size_to_sample=64 if quick else 500, error_buffer=256.0),
-        training=TrainingConfig(eval_every=0, eval_episodes=budget.eval_episodes, checkpoint_every=0,
-                                log_every=50, tensorboard=False),
-        batch_size=16 if quick else 32,
-        sequence_length=5,
-        target_update_period=20,
-        epsilon_categorical=0.01,
-        policy_lr=1e-3,
-        critic_lr=1e-3,
-    )
+        "training": TrainingConfig(eval_every=budget.eval_every, eval_episodes=budget.eval_episodes,
+                                checkpoint_every=0, log_every=50, tensorboard=False,
+                                stop_when_stable=budget.stable_evals),
+        "batch_size": 16 if quick else 32,
+        "sequence_length": 5,
+        "target_update_period": 20,
+        "epsilon_categorical": 0.01,
+        "policy_lr": 1e-3,
+        "critic_lr": 1e-3,
+    }
     if params["algorithm"] == "mo-mpo":
         return MPOConfig(algorithm="mo_mpo", epsilons=list(params["epsilons"]), **common)
     return MPOConfig(algorithm="scalarized_mpo", scalarization_weights=list(params["weights"]),
                      epsilon=float(params.get("epsilon", 0.01)), **common)
 
 
-def train_and_evaluate(setting: Setting, budget: RunBudget) -> NDArray[np.float64]:
-    """Train one policy for ``setting`` with the learner's ``train`` and return its undiscounted
-    evaluation return (K,) from the learner's ``evaluate`` (picklable for the sweep workers)."""
+def train_and_evaluate(setting: Setting, budget: RunBudget) -> tuple[NDArray[np.float64], dict[str, Any]]:
+    """Train one policy for ``setting`` with the learner's ``train``; return its undiscounted
+    greedy evaluation return (K,) and what the run measured: environment steps, updates, the step
+    at which the greedy return stopped changing (``converged_at``, None if it did not within the
+    budget) and the policy entropy at the last logged update (picklable for the sweep workers)."""
     from morl_robot.learning.training import evaluate, train
 
     config = learner_config(setting, budget)
     result = train(make_env, config, total_steps=budget.steps, seed=setting.seed, out_dir=None, progress=False)
     # train() ends with evaluate() of the final deterministic policy (config.training.eval_episodes).
     if result.final_return is not None:
-        return np.asarray(result.final_return, dtype=np.float64).reshape(-1)
-    return np.asarray(evaluate(result.policy, make_env, budget.eval_episodes, setting.seed), dtype=np.float64)
+        returns = np.asarray(result.final_return, dtype=np.float64).reshape(-1)
+    else:
+        returns = np.asarray(evaluate(result.policy, make_env, budget.eval_episodes, setting.seed), dtype=np.float64)
+    entropy = next((row["entropy"] for row in reversed(result.metrics) if "entropy" in row), None)
+    return returns, {"env_steps": result.env_steps, "updates": result.updates, "converged_at": result.converged_at,
+                     "entropy": None if entropy is None else float(entropy),
+                     "evaluations": [[int(s), [float(v) for v in r]] for s, r in result.evaluations]}
 
 
 def _summarise(result: SweepResult, true_front: NDArray[np.float64]) -> dict[str, Any]:
@@ -253,9 +274,10 @@ def _summarise(result: SweepResult, true_front: NDArray[np.float64]) -> dict[str
         "processes": result.processes,
         "per_setting": [
             {"setting": r.setting.to_dict(), "returns": None if r.returns is None else r.returns.tolist(),
-             "seconds": r.seconds}
+             "seconds": r.seconds, **r.extras}
             for r in result.records
         ],
+        "converged": sum(r.extras.get("converged_at") is not None for r in result.records),
     }
 
 
@@ -273,8 +295,18 @@ def run_experiment(
     time_limit_s: float | None = None,
     algorithms: Sequence[str] = ("mo-mpo", "scalarized-mpo"),
     progress: bool = True,
+    eval_every: int = 0,
+    stable_evals: int = 0,
+    exact_reference: str | os.PathLike[str] | None = None,
 ) -> dict[str, Any]:
-    """Run the sweeps and write ``results.json`` and ``fronts.png`` into ``out_dir``.
+    """Run the sweeps and write ``results.json``, ``fronts.png`` and ``c_to_treasure.png`` (MO-MPO's
+    greedy treasure against c per ε_time, the paper's Fig. 5 right) into ``out_dir``.
+
+    ``eval_every`` / ``stable_evals``: each run evaluates its greedy policy every ``eval_every``
+    steps and stops once ``stable_evals`` evaluations in a row agree (the greedy path no longer
+    changes; ``steps`` is then the cap); the step it stopped at is recorded per setting.
+    ``exact_reference``: a ``dst-exact`` results.json drawn dashed in ``c_to_treasure.png`` and
+    compared setting by setting (``agrees_with_exact``).
 
     ``quick``: 2 settings per algorithm, 300 steps, tiny networks (a smoke test, not a result).
     ``time_limit_s`` is shared by the algorithms (each gets the time the previous ones left, split
@@ -295,7 +327,8 @@ def run_experiment(
         steps = steps or 8_000
         mo_settings = mo_mpo_settings(c_values, epsilon_time=epsilon_time, seed=seed, c_range=c_range)
         sc_settings = scalarized_settings(num_weights or len(mo_settings), seed=seed)
-    budget = RunBudget(steps=int(steps), eval_episodes=int(eval_episodes), quick=quick)
+    budget = RunBudget(steps=int(steps), eval_episodes=int(eval_episodes), quick=quick,
+                       eval_every=int(eval_every), stable_evals=int(stable_evals))
     fn = functools.partial(train_and_evaluate, budget=budget)
     sweeps = {"mo-mpo": mo_settings, "scalarized-mpo": sc_settings}
     results: dict[str, Any] = {
@@ -307,6 +340,8 @@ def run_experiment(
         "sweep": {"epsilon_time": list(epsilon_time), "c_range": list(c_range), "c_values": c_values,
                   "scalarized_weights": len(sc_settings), "scalarized_epsilon": 0.01},
         "budget": {"steps_per_run": budget.steps, "eval_episodes": budget.eval_episodes, "quick": quick,
+                   "convergence": (f"stop once {stable_evals} greedy evaluations {eval_every} steps apart agree"
+                                   if stable_evals else None),
                    "processes": processes, "time_limit_s": time_limit_s, "cpu_count": os.cpu_count()},
     }
     start = time.perf_counter()
@@ -328,6 +363,26 @@ def run_experiment(
     plot_pareto_fronts({a: r for a, r in returns_by_algorithm.items() if r.size}, out / "fronts.png",
                        ref=REFERENCE_POINT, objective_names=OBJECTIVES, true_front=front,
                        title="Deep Sea Treasure: returns reached per setting (MO-MPO §5.2, Fig. 5)")
+    if results.get("mo-mpo", {}).get("per_setting"):
+        from morl_robot.experiments.dst_exact import plot_c_to_treasure
+
+        rows = [{"eps_time": s["setting"]["params"]["epsilon_time"], "c": s["setting"]["params"]["c"],
+                 "treasure": s["returns"][0]} for s in results["mo-mpo"]["per_setting"] if s["returns"] is not None]
+        reference: list[dict[str, Any]] = []
+        if exact_reference is not None:
+            import json
+
+            reference = json.loads(Path(exact_reference).read_text())["runs"]
+            exact = {(round(r["eps_time"], 6), round(r["c"], 6)): r["treasure"] for r in reference}
+            matched = [abs(exact[key] - r["treasure"]) < 1e-3 for r in rows
+                       if (key := (round(r["eps_time"], 6), round(r["c"], 6))) in exact]
+            results["mo-mpo"]["agrees_with_exact"] = {"settings": len(matched), "same_treasure": int(sum(matched)),
+                                                      "reference": str(exact_reference)}
+            write_json_atomic(out / "results.json", results)
+        plot_c_to_treasure(sorted(rows, key=lambda r: r["c"]), sorted({r["eps_time"] for r in rows}),
+                           out / "c_to_treasure.png",
+                           "Deep Sea Treasure: learned MO-MPO, greedy treasure against c (paper Fig. 5 right)",
+                           reference=reference)
     return results
 
 
@@ -341,6 +396,12 @@ def format_table(results: Mapping[str, Any]) -> str:
         r = results[algorithm]
         lines.append(f"{algorithm:<16}{r['runs']:>6}{len(r['distinct_returns']):>10}"
                      f"{r['pareto_points_found']:>11}/10{r['hypervolume']:>13.1f}{r['wall_time_s']:>9.1f}")
+        if results["budget"].get("convergence"):
+            lines.append(f"  converged: {r.get('converged', 0)} of {r['runs']} runs "
+                         f"({results['budget']['convergence']})")
+        if "agrees_with_exact" in r:
+            a = r["agrees_with_exact"]
+            lines.append(f"  same treasure as exact MO-MPO: {a['same_treasure']} of {a['settings']} settings")
         if r["failures"]:
             lines.append(f"  {len(r['failures'])} failed runs, first error: "
                          f"{r['failures'][0]['error'].strip().splitlines()[-1]}")

@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import math
 import time
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -271,11 +272,16 @@ def run_sweep_exact(out_dir: str | Path, eps_time: tuple[float, ...] = (0.01, 0.
         "converged": sum(r["converged"] for r in rows), "runs": rows,
     }
     write_json_atomic(out / "results.json", results)
-    _plot(rows, eps_time, out / "c_to_treasure.png")
+    plot_c_to_treasure(rows, eps_time, out / "c_to_treasure.png",
+                       "Deep Sea Treasure: exact tabular MO-MPO (MO-MPO paper Fig. 5 right)")
     return results
 
 
-def _plot(rows: list[dict[str, Any]], eps_time: tuple[float, ...], path: Path) -> None:
+def plot_c_to_treasure(rows: Sequence[Mapping[str, Any]], eps_time: Sequence[float], path: Path, title: str,
+                       reference: Sequence[Mapping[str, Any]] = ()) -> None:
+    """The paper's Fig. 5 (right): the treasure the greedy policy reaches against c, one line per
+    ε_time; ``rows`` carry ``eps_time``, ``c`` and ``treasure``.  ``reference``: rows of the same
+    form (e.g. the exact solution) drawn dashed behind, for the same ε_time values."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -283,12 +289,17 @@ def _plot(rows: list[dict[str, Any]], eps_time: tuple[float, ...], path: Path) -
 
     fig, ax = plt.subplots(figsize=(7, 4))
     for e in eps_time:
+        ref = sorted((r for r in reference if r["eps_time"] == e), key=lambda r: r["c"])
+        if ref:
+            ax.plot([r["c"] for r in ref], [r["treasure"] for r in ref], linestyle="--", color="0.55",
+                    linewidth=0.9, label=f"exact, ε_time = {e:g}")
+    for e in eps_time:
         mine = [r for r in rows if r["eps_time"] == e]
         ax.plot([r["c"] for r in mine], [r["treasure"] for r in mine], marker=".", linewidth=0.8,
                 label=f"ε_time = {e:g}")
     ax.set_xlabel("c = ε_treasure / ε_time")
     ax.set_ylabel("treasure reached by the greedy policy")
-    ax.set_title("Deep Sea Treasure: exact tabular MO-MPO (MO-MPO paper Fig. 5 right)", fontsize=9)
+    ax.set_title(title, fontsize=9)
     ax.grid(alpha=0.3)
     ax.legend(fontsize=8)
     path.parent.mkdir(parents=True, exist_ok=True)

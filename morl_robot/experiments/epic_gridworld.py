@@ -28,7 +28,13 @@ from pathlib import Path
 
 import numpy as np
 
-from morl_robot.evaluation.epic import coverage_ratio, epic_matrix_tabular, markdown_table, regret_bound, reward_l2
+from morl_robot.evaluation.epic import (
+    coverage_ratio,
+    epic_matrix_tabular,
+    markdown_table,
+    regret_bound,
+    reward_l2,
+)
 from morl_robot.evaluation.plots import plot_distance_heatmap
 from morl_robot.evaluation.records import write_bytes_atomic, write_json_atomic
 

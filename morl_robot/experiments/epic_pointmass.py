@@ -21,7 +21,13 @@ from pathlib import Path
 
 import numpy as np
 
-from morl_robot.evaluation.epic import DEFAULT_SAMPLES, PRECISE_SAMPLES, Transitions, epic_samples, markdown_table
+from morl_robot.evaluation.epic import (
+    DEFAULT_SAMPLES,
+    PRECISE_SAMPLES,
+    Transitions,
+    epic_samples,
+    markdown_table,
+)
 from morl_robot.evaluation.plots import plot_distance_heatmap
 from morl_robot.evaluation.records import write_bytes_atomic, write_json_atomic
 

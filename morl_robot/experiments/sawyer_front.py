@@ -1,7 +1,9 @@
 """The Sawyer peg-in-hole front (MO-MPO paper §6.4, Fig. 7): a sweep over ε_force with ε_task fixed.
 
 One MO-MPO policy per (ε_force, seed), trained in-process (:func:`morl_robot.learning.train`) in
-``OUT/runs/eps_force=<ε>/seed<s>/``, then exported to ONNX under the task's contract and evaluated
+``OUT/runs/eps_force=<ε>/seed<s>/`` (by default from demonstrations,
+``config/learner/sawyer_front_demos.yaml``: 60 noisy episodes of the scripted insertion controller
+in the replay, behaviour cloning on them, then MO-MPO), then exported to ONNX under the task's contract and evaluated
 with the protocol (:mod:`morl_robot.evaluation.protocol`: deterministic episodes on fixed seeds,
 the robot's safety rules in the loop).  The sweep **resumes**: a run whose ``eval.json`` is at the
 sweep's budget is skipped, an interrupted run continues from its newest checkpoint (``train``
@@ -41,7 +43,7 @@ from morl_robot.errors import UsageError
 from morl_robot.evaluation.records import write_json_atomic
 
 TASK = "sawyer_peg_in_hole"
-DEFAULT_LEARNER = "learner/sawyer_front.yaml"
+DEFAULT_LEARNER = "learner/sawyer_front_demos.yaml"
 
 
 @dataclass
@@ -86,7 +88,11 @@ def train_and_evaluate(setting: Any, out: str, cfg: dict[str, Any]) -> list[floa
 
     A run already evaluated at this budget is not trained again."""
     from morl_robot.envs.mo_env import MORobotEnv, make_sim_robot
-    from morl_robot.evaluation.protocol import evaluate_policy, onnx_policy
+    from morl_robot.evaluation.protocol import (
+        evaluate_policy,
+        onnx_policy,
+        scripted_policy,
+    )
     from morl_robot.learning import load_learner_config, train
     from morl_robot.resources import config_path
     from morl_robot.serving.contract import contract_for_task
@@ -105,9 +111,12 @@ def train_and_evaluate(setting: Any, out: str, cfg: dict[str, Any]) -> list[floa
     if not learner_path.is_file():
         learner_path = config_path(sweep.learner_config)
     config = load_learner_config(learner_path, {"epsilons": [sweep.eps_task, eps_force]})
+    # learner YAML training.demonstrations.episodes > 0: those episodes are acted by the scripted
+    # insertion controller (with noise), the rest by the learning policy
+    demonstrator = scripted_policy(TASK).act if config.training.demonstrations.episodes else None
     start = time.monotonic()
     result = train(functools.partial(MORobotEnv, TASK), config, total_steps=sweep.steps, seed=seed, out_dir=rdir,
-                   progress=False)
+                   progress=False, demonstrator=demonstrator)
     wall = time.monotonic() - start
     task = load_task(TASK)
     robot = make_sim_robot(task)

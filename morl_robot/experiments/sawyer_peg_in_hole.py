@@ -51,7 +51,7 @@ def run(
     start = time.monotonic()
     result = train(lambda: MORobotEnv(TASK), config, total_steps=steps, seed=seed, out_dir=out, progress=progress)
     wall = time.monotonic() - start
-    ep_steps, ep_returns, names = _episode_returns(out / "episodes.csv")
+    _ep_steps, ep_returns, names = _episode_returns(out / "episodes.csv")
     tenth = max(1, len(ep_returns) // 10)
     first = ep_returns[:tenth].mean(axis=0) if len(ep_returns) else np.zeros(len(names))
     last = ep_returns[-tenth:].mean(axis=0) if len(ep_returns) else np.zeros(len(names))

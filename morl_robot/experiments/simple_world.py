@@ -29,8 +29,9 @@ and for prefer-second.
 from __future__ import annotations
 
 import time
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal, Mapping, Sequence
+from typing import Any, Literal
 
 import numpy as np
 import torch
@@ -47,20 +48,20 @@ from morl_robot.learning.mpo import (
 
 __all__ = [
     "ACTIONS",
-    "Q_VALUES",
-    "MO_MPO_EPSILONS",
-    "SCALARIZED_WEIGHTS",
-    "SCALARIZED_EPSILON",
     "BETA",
+    "MO_MPO_EPSILONS",
+    "Q_VALUES",
     "REWARD_SCALES",
+    "SCALARIZED_EPSILON",
+    "SCALARIZED_WEIGHTS",
     "Algorithm",
-    "exact_e_step",
-    "improvement_step",
     "SimpleWorldRun",
-    "run_to_convergence",
-    "run_simple_world",
-    "shifted_to_first_objective",
+    "exact_e_step",
     "format_table",
+    "improvement_step",
+    "run_simple_world",
+    "run_to_convergence",
+    "shifted_to_first_objective",
     "write_report",
 ]
 

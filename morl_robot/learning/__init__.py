@@ -65,13 +65,13 @@ __all__ = [
     "temperature_dual",
 ]
 
-from morl_robot.learning.checkpoint import (  # noqa: E402
+from morl_robot.learning.checkpoint import (
     CheckpointError,
     latest_checkpoint,
     load_checkpoint,
     save_checkpoint,
 )
-from morl_robot.learning.training import TrainResult, evaluate, train  # noqa: E402
+from morl_robot.learning.training import TrainResult, evaluate, train
 
 __all__ += [
     "CheckpointError",

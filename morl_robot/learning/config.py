@@ -56,8 +56,20 @@ class ReplayConfig:
     min_size_to_sample: int = 1000
     #: how far (in sampled items) the ratio may drift before collection or learning waits.
     error_buffer: float = 2048.0
+    #: counterfactual experience for reward machines (CRM, MORM paper eq. 4): sampled sequences
+    #: restart from counterfactual machine states (needs a reward-machine environment; see
+    #: :mod:`morl_robot.reward_machines.crm`).
+    crm: bool = False
+    #: share of sampled sequences that start in a counterfactual machine state (1.0: all).
+    crm_fraction: float = 1.0
+    #: count each real step as |U \\ F| inserts (one per counterfactual experience, as eq. 4 adds
+    #: them all), so the learner does |U \\ F| times the updates per environment step (the paper's
+    #: CRM); false: the update budget of the run without CRM.
+    crm_scale_updates: bool = True
 
     def validate(self) -> None:
+        if not 0.0 <= self.crm_fraction <= 1.0:
+            fail("", "replay.crm_fraction", f"must be in [0, 1], got {self.crm_fraction}")
         if self.capacity < 2:
             fail("", "replay.capacity", f"must be >= 2, got {self.capacity}")
         if self.samples_per_insert <= 0:
@@ -66,6 +78,30 @@ class ReplayConfig:
             fail("", "replay.min_size_to_sample", f"must be >= 1, got {self.min_size_to_sample}")
         if self.error_buffer < 0:
             fail("", "replay.error_buffer", f"must be >= 0, got {self.error_buffer}")
+
+
+@dataclass
+class DemonstrationConfig:
+    """Demonstrations in the replay (off-policy data from a hand-written controller, as in
+    learning-from-demonstration variants of off-policy actor-critics): the first ``episodes``
+    training episodes are acted by the demonstrator that :func:`~morl_robot.learning.training.train`
+    is given, with Gaussian noise of std ``action_noise`` (normalised action units) so the behaviour
+    log-probability log μ(a|s) that Retrace needs is defined.  They count as environment steps.
+    With ``pretrain_updates`` > 0 the policy is then pre-trained by maximum likelihood on the
+    demonstrator's noise-free actions (behaviour cloning, ``pretrain_updates`` minibatches of
+    ``batch_size``) before it acts, and MO-MPO fine-tunes it from there."""
+
+    episodes: int = 0
+    action_noise: float = 0.2
+    pretrain_updates: int = 0
+
+    def validate(self) -> None:
+        if self.episodes < 0:
+            fail("", "training.demonstrations.episodes", f"must be >= 0, got {self.episodes}")
+        if not self.action_noise > 0:
+            fail("", "training.demonstrations.action_noise", f"must be > 0, got {self.action_noise}")
+        if self.pretrain_updates < 0:
+            fail("", "training.demonstrations.pretrain_updates", f"must be >= 0, got {self.pretrain_updates}")
 
 
 @dataclass
@@ -79,9 +115,14 @@ class TrainingConfig:
     checkpoint_replay: bool = False
     log_every: int = 100  # learner updates between metric rows
     tensorboard: bool = True
+    demonstrations: DemonstrationConfig = field(default_factory=DemonstrationConfig)
+    #: convergence: stop once this many consecutive evaluations (every ``eval_every`` steps) gave
+    #: the same deterministic return vector (to ``1e-9``); 0: train for the whole budget.  For a
+    #: deterministic environment (Deep Sea Treasure) this is "the greedy path no longer changes".
+    stop_when_stable: int = 0
 
     def validate(self) -> None:
-        for key in ("eval_every", "checkpoint_every"):
+        for key in ("eval_every", "checkpoint_every", "stop_when_stable"):
             if getattr(self, key) < 0:
                 fail("", f"training.{key}", f"must be >= 0, got {getattr(self, key)}")
         if self.eval_episodes < 1:
@@ -90,6 +131,10 @@ class TrainingConfig:
             fail("", "training.keep_checkpoints", f"must be >= 1, got {self.keep_checkpoints}")
         if self.log_every < 1:
             fail("", "training.log_every", f"must be >= 1, got {self.log_every}")
+        if self.stop_when_stable == 1 or (self.stop_when_stable and not self.eval_every):
+            fail("", "training.stop_when_stable", "needs at least 2 evaluations to compare and "
+                 f"training.eval_every > 0, got {self.stop_when_stable} (eval_every {self.eval_every})")
+        self.demonstrations.validate()
 
 
 @dataclass

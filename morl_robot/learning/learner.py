@@ -156,6 +156,32 @@ class MOMPOLearner:
     def temperatures(self) -> np.ndarray:
         return mpo.dual_from_param(self.log_temperature.detach()).numpy().copy()
 
+    def behaviour_clone(self, obs: np.ndarray, actions: np.ndarray, updates: int, batch_size: int,
+                        seed: int = 0) -> float:
+        """Maximum-likelihood pre-training of the Gaussian policy on demonstrations:
+        ``updates`` Adam steps on −mean log π(a_demo | s) over minibatches of (obs [N, O],
+        actions [N, D] normalised); then the target policy is set to the result, so MO-MPO's
+        M-step trust region (KL to the target policy) starts from the cloned behaviour.
+        Returns the last minibatch's loss."""
+        if self.spec.is_discrete:
+            raise ValueError("behaviour cloning is implemented for continuous (Gaussian) policies only")
+        o = torch.as_tensor(np.asarray(obs, np.float32))
+        a = torch.as_tensor(np.asarray(actions, np.float32)).reshape(len(o), -1)
+        if len(o) == 0 or a.shape[1] != self.spec.dim:
+            raise ValueError(f"behaviour cloning needs demonstrations of shape [N>0, {self.spec.dim}], got {tuple(a.shape)}")
+        g = torch.Generator().manual_seed(seed)
+        loss = torch.zeros(())
+        for _ in range(updates):
+            idx = torch.randint(len(o), (min(batch_size, len(o)),), generator=g)
+            mean, std = self.policy(o[idx])
+            loss = -torch.distributions.Normal(mean, std).log_prob(a[idx]).sum(-1).mean()
+            self.policy_optimizer.zero_grad(set_to_none=True)
+            loss.backward()
+            torch.nn.utils.clip_grad_norm_(self.policy.parameters(), self.config.grad_clip)
+            self.policy_optimizer.step()
+        self.update_targets()
+        return float(loss.detach())
+
     # -- the update --------------------------------------------------------------------------
 
     def _to_tensors(self, batch: SequenceBatch | dict[str, Any]) -> dict[str, Tensor]:

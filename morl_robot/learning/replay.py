@@ -8,6 +8,11 @@ slot, which is marked *not a transition*, and the next episode starts one slot l
 picks sequence starts uniformly among transitions and returns ``T`` steps (``T + 1``
 observations); steps after an episode end (or past the newest transition) have ``mask = 0``.
 
+Reward machines: with a :class:`~morl_robot.reward_machines.crm.CounterfactualRelabeller`
+(``relabeller=``), each step also stores its label mask σ and the environment's own termination,
+and sampled sequences are rewritten from counterfactual machine states (CRM; the MORM paper eq. 4;
+how the sequences are built is described in :mod:`morl_robot.reward_machines.crm`).
+
 :class:`SampleToInsertRatio` limits learning to a samples-per-insert ratio (reverb semantics, in
 sampled sequences per inserted transition).
 
@@ -57,7 +62,7 @@ class SequenceReplay:
     """
 
     def __init__(self, capacity: int, obs_dim: int, action_dim: int, num_objectives: int,
-                 discrete: bool = False, seed: int | None = None):
+                 discrete: bool = False, seed: int | None = None, relabeller: Any = None):
         if capacity < 2:
             raise ValueError(f"capacity must be >= 2, got {capacity}")
         self.capacity = int(capacity)
@@ -71,6 +76,9 @@ class SequenceReplay:
         self._truncated = np.zeros((c,), np.float32)
         self._log_mu = np.zeros((c,), np.float32)
         self._valid = np.zeros((c,), bool)
+        self.relabeller = relabeller
+        self._label = np.zeros((c,), np.int64)  # σ of the step (reward machines; -1 = not labelled)
+        self._env_term = np.zeros((c,), np.float32)  # the environment's own termination (vs. the machine's)
         self._pos = 0  # slot of the next transition
         self._filled = 0  # slots ever written (≤ capacity)
         self._num_valid = 0
@@ -82,8 +90,13 @@ class SequenceReplay:
         return self._num_valid
 
     def add(self, obs: np.ndarray, action: Any, reward: np.ndarray, next_obs: np.ndarray,
-            terminated: bool, truncated: bool, behaviour_log_prob: float) -> None:
-        """Store one step ``(s, a, r[K], s', terminated, truncated, log μ(a|s))``."""
+            terminated: bool, truncated: bool, behaviour_log_prob: float, label: int = -1,
+            env_terminated: bool | None = None) -> None:
+        """Store one step ``(s, a, r[K], s', terminated, truncated, log μ(a|s))``; with a reward
+        machine also its label mask σ and whether the environment (not the machine) terminated."""
+        if self.relabeller is not None and label < 0:
+            raise ValueError("this replay relabels counterfactual machine states (CRM) and needs each step's "
+                             "label mask; add(..., label=σ, env_terminated=...)")
         c, p = self.capacity, self._pos
         q = (p + 1) % c
         if not self._valid[p]:
@@ -94,6 +107,8 @@ class SequenceReplay:
         self._terminated[p] = float(terminated)
         self._truncated[p] = float(truncated)
         self._log_mu[p] = behaviour_log_prob
+        self._label[p] = label
+        self._env_term[p] = float(terminated if env_terminated is None else env_terminated)
         self._valid[p] = True
         if self._valid[q]:
             self._num_valid -= 1
@@ -123,6 +138,14 @@ class SequenceReplay:
         idx = (starts[None, :] + np.arange(T + 1)[:, None]) % self.capacity  # [T+1, B]
         steps = idx[:T]
         mask = np.cumprod(self._valid[steps], axis=0).astype(np.float32)  # [T, B]
+        if self.relabeller is not None:
+            ends = np.maximum(self._terminated[steps], self._truncated[steps])
+            cf = self.relabeller.relabel(self._obs[idx], self._reward[steps], self._terminated[steps] * mask,
+                                         self._truncated[steps] * mask, mask, self._label[steps],
+                                         self._env_term[steps], ends, self.rng)
+            return SequenceBatch(observations=cf["observations"], actions=self._action[steps], rewards=cf["rewards"],
+                                 terminated=cf["terminated"], truncated=cf["truncated"],
+                                 behaviour_log_prob=self._log_mu[steps], mask=cf["mask"])
         return SequenceBatch(
             observations=self._obs[idx],
             actions=self._action[steps],
@@ -143,6 +166,7 @@ class SequenceReplay:
             "obs": self._obs[:n].copy(), "action": self._action[:n].copy(), "reward": self._reward[:n].copy(),
             "terminated": self._terminated[:n].copy(), "truncated": self._truncated[:n].copy(),
             "log_mu": self._log_mu[:n].copy(), "valid": self._valid[:n].copy(),
+            "label": self._label[:n].copy(), "env_term": self._env_term[:n].copy(),
             "pos": self._pos, "filled": self._filled, "num_valid": self._num_valid, "inserts": self.inserts,
             "rng": self.rng.bit_generator.state,
         }
@@ -156,6 +180,9 @@ class SequenceReplay:
                           ("terminated", self._terminated), ("truncated", self._truncated),
                           ("log_mu", self._log_mu), ("valid", self._valid)):
             arr[:n] = np.asarray(state[name])
+            arr[n:] = 0
+        for name, arr in (("label", self._label), ("env_term", self._env_term)):  # absent in older checkpoints
+            arr[:n] = np.asarray(state[name]) if name in state else (-1 if name == "label" else self._terminated[:n])
             arr[n:] = 0
         self._pos, self._filled = int(state["pos"]), n
         self._num_valid, self.inserts = int(state["num_valid"]), int(state["inserts"])

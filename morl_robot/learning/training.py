@@ -15,10 +15,11 @@ produced in [-1, 1] and rescaled to the space's bounds; ``Discrete`` actions are
 from __future__ import annotations
 
 import dataclasses
+import math
 import os
 import time
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -26,6 +27,7 @@ from typing import Any
 import numpy as np
 import torch
 
+from morl_robot.errors import ConfigError
 from morl_robot.learning.checkpoint import load_latest, save_checkpoint
 from morl_robot.learning.config import MPOConfig, config_to_dict, load_learner_config
 from morl_robot.learning.learner import MOMPOLearner, PolicyActor
@@ -76,8 +78,38 @@ class ActionDecoder:
         return a.reshape(self.shape).astype(self.dtype)
 
 
+#: A hand-written controller: encoded observation (D_obs,) -> normalised action (D_act,) in [-1, 1].
+Demonstrator = Callable[[np.ndarray], np.ndarray]
+
+
+class NoisyDemonstrator:
+    """A demonstrator acting as a behaviour policy: a = clip(d(s) + σ·ξ, −1, 1), ξ ~ N(0, I), with
+    log μ(a|s) = Σ_i log N(a_i; d_i(s), σ²) (the clipped sample scored under the unclipped Gaussian,
+    as :class:`~morl_robot.learning.learner.PolicyActor` scores its own), so Retrace's truncated
+    importance weights min(1, π/μ) are defined on demonstration data too."""
+
+    def __init__(self, demonstrator: Demonstrator, std: float, seed: int):
+        self.demonstrator, self.std = demonstrator, float(std)
+        self.rng = np.random.default_rng(seed)
+
+        self.observations: list[np.ndarray] = []  # what it saw and its noise-free actions, for cloning
+        self.actions: list[np.ndarray] = []
+
+    def act(self, obs: np.ndarray) -> tuple[np.ndarray, float]:
+        mean = np.asarray(self.demonstrator(obs), np.float64).reshape(-1)  # (D_act,)
+        if not np.all(np.isfinite(mean)):
+            raise ValueError(f"the demonstrator returned a non-finite action {mean.tolist()}")
+        a = np.clip(mean + self.std * self.rng.standard_normal(mean.shape), -1.0, 1.0)
+        self.observations.append(np.asarray(obs, np.float32))
+        self.actions.append(np.clip(mean, -1.0, 1.0).astype(np.float32))
+        z = (a - mean) / self.std
+        log_mu = float(np.sum(-0.5 * z * z - math.log(self.std) - 0.5 * math.log(2.0 * math.pi)))
+        return a.astype(np.float32), log_mu
+
+
 def num_objectives_of(env: Any) -> int:
-    space = getattr(env.unwrapped, "reward_space", None) or getattr(env, "reward_space", None)
+    # the outermost wrapper that declares one wins (a reward-machine wrapper changes K)
+    space = getattr(env, "reward_space", None) or getattr(env.unwrapped, "reward_space", None)
     if space is None:
         raise ValueError("environment has no reward_space: expected an MO-Gymnasium-style env (reward vector)")
     return int(np.prod(space.shape))
@@ -99,6 +131,17 @@ class TrainResult:
     out_dir: Path | None = None
     resumed_from: Path | None = None
     objective_names: list[str] = field(default_factory=list)
+    #: env steps at which ``training.stop_when_stable`` evaluations in a row agreed (None: not stopped)
+    converged_at: int | None = None
+
+
+def stable_since(evaluations: Sequence[tuple[int, np.ndarray]], count: int, atol: float = 1e-9) -> int | None:
+    """Env steps of the first of the last ``count`` evaluations if they all gave the same return
+    vector (within ``atol``), else None: the stopping rule of ``training.stop_when_stable``."""
+    if count < 2 or len(evaluations) < count:
+        return None
+    last = [np.asarray(r, np.float64) for _, r in evaluations[-count:]]
+    return evaluations[-count][0] if all(np.allclose(r, last[0], rtol=0.0, atol=atol) for r in last[1:]) else None
 
 
 def evaluate(policy: Any, env_fn: EnvFn, episodes: int, seed: int, deterministic: bool = True,
@@ -137,22 +180,24 @@ def _rng_state() -> dict[str, Any]:
 
 def train(env_fn: EnvFn, config: MPOConfig | str | os.PathLike[str] | None, total_steps: int, seed: int = 0,
           out_dir: str | os.PathLike[str] | None = None, progress: bool = True,
-          eval_fn: Callable[[PolicyActor], np.ndarray] | None = None) -> TrainResult:
+          eval_fn: Callable[[PolicyActor], np.ndarray] | None = None,
+          demonstrator: Demonstrator | None = None) -> TrainResult:
     """Train MO-MPO / scalarized MPO (see :func:`_train`); with ``out_dir``, holding the run
     directory's lock (:class:`~morl_robot.learning.run_lock.RunLock`: one writer per run)."""
     if out_dir is None:
-        return _train(env_fn, config, total_steps, seed, None, progress, eval_fn)
+        return _train(env_fn, config, total_steps, seed, None, progress, eval_fn, demonstrator)
     from morl_robot.learning.run_lock import RunLock
 
     with RunLock.acquire(out_dir, "morl_robot.learning.train") as lock:
         if lock.stale:
             warnings.warn(f"took over the stale lock of {lock.stale} on {out_dir}", RuntimeWarning, stacklevel=2)
-        return _train(env_fn, config, total_steps, seed, out_dir, progress, eval_fn)
+        return _train(env_fn, config, total_steps, seed, out_dir, progress, eval_fn, demonstrator)
 
 
 def _train(env_fn: EnvFn, config: MPOConfig | str | os.PathLike[str] | None, total_steps: int, seed: int = 0,
            out_dir: str | os.PathLike[str] | None = None, progress: bool = True,
-           eval_fn: Callable[[PolicyActor], np.ndarray] | None = None) -> TrainResult:
+           eval_fn: Callable[[PolicyActor], np.ndarray] | None = None,
+           demonstrator: Demonstrator | None = None) -> TrainResult:
     """Train MO-MPO / scalarized MPO on ``env_fn()`` for ``total_steps`` environment steps.
 
     Args:
@@ -164,6 +209,8 @@ def _train(env_fn: EnvFn, config: MPOConfig | str | os.PathLike[str] | None, tot
             an existing checkpoint there is resumed.  None: nothing is written.
         progress: show a tqdm progress bar.
         eval_fn: optional ``policy -> returns [K]`` replacing the default :func:`evaluate`.
+        demonstrator: ``observation -> normalised action`` acting the first
+            ``training.demonstrations.episodes`` episodes (with noise; see :class:`NoisyDemonstrator`).
 
     Returns:
         :class:`TrainResult` with the final policy and the logged statistics.
@@ -173,16 +220,30 @@ def _train(env_fn: EnvFn, config: MPOConfig | str | os.PathLike[str] | None, tot
     elif not isinstance(config, MPOConfig):
         config = load_learner_config(config)
     tcfg, rcfg = config.training, config.replay
+    demo_episodes = tcfg.demonstrations.episodes
+    if demo_episodes and demonstrator is None:
+        raise ConfigError(f"training.demonstrations.episodes is {demo_episodes} but no demonstrator was given "
+                          "(the task has none, or the command does not pass one)")
     start_time = time.monotonic()
     env = env_fn()
     enc, dec = ObservationEncoder(env.observation_space), ActionDecoder(env.action_space)
     spec = ActionSpec.from_space(env.action_space)
     k = num_objectives_of(env)
-    env_names = list(getattr(env.unwrapped, "objective_names", []) or [])
+    env_names = list(getattr(env, "objective_names", None) or getattr(env.unwrapped, "objective_names", []) or [])
     if not config.objective_names and len(env_names) == k:
         config = dataclasses.replace(config, objective_names=env_names)  # log under the env's names
     learner = MOMPOLearner(enc.dim, spec, k, config, seed=seed)
-    replay = SequenceReplay(rcfg.capacity, enc.dim, spec.dim, k, discrete=spec.is_discrete, seed=seed + 3)
+    relabeller = None
+    if rcfg.crm:
+        if not hasattr(env, "relabeller"):
+            raise ConfigError("replay.crm is true but the environment has no reward machine (wrap it in "
+                              "morl_robot.reward_machines.env.RewardMachineEnv)")
+        relabeller = env.relabeller(rcfg.crm_fraction)
+    replay = SequenceReplay(rcfg.capacity, enc.dim, spec.dim, k, discrete=spec.is_discrete, seed=seed + 3,
+                            relabeller=relabeller)
+    # CRM adds one experience per non-terminal machine state (eq. 4): counted as that many inserts
+    inserts_per_step = (len(relabeller.product.nonterminal_states)
+                        if relabeller is not None and rcfg.crm_scale_updates else 1)
     limiter = SampleToInsertRatio(rcfg.samples_per_insert, rcfg.min_size_to_sample, rcfg.error_buffer)
     counters = {"env_steps": 0, "episodes": 0}
     evaluations: list[tuple[int, np.ndarray]] = []
@@ -228,7 +289,12 @@ def _train(env_fn: EnvFn, config: MPOConfig | str | os.PathLike[str] | None, tot
         return returns
 
     metrics: list[dict[str, float]] = []
+    converged_at: int | None = None
     actor = learner.actor()
+    if demo_episodes and spec.is_discrete:
+        raise ConfigError("training.demonstrations: demonstrations need a continuous (Box) action space")
+    demo = (NoisyDemonstrator(demonstrator, tcfg.demonstrations.action_noise, seed + 5)
+            if demonstrator is not None and demo_episodes else None)
     bar = None
     if progress:
         from tqdm.auto import tqdm
@@ -239,12 +305,25 @@ def _train(env_fn: EnvFn, config: MPOConfig | str | os.PathLike[str] | None, tot
         x = enc(obs)
         episode_return = np.zeros(k)
         while counters["env_steps"] < total_steps:
-            action, log_mu = actor.act(x)
+            if demo is not None and counters["episodes"] < demo_episodes:
+                action, log_mu = demo.act(x)
+            elif demo is not None and demo.observations and tcfg.demonstrations.pretrain_updates:
+                # the demonstrations are in: clone them once before the policy acts (after a resume
+                # mid-demonstrations, on the part collected since)
+                learner.behaviour_clone(np.stack(demo.observations), np.stack(demo.actions),
+                                        tcfg.demonstrations.pretrain_updates, config.batch_size, seed)
+                demo.observations.clear()
+                demo.actions.clear()
+                continue
+            else:
+                action, log_mu = actor.act(x)
             next_obs, reward, terminated, truncated, info = env.step(dec(action))
             episode_return += np.asarray(reward, np.float64).reshape(-1)
             nx = enc(next_obs)
-            replay.add(x, action, np.asarray(reward, np.float32).reshape(-1), nx, bool(terminated), bool(truncated), log_mu)
-            limiter.insert()
+            replay.add(x, action, np.asarray(reward, np.float32).reshape(-1), nx, bool(terminated), bool(truncated), log_mu,
+                       label=int(info.get("rm_label", -1)), env_terminated=info.get("env_terminated"))
+            # (learning starts after min_size_to_sample real steps, with or without CRM)
+            limiter.insert(inserts_per_step if counters["env_steps"] >= rcfg.min_size_to_sample else 1)
             counters["env_steps"] += 1
             if terminated or truncated:
                 counters["episodes"] += 1
@@ -273,11 +352,17 @@ def _train(env_fn: EnvFn, config: MPOConfig | str | os.PathLike[str] | None, tot
             step = counters["env_steps"]
             if tcfg.eval_every and step % tcfg.eval_every == 0 and step < total_steps:
                 run_eval()
+                if tcfg.stop_when_stable and (since := stable_since(evaluations, tcfg.stop_when_stable)) is not None:
+                    converged_at = since
+                    break
             if tcfg.checkpoint_every and step % tcfg.checkpoint_every == 0 and step < total_steps:
                 checkpoint()
             if bar is not None:
                 bar.update(1)
-        final = run_eval() if total_steps > 0 else None
+        if converged_at is not None:
+            final = evaluations[-1][1]  # stopped right after this evaluation: it is the final one
+        else:
+            final = run_eval() if total_steps > 0 else None
         checkpoint()
     finally:
         env.close()
@@ -289,5 +374,5 @@ def _train(env_fn: EnvFn, config: MPOConfig | str | os.PathLike[str] | None, tot
         policy=learner.policy_snapshot(), learner=learner, metrics=metrics, evaluations=evaluations,
         final_return=final, env_steps=counters["env_steps"], updates=learner.num_updates,
         episodes=counters["episodes"], wall_time_s=time.monotonic() - start_time, out_dir=run_dir,
-        resumed_from=resumed_from, objective_names=list(learner.objective_names),
+        resumed_from=resumed_from, objective_names=list(learner.objective_names), converged_at=converged_at,
     )

@@ -293,9 +293,9 @@ class RobotNode(ManagedNode):
             self._counters["holds"] += 1
             self._publish_sensors(rec)
 
-    def _start_episode(self) -> None:
+    def _start_episode(self, restart_seeds: bool = False) -> None:
         assert self.runner is not None
-        rec = self._guarded(self.runner.reset)
+        rec = self._guarded(lambda: self.runner.reset(restart_seeds=restart_seeds))
         if rec is None:
             return
         self._counters["episodes"] += 1
@@ -380,6 +380,7 @@ class RobotNode(ManagedNode):
                                  "stamp": rec.state.stamp}
         if rec.done:
             event["termination"] = rec.termination
+            event["success"] = bool(rec.info.get("success", False))  # the task's own flag at the last step
             event["returns"] = {n: float(v) for n, v in zip(self.runner.objective_names, rec.returns)}  # type: ignore[arg-type]
         self._pub_episode.publish(String(data=json.dumps(event)))
 
@@ -395,7 +396,7 @@ class RobotNode(ManagedNode):
         if self.runner.env is not None and self.runner.last is not None and self.runner.last.step > 0 \
                 and not self.runner.last.done:
             self._publish(self.runner.end_episode("reset", terminated=False))
-        self._start_episode()
+        self._start_episode(restart_seeds=True)  # the episode it starts takes the node's ``seed``
         response.success = self.runner.last is not None and self.runner.last.step == 0
         response.message = f"episode {self.runner.episode} started"
         return response

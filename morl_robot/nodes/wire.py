@@ -104,7 +104,7 @@ TOPICS: tuple[Topic, ...] = (
 
 #: Services (relative; '~/' = the node's private namespace).
 SERVICES: tuple[tuple[str, str, str], ...] = (
-    ("~/reset_world", "std_srvs/srv/Trigger", "robot_node (sim): new episode; the message says its number"),
+    ("~/reset_world", "std_srvs/srv/Trigger", "robot_node (sim): new episode with the node's seed (the next ones seed + 1, …); the message says its number"),
     ("~/set_pause", "std_srvs/srv/SetBool", "robot_node (sim): pause (true) / resume (false) the simulation"),
     ("~/step_simulation", "std_srvs/srv/Trigger", "robot_node (sim): advance one control period while paused"),
     ("~/reload", "std_srvs/srv/Trigger",

@@ -8,7 +8,8 @@ this interface, so a task never knows whether its robot is simulated.
 from __future__ import annotations
 
 import abc
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any, Self
 
 import numpy as np
 
@@ -97,7 +98,7 @@ class Robot(abc.ABC):
     def close(self) -> None:
         """Release the backend's resources."""
 
-    def __enter__(self) -> "Robot":
+    def __enter__(self) -> Self:
         return self
 
     def __exit__(self, *exc: object) -> None:

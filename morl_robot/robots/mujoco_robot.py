@@ -17,8 +17,9 @@ Determinism: the same model, seed and command sequence give the same trajectory.
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 
 import mujoco
 import numpy as np
@@ -187,7 +188,7 @@ class MujocoRobot(Robot):
         self.model = model
         self.data = mujoco.MjData(model)
         self.model_path = path
-        self.substeps = int(round(substeps))
+        self.substeps = round(substeps)
         self.config = config
         super().__init__(build_spec(model, config, str(path)), control_period)
         self._index(config)
@@ -392,7 +393,7 @@ class MujocoRobot(Robot):
             d.ctrl[self._act] = 0.0
         # Let the servos take the load before the episode starts (a real robot is at rest when an
         # episode begins and its F/T sensor is tared), then restart the clock.
-        nsettle = int(round(self.settle_time / m.opt.timestep)) if settle else 0
+        nsettle = round(self.settle_time / m.opt.timestep) if settle else 0
         if nsettle > 0:
             mujoco.mj_step(m, d, nstep=nsettle)
             d.time = 0.0

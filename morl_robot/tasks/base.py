@@ -9,8 +9,9 @@ so the same task runs on the MuJoCo backend and on hardware.
 from __future__ import annotations
 
 import abc
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable, ClassVar
+from typing import Any, ClassVar
 
 import numpy as np
 
@@ -76,7 +77,7 @@ class Task(abc.ABC):
 
     @property
     def max_steps(self) -> int:
-        return int(round(self.config.episode_duration / self.config.control_period))
+        return round(self.config.episode_duration / self.config.control_period)
 
     @property
     def control_rate(self) -> float:

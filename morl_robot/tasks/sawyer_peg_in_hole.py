@@ -23,7 +23,8 @@ Termination: ``force_threshold`` when the tared force norm ‖F‖₂ exceeds ``
 ``episode_duration``.  ``info['success']`` is set once depth ≥ ``success_depth``.
 
 Action: end-effector Cartesian velocity of the peg tip along ``action_axes`` (default vx, vy,
-vz; normalised to [-1, 1] of the robot's Cartesian limits); the axes left out hold the start
+vz; normalised to [-1, 1] of the robot's Cartesian limits, or of ``max_tip_speed`` when it is set and
+lower); the axes left out hold the start
 orientation / do not move.  Observation (stacked over ``frame_stack`` steps, newest first):
 peg-tip pose (7), joint positions (7), joint velocities (7), tared wrist wrench (6), last
 action (D) and, with ``observe_hole_offset``, the peg tip relative to the hole opening in mm (3; the
@@ -32,7 +33,6 @@ hole's pose is a calibrated fixture, as in a real insertion cell).
 from __future__ import annotations
 
 import math
-
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
@@ -41,8 +41,20 @@ import numpy as np
 from morl_robot.configuration import fail
 from morl_robot.robots.base import Robot
 from morl_robot.robots.kinematics import quat_error
-from morl_robot.robots.spec import CARTESIAN_LABELS, POSE_LABELS, WRENCH_LABELS, ControlMode, RobotState
-from morl_robot.tasks.base import Task, TaskConfig, Transition, TransitionReward, next_state_reward
+from morl_robot.robots.spec import (
+    CARTESIAN_LABELS,
+    POSE_LABELS,
+    WRENCH_LABELS,
+    ControlMode,
+    RobotState,
+)
+from morl_robot.tasks.base import (
+    Task,
+    TaskConfig,
+    Transition,
+    TransitionReward,
+    next_state_reward,
+)
 
 
 @dataclass
@@ -61,6 +73,7 @@ class SawyerPegInHoleConfig(TaskConfig):
     orientation_gain: float = 2.0  # 1/s, holding the start orientation
     fine_shaping_scale: float = 0.0  # m (σ_f); 0: the single-scale shaping
     observe_hole_offset: bool = False  # add the peg tip − hole opening offset (mm) to each frame
+    max_tip_speed: float = 0.0  # m/s, the linear speed an action of ±1 commands; 0: the robot's limit
 
     def validate(self) -> None:
         super().validate()
@@ -73,6 +86,8 @@ class SawyerPegInHoleConfig(TaskConfig):
             fail("", "frame_stack", f"must be >= 1, got {self.frame_stack}")
         if self.force_threshold <= 0:
             fail("", "force_threshold", f"must be positive (N), got {self.force_threshold}")
+        if not (self.max_tip_speed >= 0 and math.isfinite(self.max_tip_speed)):
+            fail("", "max_tip_speed", f"must be >= 0 (m/s; 0: the robot's Cartesian limit), got {self.max_tip_speed}")
         if not self.fine_shaping_scale >= 0:
             fail("", "fine_shaping_scale", f"must be >= 0 (m; 0 disables it), got {self.fine_shaping_scale}")
 
@@ -137,7 +152,9 @@ class SawyerPegInHole(Task):
         self._hole_depth = float(self._hole[2] - robot.landmark(self.config.hole_bottom_landmark)[2])
         self._last_action = np.zeros(len(self._axes))
         self._success = False
-        self._twist_hi = robot.spec.command_bounds(ControlMode.CARTESIAN_VELOCITY)[1]
+        self._twist_hi = robot.spec.command_bounds(ControlMode.CARTESIAN_VELOCITY)[1].copy()
+        if self.config.max_tip_speed > 0:  # a finer action scale: ±1 commands at most max_tip_speed
+            self._twist_hi[:3] = np.minimum(self._twist_hi[:3], self.config.max_tip_speed)
         self._orientation_goal = state.ee_pose[3:].copy()
         frame = self._frame(state)
         self._frames = [frame] * self.config.frame_stack

@@ -26,7 +26,14 @@ import numpy as np
 from morl_robot.configuration import fail
 from morl_robot.robots.base import Robot
 from morl_robot.robots.spec import ControlMode, RobotState
-from morl_robot.tasks.base import Task, TaskConfig, Transition, TransitionReward, next_state_reward, scale_action
+from morl_robot.tasks.base import (
+    Task,
+    TaskConfig,
+    Transition,
+    TransitionReward,
+    next_state_reward,
+    scale_action,
+)
 
 
 @dataclass
@@ -232,6 +239,30 @@ class ShadowTurnConfig(ShadowHandConfig):
     target_angle: float = 0.0  # rad
     tolerance: float = 0.15  # rad: |wrap(angle − target)| within this is success
     min_start_offset: float = 0.6  # rad: random starts are at least this far from the target
+    #: rad, [lo, hi]: the dial angles where the paddle is clear of the open hand; starts are drawn
+    #: uniformly from the part of it at least ``min_start_offset`` from the target.  None = the
+    #: whole circle (a scene whose paddle can never meet the hand at rest).
+    start_range: list[float] | None = None
+
+    def validate(self) -> None:
+        super().validate()
+        if self.tolerance <= 0:
+            fail("", "tolerance", f"must be positive (rad), got {self.tolerance}")
+        if self.start_range is not None:
+            r = self.start_range
+            if len(r) != 2 or not -np.pi <= r[0] < r[1] <= np.pi:
+                fail("", "start_range", f"must be [lo, hi] with -pi <= lo < hi <= pi (rad), got {r}")
+            if not self.start_intervals():
+                fail("", "start_range", f"{r} has no angle at least min_start_offset={self.min_start_offset} rad "
+                                        f"from target_angle={self.target_angle} rad")
+
+    def start_intervals(self) -> list[tuple[float, float]]:
+        """The sub-intervals of ``start_range`` at least ``min_start_offset`` from the target (rad)."""
+        assert self.start_range is not None
+        lo, hi = self.start_range
+        t, d = self.target_angle, self.min_start_offset
+        out = [(lo, min(hi, t - d)), (max(lo, t + d), hi)]
+        return [(a, b) for a, b in out if b > a]
 
 
 def wrap_angle(x: float) -> float:
@@ -247,8 +278,13 @@ class ShadowTurn(SparseTaskWithPain):
 
     def scene_configuration(self, robot: Robot, rng: np.random.Generator) -> dict[str, Any]:
         c = self.config
-        offset = rng.uniform(c.min_start_offset, np.pi) * rng.choice([-1.0, 1.0])
-        return {c.dial_joint: wrap_angle(c.target_angle + offset)}
+        if c.start_range is None:
+            offset = rng.uniform(c.min_start_offset, np.pi) * rng.choice([-1.0, 1.0])
+            return {c.dial_joint: wrap_angle(c.target_angle + offset)}
+        intervals = c.start_intervals()
+        widths = np.array([b - a for a, b in intervals])
+        a, b = intervals[int(rng.choice(len(intervals), p=widths / widths.sum()))]
+        return {c.dial_joint: float(rng.uniform(a, b))}
 
     def goal_reached(self, state: RobotState) -> tuple[bool, dict[str, Any]]:
         angle = float(state.sensors[self.config.dial_sensor][0])

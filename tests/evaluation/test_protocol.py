@@ -164,5 +164,15 @@ def test_the_scripted_insertion_controller_inserts_through_the_cli(capsys):
                  "--json"]) == 0
     got = json.loads(capsys.readouterr().out)
     assert got["success_rate"] >= 0.5 and got["objectives"]["task"]["mean"] > 80
-    assert main(["evaluate", "scripted", "--task", "shadow_touch", "--episodes", "1"]) == 2
-    assert "sawyer_peg_in_hole only" in capsys.readouterr().err
+    assert main(["evaluate", "scripted", "--task", "shadow_turn", "--episodes", "1"]) == 2
+    assert "sawyer_peg_in_hole, shadow_touch only" in capsys.readouterr().err
+
+
+def test_the_scripted_slow_press_touches_the_block_gently(capsys):
+    """shadow_touch's hand-written controller (the demonstrator of the Shadow front) presses the
+    block past 5 N, slowly enough that the pain stays far from its −20 clip."""
+    assert main(["evaluate", "scripted", "--task", "shadow_touch", "--episodes", "3", "--seed", "10000",
+                 "--json"]) == 0
+    got = json.loads(capsys.readouterr().out)
+    assert got["success_rate"] >= 2 / 3 and got["terminations"].get("success", 0) >= 2
+    assert -8.0 < got["objectives"]["pain"]["mean"] < 0.0

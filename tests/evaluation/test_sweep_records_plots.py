@@ -10,7 +10,11 @@ import numpy as np
 import pytest
 
 from morl_robot.evaluation import Setting, run_sweep, write_json_atomic
-from morl_robot.evaluation.plots import plot_action_probabilities, plot_learning_curves, plot_pareto_fronts
+from morl_robot.evaluation.plots import (
+    plot_action_probabilities,
+    plot_learning_curves,
+    plot_pareto_fronts,
+)
 
 
 def trivial_returns(setting: Setting) -> np.ndarray:
@@ -58,9 +62,8 @@ def test_write_json_atomic(tmp_path: Path) -> None:
     write_json_atomic(path, {"a": np.arange(3), "b": np.float32(0.5), "c": float("nan"), "d": (1, 2)})
     assert json.loads(path.read_text()) == {"a": [0, 1, 2], "b": 0.5, "c": None, "d": [1, 2]}
     # A failing write leaves the old file intact and no temp file behind.
-    with mock.patch("os.replace", side_effect=OSError("disk full")):
-        with pytest.raises(OSError):
-            write_json_atomic(path, {"a": 1})
+    with mock.patch("os.replace", side_effect=OSError("disk full")), pytest.raises(OSError):
+        write_json_atomic(path, {"a": 1})
     assert json.loads(path.read_text())["a"] == [0, 1, 2]
     assert os.listdir(path.parent) == ["results.json"]
 

@@ -9,6 +9,8 @@ import pytest
 
 from morl_robot.experiments import deep_sea_treasure as dst
 
+EXACT = Path(__file__).resolve().parents[2] / "results" / "deep_sea_treasure_exact" / "results.json"
+
 
 def test_environment_is_yang_2019_convex_dst() -> None:
     facts = dst.check_environment()
@@ -60,3 +62,39 @@ def test_quick_smoke_run(tmp_path: Path) -> None:
         assert r["hypervolume"] >= 0.0 and r["wall_time_s"] > 0
         for d in r["distinct_returns"]:
             assert len(d["returns"]) == 2 and d["runs"] >= 1
+
+
+def test_runs_to_convergence_record_when_they_stopped(tmp_path: Path) -> None:
+    """``--converge EVERY COUNT``: each run evaluates its greedy policy every EVERY steps and stops
+    once COUNT evaluations agree; results.json says where, and the c → treasure plot is drawn."""
+    from morl_robot.cli import main
+
+    assert main(["experiment", "deep-sea-treasure", "--out", str(tmp_path), "--quick", "--steps", "400",
+                 "--converge", "100", "2", "--algorithms", "mo-mpo", "--processes", "1", "--no-progress",
+                 "--exact-reference", str(EXACT)]) == 0
+    results = json.loads((tmp_path / "results.json").read_text())
+    assert results["budget"]["convergence"] == "stop once 2 greedy evaluations 100 steps apart agree"
+    r = results["mo-mpo"]
+    for s in r["per_setting"]:
+        steps = [e[0] for e in s["evaluations"]]
+        assert steps[:2] == [100, 200] and s["env_steps"] <= 400
+        if s["converged_at"] is not None:  # stopped early: the last two evaluations agree
+            assert s["evaluations"][-1][1] == s["evaluations"][-2][1] and s["env_steps"] == steps[-1]
+            assert s["returns"] == s["evaluations"][-1][1]
+        else:  # ran the whole budget: no two consecutive evaluations agreed
+            assert s["env_steps"] == 400
+            assert all(a[1] != b[1] for a, b in zip(s["evaluations"], s["evaluations"][1:]))
+    assert r["converged"] == sum(s["converged_at"] is not None for s in r["per_setting"])
+    assert (tmp_path / "c_to_treasure.png").stat().st_size > 1000
+    # --quick runs c = 1.0 at ε_time 0.01 and 0.05, both on the committed exact grid
+    exact = {(x["eps_time"], round(x["c"], 6)): x["treasure"] for x in json.loads(EXACT.read_text())["runs"]}
+    same = sum(abs(exact[(s["setting"]["params"]["epsilon_time"], 1.0)] - s["returns"][0]) < 1e-3
+               for s in r["per_setting"])
+    assert r["agrees_with_exact"]["settings"] == 2 and r["agrees_with_exact"]["same_treasure"] == same
+
+
+def test_bad_convergence_settings_are_refused(capsys) -> None:
+    from morl_robot.cli import main
+
+    assert main(["experiment", "deep-sea-treasure", "--out", "/tmp/never", "--converge", "100", "1"]) == 2
+    assert "--converge" in capsys.readouterr().err

@@ -63,7 +63,8 @@ def test_the_live_monitor_limits_a_flood_per_unit_time(ros_session):
         if k % 50 == 0:
             time.sleep(0.001)
     # the command queue keeps the newest 10, so a flood is answered in part: judge what was answered
-    s.probe.wait_for(lambda: len(safe) >= 50 and time.monotonic() - safe[-1][0] > 1.0, 20, "the flood answered")
+    # (at least 20: a loaded machine answers fewer of the 400 than an idle one)
+    s.probe.wait_for(lambda: len(safe) >= 20 and time.monotonic() - safe[-1][0] > 1.0, 30, "the flood answered")
     vz = np.array([wire.read_labelled(m)[0][2] for _, m in safe])
     assert sum(1 for a, b in pairwise(vz) if abs(b - a) >= 0.4 - 1e-9) == 0  # no full reversal
     assert np.abs(np.diff(vz)).max() < 0.2  # each answer follows the previous by well under a period

@@ -62,3 +62,89 @@ def test_train_writes_logs_and_resumes_from_out_dir(tmp_path: Path) -> None:
     assert second.env_steps == 450 and second.updates > first.updates
     returns = evaluate(second.policy, TwoTargetBandit, episodes=2, seed=0)
     assert returns.shape == (2,) and np.all(returns <= 0)
+
+
+def test_demonstration_episodes_come_first_and_score_their_own_log_probability() -> None:
+    import dataclasses
+
+    from morl_robot.learning.config import DemonstrationConfig
+    from morl_robot.learning.training import NoisyDemonstrator
+
+    calls: list[np.ndarray] = []
+
+    def demonstrator(obs: np.ndarray) -> np.ndarray:
+        calls.append(obs)
+        return np.array([0.6])
+
+    cfg = bandit_config([0.1, 0.1])
+    cfg.training = dataclasses.replace(cfg.training, demonstrations=DemonstrationConfig(episodes=40, action_noise=0.1))
+    result = train(TwoTargetBandit, cfg, total_steps=120, seed=0, progress=False, demonstrator=demonstrator)
+    assert len(calls) == 40 and result.env_steps == 120  # one step per bandit episode: 40 demos, then the policy
+
+    # log μ(a|s) of the noisy demonstrator is the Gaussian log-density of the action it returned
+    noisy = NoisyDemonstrator(lambda obs: np.array([0.1, -0.3]), std=0.2, seed=3)
+    for _ in range(20):
+        action, log_mu = noisy.act(np.zeros(1, np.float32))
+        expected = torch.distributions.Normal(torch.tensor([0.1, -0.3]), 0.2).log_prob(torch.from_numpy(action)).sum()
+        assert np.all(np.abs(action) <= 1.0) and abs(log_mu - float(expected)) < 1e-5
+
+
+def test_demonstrations_without_a_demonstrator_are_refused() -> None:
+    import dataclasses
+
+    import pytest
+
+    from morl_robot.errors import ConfigError
+    from morl_robot.learning.config import DemonstrationConfig
+
+    cfg = bandit_config([0.1, 0.1])
+    cfg.training = dataclasses.replace(cfg.training, demonstrations=DemonstrationConfig(episodes=5))
+    with pytest.raises(ConfigError, match="no demonstrator"):
+        train(TwoTargetBandit, cfg, total_steps=20, seed=0, progress=False)
+    with pytest.raises(ConfigError, match="action_noise"):
+        DemonstrationConfig(episodes=5, action_noise=0.0).validate()
+
+
+def test_behaviour_cloning_on_the_demonstrations_before_the_policy_acts() -> None:
+    import dataclasses
+
+    from morl_robot.learning.config import DemonstrationConfig
+
+    cfg = bandit_config([0.1, 0.1])
+    demos = DemonstrationConfig(episodes=40, action_noise=0.1, pretrain_updates=300)
+    cfg.training = dataclasses.replace(cfg.training, demonstrations=demos)
+    cloned = train(TwoTargetBandit, cfg, total_steps=41, seed=0, progress=False, demonstrator=lambda obs: np.array([0.6]))
+    plain = train(TwoTargetBandit, bandit_config([0.1, 0.1]), total_steps=41, seed=0, progress=False)
+    # the policy acts like the demonstrator (its mean at the noise-free 0.6), the untrained one does not
+    assert abs(deterministic_action(cloned) - 0.6) < 0.1 and abs(deterministic_action(plain) - 0.6) > 0.3
+
+
+def test_training_stops_once_the_greedy_return_is_stable() -> None:
+    """``training.stop_when_stable``: N equal evaluations in a row end the run; changing ones do not."""
+    import dataclasses
+
+    cfg = bandit_config([0.1, 0.1])
+    cfg = dataclasses.replace(cfg, training=dataclasses.replace(cfg.training, eval_every=50, stop_when_stable=3))
+    steady = train(TwoTargetBandit, cfg, total_steps=1000, seed=0, progress=False,
+                   eval_fn=lambda policy: np.array([-1.0, -2.0]))
+    assert steady.converged_at == 50 and steady.env_steps == 150, (steady.converged_at, steady.env_steps)
+    assert [s for s, _ in steady.evaluations] == [50, 100, 150]
+    assert np.array_equal(steady.final_return, [-1.0, -2.0])
+    calls = iter(range(100))
+    moving = train(TwoTargetBandit, cfg, total_steps=300, seed=0, progress=False,
+                   eval_fn=lambda policy: np.array([float(next(calls)), 0.0]))
+    assert moving.converged_at is None and moving.env_steps == 300
+
+
+def test_stable_since_and_its_config_checks() -> None:
+    import pytest
+
+    from morl_robot.errors import ConfigError
+    from morl_robot.learning.training import stable_since
+
+    evals = [(10, np.array([1.0, 2.0])), (20, np.array([3.0, 2.0])), (30, np.array([3.0, 2.0]))]
+    assert stable_since(evals, 2) == 20 and stable_since(evals, 3) is None and stable_since(evals[:1], 2) is None
+    with pytest.raises(ConfigError, match="stop_when_stable"):
+        TrainingConfig(eval_every=100, stop_when_stable=1).validate()
+    with pytest.raises(ConfigError, match="stop_when_stable"):
+        TrainingConfig(eval_every=0, stop_when_stable=3).validate()

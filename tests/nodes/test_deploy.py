@@ -26,13 +26,15 @@ def deploy(*args: str, timeout: float = 300) -> subprocess.CompletedProcess:
 
 
 def test_sim_to_sim_check_matches_the_in_process_evaluation(policy, tmp_path):
-    done = deploy("--policy", str(policy), "--episodes", "1", "--out", str(tmp_path))
+    done = deploy("--policy", str(policy), "--episodes", "1", "--seed", "500", "--out", str(tmp_path))
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-3000:]
     report = json.loads((tmp_path / "deploy_report.json").read_text())
     assert report["episodes"] == 1 and report["objectives"] == ["task", "wrist_force"]
+    assert report["seeds"] == [500]  # --seed is the first counted episode's seed (reset_world restarts them)
     assert "onnxruntime in-process" in report["in_process_source"]  # no checkpoint next to this policy
     # the same ONNX policy on the same seed, through the graph and in-process: the same episode
     assert max(report["max_abs_difference"]) < 1e-3, report
+    assert report["graph_success"] == report["in_process_success"] and len(report["graph_success"]) == 1
 
 
 def test_hardware_backend_against_the_emulator_keeps_the_rate(policy, tmp_path):

@@ -42,7 +42,7 @@ def test_lockstep_advances_one_control_period_per_command(ros_session):
     s.probe.wait_for_subscribers(pub)
     first = decode(steps[-1])
     assert first.step == 0 and first.objectives == ("task", "wrist_force")
-    assert len(first.observation) == 90 and first.observation_labels[0] == "t-0/ee_x"
+    assert len(first.observation) == 99 and first.observation_labels[0] == "t-0/ee_x"
     time.sleep(1.2)  # no command: the node re-sends the same step (for late-joining actors), never advances
     assert {decode(e).step for e in steps} == {0}
     stamps = [first.stamp]

@@ -60,7 +60,11 @@ def test_realtime_deploy_graph_runs_on_sim_time(ros_session, tmp_path):
     sim_now = max(m.clock.sec + 1e-9 * m.clock.nanosec for _, m in list(clocks))
     # stamps are simulated time (seconds since the episode began), not the system clock, and they advance
     assert 0 < stamps[-1] <= sim_now + 0.5 and stamps[-1] < 1e6, stamps
-    assert stamps[-1] > stamps[0]
+    # they advance, except where an episode ends: a reset restarts the simulated time (a new episode's
+    # settled start may sit just below where a short episode ended, e.g. 3.05 -> 3.0 s)
+    steps = [b - a for a, b in zip(stamps, stamps[1:])]
+    assert sum(d < 0 for d in steps) <= 1, stamps
+    assert sum(d > 0 for d in steps) >= len(steps) // 2, stamps
     for rc in s.group.stop().values():
         assert rc == 0, s.logs()
 

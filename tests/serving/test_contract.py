@@ -35,7 +35,7 @@ def test_sawyer_contract_describes_the_task() -> None:
     assert (c.robot, c.task, c.control_mode, c.control_rate, c.frame_stack) == (
         "sawyer", SAWYER, "cartesian_velocity", 20.0, 3)
     assert c.action_labels == ["vx", "vy", "vz"] and c.action_units == ["m/s"] * 3
-    assert len(c.observation_labels) == 90 and c.observation_labels[0] == "t-0/ee_x"
+    assert len(c.observation_labels) == 99 and c.observation_labels[0] == "t-0/ee_x"
     units = dict(zip(c.observation_labels, c.observation_units))
     assert units["t-0/ee_x"] == "m" and units["t-2/ee_qw"] == "1"
     assert units["t-0/right_j0/position"] == "rad" and units["t-1/right_j6/velocity"] == "rad/s"
@@ -97,7 +97,7 @@ def test_list_mismatch_reports_sizes_and_first_difference() -> None:
     c = task_contract(SAWYER)
     other = dataclasses.replace(c, observation_labels=c.observation_labels[:-1],
                                 observation_units=c.observation_units[:-1])
-    with pytest.raises(ContractError, match=r"90 entries .* 89 entries .*index 89: 't-2/last_action_vz' vs '\(none\)'"):
+    with pytest.raises(ContractError, match=r"99 entries .* 98 entries .*index 98: 't-2/hole_offset_z' vs '\(none\)'"):
         c.check_compatible(other)
 
 
@@ -105,7 +105,7 @@ def test_list_mismatch_reports_sizes_and_first_difference() -> None:
     ("task", None, "lacks contract field 'task'"),
     ("action_low", "[1, 2", "'action_low' is not valid JSON"),
     ("frame_stack", '"3"', "'frame_stack' must be int"),
-    ("observation_units", '["m"]', "'observation_units' has 1 entries but 'observation_labels' has 90"),
+    ("observation_units", '["m"]', "'observation_units' has 1 entries but 'observation_labels' has 99"),
     ("algorithm", '"ppo"', "'algorithm' is 'ppo'"),
     ("contract_format", "9", "contract_format '9' is not supported"),
 ])

@@ -71,7 +71,7 @@ def test_cli_export_and_inspect(tmp_path, capsys) -> None:
         assert expected in text, expected
     assert cli_main(["inspect", str(out), "--json"]) == 0
     doc = json.loads(capsys.readouterr().out)
-    assert doc["contract"]["action_labels"] == ["vx", "vy", "vz"] and doc["inputs"] == {"observation": ["batch", 90]}
+    assert doc["contract"]["action_labels"] == ["vx", "vy", "vz"] and doc["inputs"] == {"observation": ["batch", 99]}
 
 
 def test_cli_errors_are_one_line(tmp_path, capsys) -> None:

@@ -243,7 +243,7 @@ def test_train_with_the_robot_node(ros_session, tmp_path) -> None:
     ros_session.probe.wait_for(lambda: len(experience) >= 3, 40, "three experience chunks from the closed loop")
     tables = [wire.read_table(m) for _, m in experience[:3]]
     chunk = wire.split_experience(np.concatenate([t for t, _ in tables]), tables[0][1])
-    assert chunk.obs.shape == (48, 90) and np.all(np.isfinite(chunk.log_prob))
+    assert chunk.obs.shape == (48, 99) and np.all(np.isfinite(chunk.log_prob))
     same = chunk.episode[1:] == chunk.episode[:-1]
     np.testing.assert_array_equal(chunk.step[1:][same], chunk.step[:-1][same] + 1)  # consecutive steps
     np.testing.assert_allclose(chunk.obs[1:][same], chunk.next_obs[:-1][same])  # s' of one row is s of the next

@@ -38,7 +38,7 @@ def test_loads_with_its_contract(sawyer_model: bytes) -> None:
     policy = OnnxPolicy.from_bytes(sawyer_model, expected=task_contract(SAWYER))
     assert policy.version == 4 and policy.contract.task == SAWYER and policy.contract.observation_normalizer == "running"
     info = inspect_model(sawyer_model)
-    assert info.opset == 17 and info.inputs == {"observation": ["batch", 90]}
+    assert info.opset == 17 and info.inputs == {"observation": ["batch", 99]}
     assert info.outputs["action"] == ["batch", 3] and info.size_bytes == len(sawyer_model)
 
 
@@ -65,7 +65,7 @@ def test_contract_that_lies_about_the_graph_is_rejected(sawyer_model: bytes) -> 
     wider = replace(c, observation_labels=c.observation_labels + ["extra"], observation_units=c.observation_units + ["1"])
     md = wider.to_metadata()
     bad = with_metadata(sawyer_model, observation_labels=md["observation_labels"], observation_units=md["observation_units"])
-    with pytest.raises(PolicyLoadError, match="observation has width 90 but its contract names 91 observation labels"):
+    with pytest.raises(PolicyLoadError, match="observation has width 99 but its contract names 100 observation labels"):
         OnnxPolicy.from_bytes(bad)
 
 
@@ -122,13 +122,13 @@ def test_exploring_is_reproducible_with_a_seeded_generator(sawyer_model: bytes) 
 
 def test_bad_observations_and_nan_models(sawyer_model: bytes) -> None:
     policy = OnnxPolicy.from_bytes(sawyer_model)
-    with pytest.raises(ContractError, match="observation has 89 values but the policy's contract names 90"):
-        policy.act(np.zeros(89), deterministic=True)
-    obs = np.zeros(90)
+    with pytest.raises(ContractError, match="observation has 98 values but the policy's contract names 99"):
+        policy.act(np.zeros(98), deterministic=True)
+    obs = np.zeros(99)
     obs[5] = np.nan
     with pytest.raises(NonFiniteInput, match=r"index 5 \('t-0/ee_qy'\)"):
         policy.act(obs, deterministic=True)
     nan_policy = OnnxPolicy.from_bytes(model_bytes(SAWYER, nan=True))
     for deterministic in (True, False):
         with pytest.raises(NonFiniteOutput, match="model output '(action|mean)' is not finite"):
-            nan_policy.act(np.zeros(90), deterministic=deterministic)
+            nan_policy.act(np.zeros(99), deterministic=deterministic)

@@ -1,0 +1,41 @@
+"""`morl-robot experiment button-world` through the real parser on a tiny budget."""
+import json
+
+from morl_robot.cli import main
+
+PAIR_KEYS = {"term-term", "once-once", "term-cycle", "once-cycle", "cycle-cycle"}
+
+
+def test_button_world_exact_only_has_the_paper_state_counts(tmp_path):
+    out = tmp_path / "bw"
+    assert main(["experiment", "button-world", "--out", str(out), "--exact-only", "--no-progress",
+                 "--pairs", "term-term", "once-once"]) == 0
+    res = json.loads((out / "results.json").read_text())
+    assert res["product_states"] == {"term-term": 5, "once-once": 10}
+    assert len(res["pairs"]["term-term"]["exact_front"]) == 2
+    assert (out / "plots" / "morm_term-term.png").exists() and (out / "plots" / "front_once-once.png").exists()
+
+
+def test_button_world_learns_with_and_without_crm_and_resumes(tmp_path, capsys):
+    out = tmp_path / "bw"
+    argv = ["experiment", "button-world", "--out", str(out), "--quick", "--steps", "400", "--eval-every", "200",
+            "--pairs", "term-term", "--no-progress"]
+    assert main(argv) == 0
+    res = json.loads((out / "results.json").read_text())
+    entry = res["pairs"]["term-term"]
+    for arm in ("without_crm", "with_crm"):
+        seeds = entry[arm]["seeds"]
+        assert [c["step"] for c in seeds[0]["curve"]] == [200, 400]
+    assert "front_with_crm" in entry and "front_without_crm" in entry
+    assert (out / "plots" / "learning_curves.png").exists()
+    runs = sorted((out / "runs" / "term-term").rglob("*.json"))
+    assert len(runs) == 4  # 2 arms x 2 ε settings x 1 seed
+    stamps = [r.stat().st_mtime_ns for r in runs]
+    assert main(argv) == 0  # finished runs are read back, not retrained
+    assert [r.stat().st_mtime_ns for r in runs] == stamps
+    assert "| term-term | 5 |" in capsys.readouterr().out
+
+
+def test_button_world_rejects_unknown_pair(capsys):
+    assert main(["experiment", "button-world", "--out", "/tmp/x", "--pairs", "term-never"]) == 2
+    assert "--pairs: unknown pair 'term-never'" in capsys.readouterr().err
