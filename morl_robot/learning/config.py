@@ -20,6 +20,7 @@ from typing import Any, Literal
 
 from morl_robot.configuration import fail, from_mapping, load_config, to_mapping
 from morl_robot.errors import ConfigError
+from morl_robot.learning.preferences import PreferenceConfig
 
 
 @dataclass
@@ -179,6 +180,13 @@ class MPOConfig:
     networks: NetworkConfig = field(default_factory=NetworkConfig)
     replay: ReplayConfig = field(default_factory=ReplayConfig)
     training: TrainingConfig = field(default_factory=TrainingConfig)
+    #: ε-conditioned MO-MPO (one policy π(a|s, ε) for a box of preferences; see
+    #: :mod:`morl_robot.learning.preferences`); None: one policy for ``epsilons``.
+    preferences: PreferenceConfig | None = None
+
+    @property
+    def conditioned(self) -> bool:
+        return self.preferences is not None
 
     def validate(self) -> None:
         for key, value in dataclasses.asdict(self).items():  # NaN or inf anywhere is an error
@@ -211,6 +219,16 @@ class MPOConfig:
             fail("", "retrace_lambda", f"must be in [0, 1], got {self.retrace_lambda}")
         if len(set(self.objective_names)) != len(self.objective_names):
             fail("", "objective_names", f"names must be unique, got {self.objective_names}")
+        if self.preferences is not None:
+            try:
+                self.preferences.validate()
+            except ConfigError as e:
+                fail("", "preferences", str(e))
+            if self.algorithm != "mo_mpo":
+                fail("", "preferences", "ε-conditioning is for MO-MPO (algorithm: mo_mpo), not scalarized MPO")
+            if self.temperature_solver != "exact":
+                fail("", "preferences", "ε-conditioning solves the temperatures exactly per sequence "
+                     "(temperature_solver: exact)")
         slack = (self.batch_size + self.replay.samples_per_insert) / 2
         if self.replay.error_buffer < slack:  # else back-pressured actors and the learner can wait on each other
             fail("", "replay.error_buffer", f"must be >= (batch_size + samples_per_insert) / 2 = {slack:g}, "
@@ -222,6 +240,9 @@ class MPOConfig:
         """Raise :class:`~morl_robot.errors.ConfigError` if a per-objective list has the wrong length."""
         if num_objectives < 1:
             fail(source, "objective_names", f"need at least one objective, got {num_objectives}")
+        if self.preferences is not None and len(self.preferences.ranges) != num_objectives:
+            fail(source, "preferences.ranges", f"expected {num_objectives} [low, high] ranges (one per objective), "
+                 f"got {len(self.preferences.ranges)}")
         for key in ("objective_names", "epsilons", "scalarization_weights"):
             values = getattr(self, key)
             if values and len(values) != num_objectives:

@@ -40,6 +40,7 @@ from morl_robot.learning.networks import (
     action_features,
     make_policy,
 )
+from morl_robot.learning.preferences import PreferenceSpace
 from morl_robot.learning.replay import SequenceBatch
 
 Tensor = torch.Tensor
@@ -53,14 +54,38 @@ class PolicyActor:
     ``PolicyActor(obs)`` (call) returns only the deterministic action.
     """
 
-    def __init__(self, network: nn.Module, spec: ActionSpec, generator: torch.Generator | None = None):
+    def __init__(self, network: nn.Module, spec: ActionSpec, generator: torch.Generator | None = None,
+                 preferences: PreferenceSpace | None = None, preference: np.ndarray | None = None):
         self.network = network
         self.spec = spec
         self.generator = generator if generator is not None else torch.Generator().manual_seed(0)
+        #: ε-conditioned policy: the preference box, and the preference ε [K] it acts under
+        self.preferences = preferences
+        self.preference: np.ndarray | None = None
+        if preferences is not None:
+            self.set_preference(preferences.centre if preference is None else preference)
+
+    def set_preference(self, eps: np.ndarray) -> None:
+        """Act under preference ``eps`` [K] (checked against the box) from now on."""
+        if self.preferences is None:
+            raise ValueError("this policy is not ε-conditioned: it has no preference input")
+        self.preference = self.preferences.check(eps)
+        self._features = self.preferences.features(self.preference)
+
+    def with_preference(self, eps: np.ndarray) -> PolicyActor:
+        """A copy acting under ``eps`` (same network and generator)."""
+        return PolicyActor(self.network, self.spec, self.generator, self.preferences, eps)
+
+    def augment(self, obs: np.ndarray) -> np.ndarray:
+        """The network input for an observation ``[O]``: ``[O + K]`` with the preference features
+        appended (conditioned), else the observation itself."""
+        if self.preferences is None:
+            return np.asarray(obs, np.float32)
+        return np.concatenate([np.asarray(obs, np.float32).reshape(-1), self._features])
 
     @torch.no_grad()
     def act(self, obs: np.ndarray, deterministic: bool = False) -> tuple[Any, float]:
-        x = torch.as_tensor(np.asarray(obs, np.float32)).reshape(1, -1)
+        x = torch.as_tensor(self.augment(obs)).reshape(1, -1)
         if self.spec.is_discrete:
             logits = self.network(x)[0]
             log_p = torch.log_softmax(logits, -1)
@@ -108,8 +133,15 @@ class MOMPOLearner:
         self.generator = torch.Generator().manual_seed(seed + 1)
         self.actor_generator = torch.Generator().manual_seed(seed + 2)
         net = config.networks
-        self.policy = make_policy(obs_dim, spec, net.policy_hidden, net.min_std, net.init_std)
-        self.critic = Critic(obs_dim, spec.input_dim, num_objectives, net.critic_hidden, net.critic_architecture)
+        #: ε-conditioned: the preference box; the networks take [obs, features(ε)] (O + K inputs)
+        self.preferences = (PreferenceSpace.from_config(config.preferences, self.objective_names)
+                            if config.preferences is not None else None)
+        in_dim = self.obs_dim + (self.preferences.dim if self.preferences is not None else 0)
+        self.input_dim = in_dim
+        self.policy = make_policy(in_dim, spec, net.policy_hidden, net.min_std, net.init_std)
+        self.critic = Critic(in_dim, spec.input_dim, num_objectives, net.critic_hidden, net.critic_architecture)
+        #: conditioned: the last update's (ε [K, B], achieved E-step KL [K, B]) for inspection
+        self.last_preference_kl: tuple[np.ndarray, np.ndarray] | None = None
         self.target_policy = copy.deepcopy(self.policy).requires_grad_(False)
         self.target_critic = copy.deepcopy(self.critic).requires_grad_(False)
 
@@ -141,12 +173,13 @@ class MOMPOLearner:
 
     def actor(self) -> PolicyActor:
         """A :class:`PolicyActor` sharing the online policy (acts with the latest parameters)."""
-        return PolicyActor(self.policy, self.spec, self.actor_generator)
+        return PolicyActor(self.policy, self.spec, self.actor_generator, self.preferences)
 
     def policy_snapshot(self) -> PolicyActor:
-        """A :class:`PolicyActor` on a frozen copy of the current online policy."""
+        """A :class:`PolicyActor` on a frozen copy of the current online policy (conditioned: acting
+        under the box's centre until :meth:`PolicyActor.set_preference`)."""
         return PolicyActor(copy.deepcopy(self.policy).requires_grad_(False), self.spec,
-                           torch.Generator().manual_seed(int(self.num_updates)))
+                           torch.Generator().manual_seed(int(self.num_updates)), self.preferences)
 
     def act(self, obs: np.ndarray, deterministic: bool = False) -> tuple[Any, float]:
         """Action from the online policy and its behaviour log-probability ``log μ(a|s)``."""
@@ -173,7 +206,11 @@ class MOMPOLearner:
         loss = torch.zeros(())
         for _ in range(updates):
             idx = torch.randint(len(o), (min(batch_size, len(o)),), generator=g)
-            mean, std = self.policy(o[idx])
+            x = o[idx]
+            if self.preferences is not None and x.shape[-1] == self.obs_dim:
+                # demonstrations are preference-free: clone them under preferences from the whole box
+                x = torch.cat([x, self.preferences.features(self.preferences.sample_torch(len(x), g))], -1)
+            mean, std = self.policy(x)
             loss = -torch.distributions.Normal(mean, std).log_prob(a[idx]).sum(-1).mean()
             self.policy_optimizer.zero_grad(set_to_none=True)
             loss.backward()
@@ -242,6 +279,9 @@ class MOMPOLearner:
         mask = data["mask"].float()  # [T, B]
         T = rewards.shape[0]
         discounts = cfg.discount * (1.0 - data["terminated"].float())  # [T, B]
+        pref_eps = None
+        if self.preferences is not None:
+            obs, pref_eps = self._condition(obs)  # [T+1, B, O+K], ε [B, K]
 
         # ---- 1. policy evaluation ----------------------------------------------------------
         scored = self._sample_and_score(obs)
@@ -270,16 +310,21 @@ class MOMPOLearner:
         if scored["log_prior"] is not None:
             log_prior = scored["log_prior"][:, :T].reshape(n, -1)[:, sel]  # [N, S]
         q_for_e = mpo.scalarize_q(q_e, self.scalarization_weights) if self.scalarized else q_e
-        if cfg.temperature_solver == "exact":
+        if pref_eps is not None:  # ε-conditioned: one exact temperature per objective and sequence
+            weights, temperatures, e_stats = self._conditioned_e_step(scored, pref_eps, mask, T, sel)
+            temperature_loss = torch.zeros(())
+        elif cfg.temperature_solver == "exact":
             with torch.no_grad():
                 for k in range(q_for_e.shape[0]):
                     if float(self.epsilons[k]) > 0:
                         eta = mpo.solve_temperature(q_for_e[k], float(self.epsilons[k]), log_prior)
                         self.log_temperature[k] = mpo.dual_param_from_value(eta)
-        temperatures = mpo.dual_from_param(self.log_temperature)  # [K'] (K' = 1 if scalarized)
-        weights, temperature_loss, e_stats = mpo.multi_objective_e_step(q_for_e, temperatures, self.epsilons, log_prior)
-        if cfg.temperature_solver == "exact":
-            temperature_loss = temperature_loss.detach()
+        if pref_eps is None:
+            temperatures = mpo.dual_from_param(self.log_temperature)  # [K'] (K' = 1 if scalarized)
+            weights, temperature_loss, e_stats = mpo.multi_objective_e_step(q_for_e, temperatures, self.epsilons,
+                                                                            log_prior)
+            if cfg.temperature_solver == "exact":
+                temperature_loss = temperature_loss.detach()
 
         # ---- 3. M-step ----------------------------------------------------------------------
         obs_s = obs[:T].reshape(-1, obs.shape[-1])[sel]  # [S, O]
@@ -338,7 +383,11 @@ class MOMPOLearner:
             temp_names = ["scalarized"] if self.scalarized else self.objective_names
             for i, name in enumerate(temp_names):
                 stats[f"temperature/{name}"] = temperatures[i].detach()
-                stats[f"kl_q/{name}"] = e_stats["kl_q_rel"][i] if float(self.epsilons[i]) > 0 else e_stats["kl_q"][i] * 0
+                if pref_eps is not None:
+                    stats[f"kl_q/{name}"] = e_stats["kl_q_rel"][i]
+                else:
+                    stats[f"kl_q/{name}"] = (e_stats["kl_q_rel"][i] if float(self.epsilons[i]) > 0
+                                             else e_stats["kl_q"][i] * 0)
             q_min = q_e.amin(dim=(1, 2))
             q_max = q_e.amax(dim=(1, 2))
             q_mean = q_e.mean(dim=(1, 2))
@@ -352,6 +401,41 @@ class MOMPOLearner:
             keys = list(stats)
             values = torch.stack([v.reshape(()).float() for v in stats.values()]).tolist()
         return dict(zip(keys, values))
+
+    def _condition(self, obs: Tensor) -> tuple[Tensor, Tensor]:
+        """The preference each sequence is learned under: with ``preferences.relabel`` a fresh ε per
+        sequence (its features replace the collected ones at every step), else the ε it was
+        collected under (read back from the stored features).  ``obs [T+1, B, O+K]`` →
+        ``(obs [T+1, B, O+K], ε [B, K])``."""
+        assert self.preferences is not None and self.config.preferences is not None
+        if obs.shape[-1] != self.input_dim:
+            raise ValueError(f"ε-conditioned learner: observations must carry the preference features "
+                             f"({self.obs_dim} + {self.preferences.dim} = {self.input_dim} wide), got {obs.shape[-1]}")
+        b = obs.shape[1]
+        if self.config.preferences.relabel:
+            eps = self.preferences.sample_torch(b, self.generator)  # [B, K]
+            obs = torch.cat([obs[..., : self.obs_dim],
+                             self.preferences.features(eps).unsqueeze(0).expand(obs.shape[0], b, -1)], -1)
+        else:
+            eps = self.preferences.from_features(obs[0, :, self.obs_dim:])
+        return obs, eps
+
+    def _conditioned_e_step(self, scored: dict[str, Tensor], eps: Tensor, mask: Tensor, T: int,
+                            sel: Tensor) -> tuple[Tensor, Tensor, dict[str, Tensor]]:
+        """:func:`~morl_robot.learning.mpo.conditioned_e_step` on the batch; weights flattened to the
+        valid states ``[K, N, S]`` for the M-step; temperatures averaged over sequences ``[K]``
+        (geometric mean, for logging); ``kl_q_rel`` = mean over sequences of KL_kb / ε_kb."""
+        q = scored["q"][:, :T].permute(3, 0, 1, 2)  # [K, N, T, B]
+        log_prior = scored["log_prior"][:, :T] if scored["log_prior"] is not None else None
+        eps_kb = eps.t().contiguous()  # [K, B]
+        w, eta, kl = mpo.conditioned_e_step(q, eps_kb, mask, log_prior)
+        k, n = w.shape[:2]
+        weights = w.reshape(k, n, -1)[:, :, sel]  # [K, N, S]
+        self.last_preference_kl = (eps_kb.numpy().copy(), kl.numpy().copy())
+        with torch.no_grad():
+            self.log_temperature.copy_(mpo.dual_param_from_value(torch.exp(torch.log(eta).mean(1))))
+        rel = (kl / eps_kb).mean(1)
+        return weights, torch.exp(torch.log(eta).mean(1)), {"kl_q_rel": rel, "kl_q": kl.mean(1)}
 
     def update_targets(self) -> None:
         """Hard copy of the online networks into the target networks."""
@@ -379,14 +463,16 @@ class MOMPOLearner:
             "actor_generator": self.actor_generator.get_state(),
             "meta": {"obs_dim": self.obs_dim, "action_spec": self.spec.to_dict(),
                      "num_objectives": self.num_objectives, "objective_names": self.objective_names,
+                     "preferences": None if self.preferences is None else self.preferences.to_dict(),
                      "config": config_to_dict(self.config)},
         }
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
         meta = state["meta"]
-        mine = {"obs_dim": self.obs_dim, "action_spec": self.spec.to_dict(), "num_objectives": self.num_objectives}
+        mine = {"obs_dim": self.obs_dim, "action_spec": self.spec.to_dict(), "num_objectives": self.num_objectives,
+                "preferences": None if self.preferences is None else self.preferences.to_dict()}
         for key, value in mine.items():
-            if meta[key] != value:
+            if meta.get(key) != value:
                 raise ValueError(f"checkpoint {key} is {meta[key]!r} but this learner has {value!r}")
         self.policy.load_state_dict(state["policy"])
         self.critic.load_state_dict(state["critic"])

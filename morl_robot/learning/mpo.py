@@ -63,6 +63,7 @@ __all__ = [
     "categorical_kl",
     "categorical_kl_numpy",
     "categorical_m_step",
+    "conditioned_e_step",
     "dual_from_param",
     "dual_param_from_value",
     "e_step_weights",
@@ -285,6 +286,64 @@ def multi_objective_e_step(q: Tensor, temperatures: Tensor, epsilons: Tensor,
     safe_eps = torch.where(active, epsilons, torch.ones_like(epsilons))
     stats = {"kl_q": kl.detach(), "kl_q_rel": (kl / safe_eps).detach(), "loss_temperature": loss.detach()}
     return weights, loss, stats
+
+
+def conditioned_e_step(q: Tensor, epsilons: Tensor, mask: Tensor, log_prior: Tensor | None = None,
+                       iterations: int = 30) -> tuple[Tensor, Tensor, Tensor]:
+    """The E-step of ε-conditioned MO-MPO: eq. 3-4 with a bound per objective *and per sequence*.
+
+    Every sequence b of a batch is learned under its own preference ε_b (sampled by the learner),
+    so each (k, b) gets its own temperature: η_kb solves eq. 4 over the states of sequence b,
+    i.e. ``mean_{t valid} KL(q_k(·|s_tb) ‖ π_old(·|s_tb)) = ε_kb`` — the exact dual solution
+    (``g'(η) = ε − KL``), found for all K·B groups at once by bisection on ``log η`` (the KL falls
+    monotonically in η).  The bracket is ``[1e-8, 1e4]`` times the group's Q spread, so rescaling
+    objective k by c rescales every η_kb by exactly c and leaves the weights unchanged (the
+    scale invariance of paper §4.2.1).  A group whose Q-values are all equal gets uniform
+    (prior) weights; one whose ε exceeds the greedy KL gets the smallest η (nearly greedy).
+
+    Args:
+        q: ``[K, N, T, B]`` Q-values (no grad) of N actions per state.
+        epsilons: ``[K, B]`` ε_kb > 0.
+        mask: ``[T, B]`` 1 for the valid states of each sequence.
+        log_prior: ``[N, T, B]`` (enumerated categorical actions: log π_old) or None (N samples
+            from π_old: ``-log N``).
+        iterations: bisection steps (30: ``log η`` to about 3e-8 of the bracket's 28 nats).
+
+    Returns:
+        ``(weights [K, N, T, B] float32, temperatures [K, B], kl [K, B])`` — the achieved mean KL
+        per group (≈ ε_kb unless ε_kb is out of reach).
+    """
+    with torch.no_grad():
+        q64 = q.detach().double()
+        m = mask.double()  # [T, B]
+        count = m.sum(0).clamp(min=1.0)  # [B]
+        n = q.shape[1]
+        lp = None if log_prior is None else log_prior.double().unsqueeze(0)  # [1, N, T, B]
+        log_prior_w = -math.log(n) if lp is None else lp
+
+        def log_weights(log_eta: Tensor) -> Tensor:  # [K, B] -> [K, N, T, B]
+            logits = q64 / log_eta.exp()[:, None, None, :]
+            if lp is not None:
+                logits = logits + lp
+            return torch.log_softmax(logits, dim=1)
+
+        def mean_kl(log_eta: Tensor) -> Tensor:  # [K, B]
+            lw = log_weights(log_eta)
+            kl_t = torch.sum(lw.exp() * (lw - log_prior_w), dim=1)  # [K, T, B]
+            return (kl_t * m).sum(1) / count
+
+        spread = ((q64.amax(1) - q64.amin(1)) * m).amax(1)  # [K, B]
+        scale = torch.where(spread > 0, spread, torch.ones_like(spread))
+        lo, hi = torch.log(scale * 1e-8), torch.log(scale * 1e4)
+        eps = epsilons.double()
+        for _ in range(int(iterations)):
+            mid = 0.5 * (lo + hi)
+            over = mean_kl(mid) > eps  # KL too large: η must grow
+            lo = torch.where(over, mid, lo)
+            hi = torch.where(over, hi, mid)
+        log_eta = torch.where(spread > 0, hi, torch.log(scale))  # the feasible side (KL ≤ ε)
+        weights = log_weights(log_eta).exp()
+        return weights.float(), log_eta.exp().float(), mean_kl(log_eta).float()
 
 
 def scalarize_q(q: Tensor, weights: Tensor) -> Tensor:
