@@ -8,7 +8,13 @@ STAMP  := $(VENV)/.installed
 ROS_ENV := ROS_AUTOMATIC_DISCOVERY_RANGE=LOCALHOST RMW_IMPLEMENTATION=rmw_fastrtps_cpp
 PYTEST_ARGS ?=
 
-.PHONY: venv test demo bench lint clean
+# The CAPQL baseline of `experiment conditioned --method capql` (morl-baselines, installed without
+# its dependencies: its pycddlib pin often fails to build and CAPQL does not use it; it imports wandb).
+CAPQL_STAMP := $(VENV)/.capql
+CAPQL_PINS  := morl-baselines==1.3.0
+CAPQL_DEPS  := wandb==0.31.0
+
+.PHONY: venv test demo bench lint clean capql-deps
 
 $(STAMP): setup.py requirements/pip_only.txt requirements/venv_constraints.txt
 	@# Debian's python3 ships venv/ensurepip separately (python3-venv): install it if missing.
@@ -21,7 +27,14 @@ $(STAMP): setup.py requirements/pip_only.txt requirements/venv_constraints.txt
 
 venv: $(STAMP)
 
-test: $(STAMP)
+$(CAPQL_STAMP): $(STAMP)
+	$(BIN)/python -m pip install --quiet -c requirements/venv_constraints.txt $(CAPQL_DEPS)
+	$(BIN)/python -m pip install --quiet --no-deps $(CAPQL_PINS)
+	touch $(CAPQL_STAMP)
+
+capql-deps: $(CAPQL_STAMP)
+
+test: $(STAMP) $(CAPQL_STAMP)
 	$(ROS_ENV) $(BIN)/python -m pytest -q $(PYTEST_ARGS)
 
 demo: $(STAMP)

@@ -62,6 +62,7 @@ TEST_REQUIRES = [
     "hypothesis==6.170.15",
     "pymoo==0.6.2",
     "mo-gymnasium==1.3.2",
+    "imageio==2.38.1",  # gymnasium's MuJoCo environments (mo-halfcheetah-v5, mo-hopper-v5) import it
     "ruff==0.17.6",
 ]
 

@@ -37,9 +37,16 @@ class BanditOutcome:
 
 
 def run_bandit(kind: str, solver: str, scale: float, updates: int, seed: int = 0, batch: int = 64,
-               critic_lr: float = 3e-3, policy_lr: float = 1e-3, algorithm: str = "mo_mpo") -> BanditOutcome:
+               critic_lr: float = 3e-3, policy_lr: float = 1e-3, algorithm: str = "mo_mpo",
+               preference_ranges: list[list[float]] | None = None,
+               eval_preferences: np.ndarray | None = None) -> BanditOutcome:
     """Train MO-MPO (ε = 0.1, 0.1) on the bandit with objective 2 multiplied by ``scale``
-    (``algorithm="scalarized_mpo"``: equal weights, ε = 0.1, for contrast)."""
+    (``algorithm="scalarized_mpo"``: equal weights, ε = 0.1, for contrast).
+
+    ``preference_ranges``: ε-conditioned MO-MPO over that box instead (each batch element acts
+    under its own log-uniform ε and the learner relabels); the outcome's ``policy`` is then
+    ``[P, …]``, one row per preference of ``eval_preferences`` ``[P, 2]`` (default: the box's
+    11-point grid), and ``temperatures`` the sequence-averaged η_k."""
     from morl_robot.learning.config import MPOConfig
     from morl_robot.learning.learner import MOMPOLearner
     from morl_robot.learning.networks import ActionSpec
@@ -50,17 +57,28 @@ def run_bandit(kind: str, solver: str, scale: float, updates: int, seed: int = 0
     cfg = MPOConfig(batch_size=batch, num_samples=10, sequence_length=1, critic_target="n_step", n_step=1,
                     temperature_solver=solver, epsilons=[0.1, 0.1], target_update_period=20,
                     critic_lr=critic_lr, policy_lr=policy_lr, algorithm=algorithm)
+    if preference_ranges is not None:
+        from morl_robot.learning.preferences import PreferenceConfig
+
+        cfg.preferences = PreferenceConfig(ranges=[list(r) for r in preference_ranges])
     cfg.networks.policy_hidden = [32, 32]
     cfg.networks.critic_hidden = [32, 32]
     spec = ActionSpec.box(1) if kind == "gaussian" else ActionSpec.discrete(3)
     learner = MOMPOLearner(2, spec, 2, cfg, seed=seed)
-    obs = np.ones((2, batch, 2), np.float32)  # one state; T = 1 (+ the bootstrap state)
+    space = learner.preferences
+    rng = np.random.default_rng(seed + 11)
+    obs = np.ones((2, batch, learner.input_dim), np.float32)  # one state; T = 1 (+ the bootstrap state)
     gain = np.array([1.0, scale])
     start = time.perf_counter()
     stats: dict[str, float] = {}
     for _ in range(updates):
         actor = learner.actor()
-        acts, logp = zip(*(actor.act(obs[0, i]) for i in range(batch)))
+        if space is not None:  # each element acts under its own preference, recorded in its observation
+            actors = [actor.with_preference(e) for e in space.sample(batch, rng)]
+            obs[:] = np.stack([a.augment(np.ones(2, np.float32)) for a in actors])[None]
+            acts, logp = zip(*(a.act(np.ones(2, np.float32)) for a in actors))
+        else:
+            acts, logp = zip(*(actor.act(obs[0, i]) for i in range(batch)))
         if kind == "gaussian":
             a = np.asarray(acts, np.float32).reshape(1, batch, 1)
             x = a[0, :, 0].astype(np.float64)
@@ -72,9 +90,17 @@ def run_bandit(kind: str, solver: str, scale: float, updates: int, seed: int = 0
             observations=obs, actions=a, rewards=(r * gain).reshape(1, batch, 2).astype(np.float32),
             terminated=np.ones((1, batch), np.float32), truncated=np.zeros((1, batch), np.float32),
             behaviour_log_prob=np.asarray(logp, np.float32).reshape(1, batch), mask=np.ones((1, batch), np.float32)))
+    if space is not None:
+        prefs = space.grid(11) if eval_preferences is None else np.asarray(eval_preferences, np.float64)
+        x = torch.as_tensor(np.stack([learner.actor().with_preference(e).augment(np.ones(2, np.float32))
+                                      for e in prefs]))
+    else:
+        x = torch.ones(1, 2)
     with torch.no_grad():
-        out = learner.policy(torch.ones(1, 2))
-    policy = out[0].reshape(-1).numpy() if kind == "gaussian" else torch.softmax(out, -1).reshape(-1).numpy()
+        out = learner.policy(x)
+    policy = (out[0].reshape(len(x), -1).numpy() if kind == "gaussian" else torch.softmax(out, -1).numpy())
+    if space is None:
+        policy = policy.reshape(-1)
     temps = np.array([v for k, v in stats.items() if k.startswith("temperature/")], dtype=np.float64)
     return BanditOutcome(policy.astype(np.float64), temps, time.perf_counter() - start)
 

@@ -240,7 +240,7 @@ class MPOConfig:
         """Raise :class:`~morl_robot.errors.ConfigError` if a per-objective list has the wrong length."""
         if num_objectives < 1:
             fail(source, "objective_names", f"need at least one objective, got {num_objectives}")
-        if self.preferences is not None and len(self.preferences.ranges) != num_objectives:
+        if self.preferences is not None and self.preferences.ranges and len(self.preferences.ranges) != num_objectives:
             fail(source, "preferences.ranges", f"expected {num_objectives} [low, high] ranges (one per objective), "
                  f"got {len(self.preferences.ranges)}")
         for key in ("objective_names", "epsilons", "scalarization_weights"):

@@ -36,7 +36,8 @@ Tensor = torch.Tensor
 class PreferenceConfig:
     """``preferences:`` in a learner YAML: when present, MO-MPO is ε-conditioned.
 
-    ``ranges``: one ``[low, high]`` per objective (0 < low ≤ high; ``low == high`` fixes that ε).
+    ``ranges``: one ``[low, high]`` per objective (0 < low ≤ high; ``low == high`` fixes that ε);
+    empty: ``default_range`` for every objective.
     ``distribution``: ``log_uniform`` (each free ε_k independently, uniform in log ε).
     ``relabel``: the learner samples a fresh ε per batch element at every update (the rewards do not
     depend on ε, so every transition is experience for every preference; Retrace corrects for the
@@ -46,20 +47,26 @@ class PreferenceConfig:
     """
 
     ranges: list[list[float]] = field(default_factory=list)
+    #: the range of every objective when ``ranges`` is empty
+    default_range: list[float] = field(default_factory=lambda: [0.01, 0.5])
     distribution: Literal["log_uniform"] = "log_uniform"
     relabel: bool = True
     eval_points: int = 11
 
+    def ranges_for(self, num_objectives: int) -> list[list[float]]:
+        """One ``[low, high]`` per objective (``default_range`` repeated when ``ranges`` is empty)."""
+        self.validate(num_objectives)
+        return [list(map(float, r)) for r in (self.ranges or [self.default_range] * num_objectives)]
+
     def validate(self, num_objectives: int | None = None) -> None:
-        if not self.ranges:
-            raise ConfigError("preferences.ranges is empty: give one [low, high] per objective")
-        for i, r in enumerate(self.ranges):
+        for i, r in enumerate([*self.ranges, self.default_range]):
+            key = f"ranges[{i}]" if i < len(self.ranges) else "default_range"
             if not isinstance(r, (list, tuple)) or len(r) != 2:
-                raise ConfigError(f"preferences.ranges[{i}] must be [low, high], got {r!r}")
+                raise ConfigError(f"preferences.{key} must be [low, high], got {r!r}")
             lo, hi = (float(v) for v in r)
             if not (math.isfinite(lo) and math.isfinite(hi)) or not 0 < lo <= hi:
-                raise ConfigError(f"preferences.ranges[{i}] must satisfy 0 < low <= high (finite), got {r!r}")
-        if num_objectives is not None and len(self.ranges) != num_objectives:
+                raise ConfigError(f"preferences.{key} must satisfy 0 < low <= high (finite), got {r!r}")
+        if num_objectives is not None and self.ranges and len(self.ranges) != num_objectives:
             raise ConfigError(f"preferences.ranges has {len(self.ranges)} entries but the environment has "
                               f"{num_objectives} objectives")
         if self.distribution != "log_uniform":
@@ -72,6 +79,8 @@ class PreferenceSpace:
     """The box of preferences ε ∈ Π_k [low_k, high_k] with its sampling, features and grid."""
 
     def __init__(self, ranges: Sequence[Sequence[float]], names: Sequence[str] | None = None):
+        if len(ranges) == 0:
+            raise ConfigError("a preference space needs one [low, high] range per objective, got none")
         cfg = PreferenceConfig(ranges=[[float(a), float(b)] for a, b in ranges])
         cfg.validate()
         self.low = np.array([r[0] for r in cfg.ranges], np.float64)  # [K]
@@ -83,8 +92,8 @@ class PreferenceSpace:
             raise ConfigError(f"{len(self.names)} objective names for {len(self.low)} preference ranges")
 
     @staticmethod
-    def from_config(cfg: PreferenceConfig, names: Sequence[str] | None = None) -> PreferenceSpace:
-        return PreferenceSpace(cfg.ranges, names)
+    def from_config(cfg: PreferenceConfig, names: Sequence[str]) -> PreferenceSpace:
+        return PreferenceSpace(cfg.ranges_for(len(names)), names)
 
     @property
     def dim(self) -> int:
@@ -147,7 +156,7 @@ class PreferenceSpace:
                              f"({', '.join(self.names)})")
         for i, (v, lo, hi) in enumerate(zip(e, self.low, self.high)):
             if not math.isfinite(v) or not lo * (1 - rtol) <= v <= hi * (1 + rtol):
-                raise ValueError(f"{what}: ε for {self.names[i]} is {v!r}, outside its range [{lo:g}, {hi:g}]")
+                raise ValueError(f"{what}: ε for {self.names[i]} is {float(v)!r}, outside its range [{lo:g}, {hi:g}]")
         return np.clip(e, self.low, self.high)
 
     # -- evaluation grid --------------------------------------------------------------------------
@@ -175,7 +184,7 @@ class PreferenceSpace:
                 j = free[1]
                 out[:, j] = np.exp(self.log_low[j] + t * (self.log_high[j] - self.log_low[j]))
             return out
-        levels = int(math.ceil(points ** (1.0 / free.size)))
+        levels = math.ceil(points ** (1.0 / free.size))
         axes = [np.exp(np.linspace(self.log_low[i], self.log_high[i], levels)) for i in free]
         mesh = np.stack(np.meshgrid(*axes, indexing="ij"), -1).reshape(-1, free.size)
         out = np.repeat(base, len(mesh), axis=0)

@@ -234,12 +234,18 @@ def _train(env_fn: EnvFn, config: MPOConfig | str | os.PathLike[str] | None, tot
         config = dataclasses.replace(config, objective_names=env_names)  # log under the env's names
     learner = MOMPOLearner(enc.dim, spec, k, config, seed=seed)
     relabeller = None
+    space = learner.preferences  # ε-conditioned: actors act under a preference drawn per episode
+    if space is not None and rcfg.crm:
+        raise ConfigError("preferences (ε-conditioned MO-MPO) and replay.crm cannot be combined yet: the "
+                          "counterfactual relabelling rewrites the machine-state part of stored observations, "
+                          "which the preference features would follow")
+    pref_rng = np.random.default_rng(seed + 7)
     if rcfg.crm:
         if not hasattr(env, "relabeller"):
             raise ConfigError("replay.crm is true but the environment has no reward machine (wrap it in "
                               "morl_robot.reward_machines.env.RewardMachineEnv)")
         relabeller = env.relabeller(rcfg.crm_fraction)
-    replay = SequenceReplay(rcfg.capacity, enc.dim, spec.dim, k, discrete=spec.is_discrete, seed=seed + 3,
+    replay = SequenceReplay(rcfg.capacity, learner.input_dim, spec.dim, k, discrete=spec.is_discrete, seed=seed + 3,
                             relabeller=relabeller)
     # CRM adds one experience per non-terminal machine state (eq. 4): counted as that many inserts
     inserts_per_step = (len(relabeller.product.nonterminal_states)
@@ -300,9 +306,14 @@ def _train(env_fn: EnvFn, config: MPOConfig | str | os.PathLike[str] | None, tot
         from tqdm.auto import tqdm
 
         bar = tqdm(total=total_steps, initial=min(counters["env_steps"], total_steps), unit="step", dynamic_ncols=True)
+    def new_preference() -> None:  # the preference an episode is collected under (conditioned)
+        if space is not None:
+            actor.set_preference(space.sample(1, pref_rng)[0])
+
     try:
         obs, _ = env.reset(seed=seed + counters["episodes"])
         x = enc(obs)
+        new_preference()
         episode_return = np.zeros(k)
         while counters["env_steps"] < total_steps:
             if demo is not None and counters["episodes"] < demo_episodes:
@@ -320,7 +331,8 @@ def _train(env_fn: EnvFn, config: MPOConfig | str | os.PathLike[str] | None, tot
             next_obs, reward, terminated, truncated, info = env.step(dec(action))
             episode_return += np.asarray(reward, np.float64).reshape(-1)
             nx = enc(next_obs)
-            replay.add(x, action, np.asarray(reward, np.float32).reshape(-1), nx, bool(terminated), bool(truncated), log_mu,
+            replay.add(actor.augment(x), action, np.asarray(reward, np.float32).reshape(-1), actor.augment(nx),
+                       bool(terminated), bool(truncated), log_mu,
                        label=int(info.get("rm_label", -1)), env_terminated=info.get("env_terminated"))
             # (learning starts after min_size_to_sample real steps, with or without CRM)
             limiter.insert(inserts_per_step if counters["env_steps"] >= rcfg.min_size_to_sample else 1)
@@ -336,6 +348,7 @@ def _train(env_fn: EnvFn, config: MPOConfig | str | os.PathLike[str] | None, tot
                 episode_return[:] = 0.0
                 obs, _ = env.reset(seed=seed + counters["episodes"])
                 x = enc(obs)
+                new_preference()
             else:
                 x = nx
             while limiter.can_sample(config.batch_size):

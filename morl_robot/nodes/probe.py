@@ -27,6 +27,7 @@ class GraphProbe:
         self.executor.add_node(self.node)
         self._lock = threading.Lock()
         self.received: dict[str, list[tuple[float, Any]]] = {}
+        self._clients: dict[tuple[str, Any], Any] = {}
         self._thread = threading.Thread(target=self._spin, daemon=True)
         self._running = True
         self._thread.start()
@@ -69,15 +70,20 @@ class GraphProbe:
                       f"{count} subscriber(s) on {publisher.topic_name}")
 
     def call(self, service: str, srv_type: Any, request: Any | None = None, timeout: float = 20.0) -> Any:
-        client = self.node.create_client(srv_type, service)
-        try:
-            if not client.wait_for_service(timeout_sec=timeout):
-                raise TimeoutError(f"service {service} not available after {timeout:.0f} s")
-            future = client.call_async(request if request is not None else srv_type.Request())
-            self.wait_for(future.done, timeout, f"a response from {service}")
-            return future.result()
-        finally:
-            self.node.destroy_client(client)
+        """Call ``service`` and wait for the response.  Clients are kept per (service, type): a
+        freshly created client can send its request before the server has matched the client's
+        response reader (``wait_for_service`` only sees the server's request side), and under load
+        the response is then lost; a reused client is matched after its first call."""
+        key = (service, srv_type)
+        with self._lock:
+            client = self._clients.get(key)
+            if client is None:
+                client = self._clients[key] = self.node.create_client(srv_type, service)
+        if not client.wait_for_service(timeout_sec=timeout):
+            raise TimeoutError(f"service {service} not available after {timeout:.0f} s")
+        future = client.call_async(request if request is not None else srv_type.Request())
+        self.wait_for(future.done, timeout, f"a response from {service}")
+        return future.result()
 
     def lifecycle(self, node: str, goal: str, timeout: float = 60.0) -> None:
         """Walk the managed node ``node`` (full name) to ``goal`` (``active`` or ``unconfigured``)

@@ -4,6 +4,7 @@ nothing ever ticked (no ``/clock``, no ``joint_states``, the reset refused as st
 steps).  Here a realtime deploy graph and a short training run go with ``use_sim_time`` on."""
 from __future__ import annotations
 
+import itertools
 import subprocess
 import sys
 import time
@@ -62,7 +63,7 @@ def test_realtime_deploy_graph_runs_on_sim_time(ros_session, tmp_path):
     assert 0 < stamps[-1] <= sim_now + 0.5 and stamps[-1] < 1e6, stamps
     # they advance, except where an episode ends: a reset restarts the simulated time (a new episode's
     # settled start may sit just below where a short episode ended, e.g. 3.05 -> 3.0 s)
-    steps = [b - a for a, b in zip(stamps, stamps[1:])]
+    steps = [b - a for a, b in itertools.pairwise(stamps)]
     assert sum(d < 0 for d in steps) <= 1, stamps
     assert sum(d > 0 for d in steps) >= len(steps) // 2, stamps
     for rc in s.group.stop().values():
