@@ -108,6 +108,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     front.add_argument("--parallel", type=int, default=2, help="runs at a time, one core each (default 2)")
     front.add_argument("--time-limit", type=float, default=None,
                        help="seconds for this sitting; unfinished runs keep their checkpoints and resume next time")
+    front.add_argument("--conditioned", action="store_true",
+                       help="one ε-conditioned policy per seed (ε_force over the settings' range) trained --steps "
+                            "in all, evaluated at every ε_force setting, instead of one policy per setting")
     front.add_argument("--no-progress", action="store_true", help="no progress bar")
     front.set_defaults(func=_run_sawyer_front)
 
@@ -376,7 +379,7 @@ def _run_sawyer_front(args: argparse.Namespace) -> int:
     cfg = sawyer_front.FrontSweepConfig(
         eps_task=args.eps_task, eps_force=list(args.eps_force), seeds=list(args.seeds), steps=args.steps,
         learner_config=args.config, eval_episodes=args.eval_episodes, eval_seed=args.eval_seed,
-        parallel=args.parallel)
+        parallel=args.parallel, conditioned=args.conditioned)
     r = sawyer_front.run(args.out, cfg, progress=not args.no_progress, time_limit_s=args.time_limit)
     print(sawyer_front.format_table(r))
     print(f"wrote {args.out}/results.json, policies/, plots/front.png, plots/force_traces.png")

@@ -58,6 +58,9 @@ class FrontSweepConfig:
     eval_episodes: int = 20
     eval_seed: int = 10_000
     parallel: int = 2
+    #: one ε-conditioned policy per seed (preferences: ε_task fixed, ε_force over the settings'
+    #: range), trained ``steps`` in all and evaluated at every ``eps_force`` setting
+    conditioned: bool = False
 
     def validate(self) -> None:
         if not self.eps_force or any(not (e >= 0 and math.isfinite(e)) for e in self.eps_force):
@@ -66,6 +69,9 @@ class FrontSweepConfig:
             raise UsageError(f"--eps-task must be a finite value > 0, got {self.eps_task}")
         if self.steps < 1 or self.eval_episodes < 1 or self.parallel < 1 or not self.seeds:
             raise UsageError("--steps, --eval-episodes and --parallel must be >= 1, and --seeds non-empty")
+        if self.conditioned and not min(self.eps_force) > 0:
+            raise UsageError(f"--conditioned: the ε_force settings span a log-scale box, so all must be > 0, "
+                             f"got {self.eps_force}")
 
 
 def run_name(eps_force: float, seed: int) -> str:
@@ -143,6 +149,79 @@ def train_and_evaluate(setting: Any, out: str, cfg: dict[str, Any]) -> list[floa
     return evaluation.mean_returns.tolist()
 
 
+def conditioned_dir(out: Path, seed: int) -> Path:
+    return out / "runs" / "conditioned" / f"seed{seed}"
+
+
+def _learner_config(sweep: FrontSweepConfig, overrides: dict[str, Any]) -> Any:
+    from morl_robot.learning import load_learner_config
+    from morl_robot.resources import config_path
+
+    learner_path = Path(sweep.learner_config)
+    if not learner_path.is_file():
+        learner_path = config_path(sweep.learner_config)
+    return load_learner_config(learner_path, overrides)
+
+
+def train_and_evaluate_conditioned(setting: Any, out: str, cfg: dict[str, Any]) -> list[float]:
+    """One ε-conditioned run (in a worker process): π(a | s, ε) over ε_task fixed × ε_force in
+    [min, max] of the settings, trained ``steps`` in all (resumes), exported once, then evaluated
+    with the protocol at every ε_force setting; each evaluation is written where a sweep run's
+    would be (``runs/eps_force=<ε>/seed<s>/eval.json``), so :func:`summarise` reads both alike.
+    Returns the mean returns at the first setting."""
+    from morl_robot.envs.mo_env import MORobotEnv
+    from morl_robot.evaluation.protocol import evaluate_policy, scripted_policy
+    from morl_robot.learning import train
+
+    sweep = FrontSweepConfig(**cfg)
+    seed = int(setting.seed)
+    cdir = conditioned_dir(Path(out), seed)
+    box = [[sweep.eps_task, sweep.eps_task], [min(sweep.eps_force), max(sweep.eps_force)]]
+    config = _learner_config(sweep, {"preferences": {"ranges": box, "eval_points": max(2, len(sweep.eps_force))}})
+    demonstrator = scripted_policy(TASK).act if config.training.demonstrations.episodes else None
+    start = time.monotonic()
+    result = train(functools.partial(MORobotEnv, TASK), config, total_steps=sweep.steps, seed=seed, out_dir=cdir,
+                   progress=False, demonstrator=demonstrator)
+    wall = time.monotonic() - start
+    policy_file = _export(result, config, cdir / "policy.onnx", f"sawyer_front/conditioned_seed{seed}")
+    first: list[float] = []
+    for e in sweep.eps_force:
+        actor = result.policy.with_preference(np.array([sweep.eps_task, e]))
+        evaluation = evaluate_policy(actor, TASK, sweep.eval_episodes, sweep.eval_seed,
+                                     f"conditioned seed {seed} at ε_force={e:g}")
+        data = evaluation.to_json()
+        trace = next((ep for ep in evaluation.episodes if ep.success), evaluation.episodes[0])
+        data.update({
+            "objective_names": list(evaluation.objective_names),
+            "env_steps": int(result.env_steps), "updates": int(result.updates),
+            "train_wall_time_s": round(wall, 1), "resumed_from": str(result.resumed_from) if result.resumed_from else None,
+            "epsilons": {"task": sweep.eps_task, "wrist_force": e}, "train_seed": seed,
+            "conditioned": {"run": cdir.relative_to(Path(out)).as_posix(), "policy": policy_file},
+            "force_trace": {"seed": trace.seed, "success": trace.success, "forces": trace.forces.round(3).tolist()},
+        })
+        write_json_atomic(run_dir(Path(out), e, seed) / "eval.json", data)
+        first = first or evaluation.mean_returns.tolist()
+    return first
+
+
+def _export(result: Any, config: Any, path: Path, run_id: str) -> str | None:
+    """The trained policy as ONNX under the task's contract (with the preference input when the
+    policy is conditioned); returns the file name."""
+    from morl_robot.envs.mo_env import make_sim_robot
+    from morl_robot.serving.contract import contract_for_task
+    from morl_robot.serving.export import export_policy
+    from morl_robot.tasks.registry import load_task
+
+    task = load_task(TASK)
+    robot = make_sim_robot(task)
+    try:
+        contract = contract_for_task(task, robot, config, policy_version=result.env_steps, run_id=run_id)
+    finally:
+        robot.close()
+    export_policy(result.learner.policy, contract, path, normalizer=result.policy.normalizer)
+    return path.name
+
+
 def run(out_dir: str | Path, cfg: FrontSweepConfig, progress: bool = True,
         time_limit_s: float | None = None) -> dict[str, Any]:
     """Run (or resume) the sweep, then write ``results.json``, ``policies/`` and ``plots/``."""
@@ -153,9 +232,13 @@ def run(out_dir: str | Path, cfg: FrontSweepConfig, progress: bool = True,
     out.mkdir(parents=True, exist_ok=True)
     # seeds outer, settings spread: a first sitting that finishes few runs still spans the front
     order = sorted(range(len(cfg.eps_force)), key=lambda i: (i % 2, i if i % 2 == 0 else -i))
-    settings = [Setting(run_name(cfg.eps_force[i], s), {"eps_force": cfg.eps_force[i]}, s)
-                for s in cfg.seeds for i in order]
-    job = functools.partial(train_and_evaluate, out=str(out), cfg=asdict(cfg))
+    if cfg.conditioned:  # one run per seed covers every setting
+        settings = [Setting(f"conditioned_seed{s}", {}, s) for s in cfg.seeds]
+        job = functools.partial(train_and_evaluate_conditioned, out=str(out), cfg=asdict(cfg))
+    else:
+        settings = [Setting(run_name(cfg.eps_force[i], s), {"eps_force": cfg.eps_force[i]}, s)
+                    for s in cfg.seeds for i in order]
+        job = functools.partial(train_and_evaluate, out=str(out), cfg=asdict(cfg))
     start = time.monotonic()
     run_sweep(settings, job, processes=cfg.parallel, out_path=out / "sweep_progress.json",
               time_limit_s=time_limit_s, progress=progress, description="sawyer front")
@@ -184,8 +267,12 @@ def summarise(out: Path, cfg: FrontSweepConfig, wall_time_s: float | None = None
             if ev.get("env_steps") != cfg.steps:
                 runs.append({"run": run_name(e, s), "finished": False, "env_steps": ev.get("env_steps")})
                 continue
-            policy = out / "policies" / f"{run_name(e, s)}.onnx"
-            shutil.copyfile(rdir / "policy.onnx", policy)
+            if ev.get("conditioned"):  # one policy for every setting of this seed
+                policy = out / "policies" / f"conditioned_seed{s}.onnx"
+                shutil.copyfile(conditioned_dir(out, s) / "policy.onnx", policy)
+            else:
+                policy = out / "policies" / f"{run_name(e, s)}.onnx"
+                shutil.copyfile(rdir / "policy.onnx", policy)
             trace = ev.pop("force_trace", None)
             runs.append({"run": run_name(e, s), "finished": True, "policy": policy.relative_to(out).as_posix(),
                          "eval": ev, "force_trace": trace})
@@ -207,6 +294,8 @@ def summarise(out: Path, cfg: FrontSweepConfig, wall_time_s: float | None = None
         "experiment": "sawyer_peg_in_hole ε_force sweep (MO-MPO §6.4, Fig. 7)",
         "config": asdict(cfg), "sweep_wall_time_s": None if wall_time_s is None else round(wall_time_s, 1),
         "runs_finished": len(points), "runs_total": len(cfg.eps_force) * len(cfg.seeds),
+        "trained_policies": len(cfg.seeds) if cfg.conditioned else len(cfg.eps_force) * len(cfg.seeds),
+        "env_steps_in_all": cfg.steps * (len(cfg.seeds) if cfg.conditioned else len(cfg.eps_force) * len(cfg.seeds)),
         "per_setting": per_setting,
         "front": front_report(points, ref, names) if points else None,
         "runs": [{k: v for k, v in r.items() if k != "force_trace"} for r in runs],

@@ -32,6 +32,11 @@ class NetworkConfig:
     #: ``separate``: K independent critics (one batched kernel per layer); ``shared``: one torso
     #: with K output heads.  See :mod:`morl_robot.learning.networks`.
     critic_architecture: Literal["separate", "shared"] = "separate"
+    #: the critics' output layer starts at this fraction of the default init (acme's near-zero
+    #: output, 0.01).  Near zero, the hidden layers learn the action-dependence of Q slowly: on
+    #: Q = −|a|² (6-D actions, 1500 Adam steps) the fitted slope reaches −0.09 of the true −1 at
+    #: 0.01 and −0.65 at 1.0 (``config/learner/conditioned.yaml`` uses 1.0).
+    critic_output_scale: float = 1e-2
     min_std: float = 1e-4
     init_std: float = 0.7
 
@@ -44,6 +49,8 @@ class NetworkConfig:
             fail("", "networks.min_std", f"must be > 0, got {self.min_std}")
         if self.init_std <= self.min_std:
             fail("", "networks.init_std", f"must be > min_std ({self.min_std}), got {self.init_std}")
+        if not self.critic_output_scale > 0:
+            fail("", "networks.critic_output_scale", f"must be > 0, got {self.critic_output_scale}")
 
 
 @dataclass
@@ -121,6 +128,11 @@ class TrainingConfig:
     #: the same deterministic return vector (to ``1e-9``); 0: train for the whole budget.  For a
     #: deterministic environment (Deep Sea Treasure) this is "the greedy path no longer changes".
     stop_when_stable: int = 0
+    #: normalise observations by their running mean/std before the networks see them
+    #: (:class:`~morl_robot.learning.normalization.RunningNormalizer`; the replay keeps raw
+    #: observations, batches are normalised with the current statistics, an exported policy carries
+    #: them in its graph).  What the learner node's ``observation_normalization`` does.
+    observation_normalization: bool = False
 
     def validate(self) -> None:
         for key in ("eval_every", "checkpoint_every", "stop_when_stable"):

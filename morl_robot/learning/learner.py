@@ -59,6 +59,8 @@ class PolicyActor:
         self.network = network
         self.spec = spec
         self.generator = generator if generator is not None else torch.Generator().manual_seed(0)
+        #: observation normaliser applied before the network (None: raw observations)
+        self.normalizer: Any = None
         #: ε-conditioned policy: the preference box, and the preference ε [K] it acts under
         self.preferences = preferences
         self.preference: np.ndarray | None = None
@@ -73,18 +75,22 @@ class PolicyActor:
         self._features = self.preferences.features(self.preference)
 
     def with_preference(self, eps: np.ndarray) -> PolicyActor:
-        """A copy acting under ``eps`` (same network and generator)."""
-        return PolicyActor(self.network, self.spec, self.generator, self.preferences, eps)
+        """A copy acting under ``eps`` (same network, generator and normaliser)."""
+        other = PolicyActor(self.network, self.spec, self.generator, self.preferences, eps)
+        other.normalizer = self.normalizer
+        return other
 
     def augment(self, obs: np.ndarray) -> np.ndarray:
-        """The network input for an observation ``[O]``: ``[O + K]`` with the preference features
-        appended (conditioned), else the observation itself."""
+        """What the replay stores for an observation ``[O]``: ``[O + K]`` with the preference
+        features appended (conditioned), else the observation itself (raw: not normalised)."""
         if self.preferences is None:
             return np.asarray(obs, np.float32)
         return np.concatenate([np.asarray(obs, np.float32).reshape(-1), self._features])
 
     @torch.no_grad()
     def act(self, obs: np.ndarray, deterministic: bool = False) -> tuple[Any, float]:
+        if self.normalizer is not None:
+            obs = self.normalizer.normalize(np.asarray(obs, np.float64))
         x = torch.as_tensor(self.augment(obs)).reshape(1, -1)
         if self.spec.is_discrete:
             logits = self.network(x)[0]
@@ -139,7 +145,8 @@ class MOMPOLearner:
         in_dim = self.obs_dim + (self.preferences.dim if self.preferences is not None else 0)
         self.input_dim = in_dim
         self.policy = make_policy(in_dim, spec, net.policy_hidden, net.min_std, net.init_std)
-        self.critic = Critic(in_dim, spec.input_dim, num_objectives, net.critic_hidden, net.critic_architecture)
+        self.critic = Critic(in_dim, spec.input_dim, num_objectives, net.critic_hidden, net.critic_architecture,
+                             net.critic_output_scale)
         #: conditioned: the last update's (ε [K, B], achieved E-step KL [K, B]) for inspection
         self.last_preference_kl: tuple[np.ndarray, np.ndarray] | None = None
         self.target_policy = copy.deepcopy(self.policy).requires_grad_(False)

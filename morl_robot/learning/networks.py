@@ -184,7 +184,8 @@ class Critic(nn.Module):
     """
 
     def __init__(self, obs_dim: int, action_input_dim: int, num_objectives: int,
-                 hidden: Sequence[int] = (400, 300), architecture: Literal["separate", "shared"] = "separate"):
+                 hidden: Sequence[int] = (400, 300), architecture: Literal["separate", "shared"] = "separate",
+                 output_scale: float = 1e-2):
         super().__init__()
         self.num_objectives = int(num_objectives)
         self.architecture = architecture
@@ -195,8 +196,8 @@ class Critic(nn.Module):
         self.norm = EnsembleLayerNorm(members, sizes[1])
         self.hidden = nn.ModuleList(EnsembleLinear(members, a, b) for a, b in itertools.pairwise(sizes[1:]))
         self.out = EnsembleLinear(members, sizes[-1], outputs)
-        with torch.no_grad():
-            self.out.weight.mul_(1e-2)
+        with torch.no_grad():  # near-zero start (acme) unless output_scale says otherwise
+            self.out.weight.mul_(float(output_scale))
             self.out.bias.zero_()
 
     def forward(self, obs: Tensor, action: Tensor) -> Tensor:

@@ -14,6 +14,7 @@ produced in [-1, 1] and rescaled to the space's bounds; ``Discrete`` actions are
 """
 from __future__ import annotations
 
+import copy
 import dataclasses
 import math
 import os
@@ -33,6 +34,7 @@ from morl_robot.learning.config import MPOConfig, config_to_dict, load_learner_c
 from morl_robot.learning.learner import MOMPOLearner, PolicyActor
 from morl_robot.learning.metrics import MetricsLogger
 from morl_robot.learning.networks import ActionSpec
+from morl_robot.learning.normalization import RunningNormalizer
 from morl_robot.learning.replay import SampleToInsertRatio, SequenceReplay
 
 EnvFn = Callable[[], Any]
@@ -240,6 +242,7 @@ def _train(env_fn: EnvFn, config: MPOConfig | str | os.PathLike[str] | None, tot
                           "counterfactual relabelling rewrites the machine-state part of stored observations, "
                           "which the preference features would follow")
     pref_rng = np.random.default_rng(seed + 7)
+    normalizer = RunningNormalizer(enc.dim) if tcfg.observation_normalization else None
     if rcfg.crm:
         if not hasattr(env, "relabeller"):
             raise ConfigError("replay.crm is true but the environment has no reward machine (wrap it in "
@@ -266,6 +269,11 @@ def _train(env_fn: EnvFn, config: MPOConfig | str | os.PathLike[str] | None, tot
                 replay.load_state_dict(payload["replay"])
                 limiter.load_state_dict(payload["limiter"])
             torch.set_rng_state(payload["rng"]["torch"])
+            if (payload.get("normalizer") is not None) != (normalizer is not None):
+                raise ConfigError(f"training.observation_normalization: {resumed_from} was trained with it "
+                                  f"{'on' if normalizer is None else 'off'}; resume with the same setting")
+            if normalizer is not None:
+                normalizer.load_state_dict(payload["normalizer"])
             evaluations = [(int(s), np.asarray(r)) for s, r in payload.get("evaluations", [])]
     logger = MetricsLogger(run_dir, tcfg.tensorboard, resume_step=counters["env_steps"]) if run_dir else None
 
@@ -280,15 +288,21 @@ def _train(env_fn: EnvFn, config: MPOConfig | str | os.PathLike[str] | None, tot
             "rng": _rng_state(),
             "config": config_to_dict(config),
             "evaluations": [(s, torch.as_tensor(r)) for s, r in evaluations],
+            "normalizer": normalizer.state_dict() if normalizer is not None else None,
         }
         save_checkpoint(run_dir, counters["env_steps"], payload, keep=tcfg.keep_checkpoints)
 
+    def snapshot() -> PolicyActor:  # a frozen policy with a frozen copy of the normaliser
+        frozen = learner.policy_snapshot()
+        frozen.normalizer = copy.deepcopy(normalizer)
+        return frozen
+
     def run_eval() -> np.ndarray:
-        snapshot = learner.policy_snapshot()
+        snapshot_ = snapshot()
         if eval_fn is not None:
-            returns = np.asarray(eval_fn(snapshot), np.float64)
+            returns = np.asarray(eval_fn(snapshot_), np.float64)
         else:
-            returns = evaluate(snapshot, env_fn, tcfg.eval_episodes, seed=seed + 1_000_000 + counters["env_steps"])
+            returns = evaluate(snapshot_, env_fn, tcfg.eval_episodes, seed=seed + 1_000_000 + counters["env_steps"])
         evaluations.append((counters["env_steps"], returns))
         if logger is not None:
             logger.log_eval(counters["env_steps"], {f"return/{n}": float(v) for n, v in zip(learner.objective_names, returns)})
@@ -297,6 +311,7 @@ def _train(env_fn: EnvFn, config: MPOConfig | str | os.PathLike[str] | None, tot
     metrics: list[dict[str, float]] = []
     converged_at: int | None = None
     actor = learner.actor()
+    actor.normalizer = normalizer  # acts on the live statistics
     if demo_episodes and spec.is_discrete:
         raise ConfigError("training.demonstrations: demonstrations need a continuous (Box) action space")
     demo = (NoisyDemonstrator(demonstrator, tcfg.demonstrations.action_noise, seed + 5)
@@ -321,7 +336,10 @@ def _train(env_fn: EnvFn, config: MPOConfig | str | os.PathLike[str] | None, tot
             elif demo is not None and demo.observations and tcfg.demonstrations.pretrain_updates:
                 # the demonstrations are in: clone them once before the policy acts (after a resume
                 # mid-demonstrations, on the part collected since)
-                learner.behaviour_clone(np.stack(demo.observations), np.stack(demo.actions),
+                demo_obs = np.stack(demo.observations)
+                if normalizer is not None:
+                    demo_obs = normalizer.normalize(demo_obs)
+                learner.behaviour_clone(demo_obs, np.stack(demo.actions),
                                         tcfg.demonstrations.pretrain_updates, config.batch_size, seed)
                 demo.observations.clear()
                 demo.actions.clear()
@@ -331,6 +349,8 @@ def _train(env_fn: EnvFn, config: MPOConfig | str | os.PathLike[str] | None, tot
             next_obs, reward, terminated, truncated, info = env.step(dec(action))
             episode_return += np.asarray(reward, np.float64).reshape(-1)
             nx = enc(next_obs)
+            if normalizer is not None:
+                normalizer.update(x)
             replay.add(actor.augment(x), action, np.asarray(reward, np.float32).reshape(-1), actor.augment(nx),
                        bool(terminated), bool(truncated), log_mu,
                        label=int(info.get("rm_label", -1)), env_terminated=info.get("env_terminated"))
@@ -354,6 +374,10 @@ def _train(env_fn: EnvFn, config: MPOConfig | str | os.PathLike[str] | None, tot
             while limiter.can_sample(config.batch_size):
                 batch = replay.sample(config.batch_size, config.sequence_length)
                 limiter.sample(config.batch_size)
+                if normalizer is not None:  # raw [T+1, B, O(+K)] → the observation part normalised
+                    o = batch.observations.copy()
+                    o[..., : enc.dim] = normalizer.normalize(o[..., : enc.dim])
+                    batch = dataclasses.replace(batch, observations=o.astype(np.float32))
                 stats = learner.update(batch)
                 if learner.num_updates % tcfg.log_every == 0:
                     row = {"update": float(learner.num_updates), "env_steps": float(counters["env_steps"]), **stats}
@@ -384,7 +408,7 @@ def _train(env_fn: EnvFn, config: MPOConfig | str | os.PathLike[str] | None, tot
         if logger is not None:
             logger.close()
     return TrainResult(
-        policy=learner.policy_snapshot(), learner=learner, metrics=metrics, evaluations=evaluations,
+        policy=snapshot(), learner=learner, metrics=metrics, evaluations=evaluations,
         final_return=final, env_steps=counters["env_steps"], updates=learner.num_updates,
         episodes=counters["episodes"], wall_time_s=time.monotonic() - start_time, out_dir=run_dir,
         resumed_from=resumed_from, objective_names=list(learner.objective_names), converged_at=converged_at,

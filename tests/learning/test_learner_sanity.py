@@ -148,3 +148,56 @@ def test_stable_since_and_its_config_checks() -> None:
         TrainingConfig(eval_every=100, stop_when_stable=1).validate()
     with pytest.raises(ConfigError, match="stop_when_stable"):
         TrainingConfig(eval_every=0, stop_when_stable=3).validate()
+
+
+class ScaledObservationBandit(TwoTargetBandit):
+    """The bandit with a large, noisy observation (scale 1000): only a normaliser makes it O(1)."""
+
+    observation_space = gym.spaces.Box(-1e4, 1e4, (2,), np.float32)
+
+    def reset(self, *, seed=None, options=None):
+        super().reset(seed=seed)
+        return (np.array([1000.0, -500.0]) + 100.0 * self.np_random.standard_normal(2)).astype(np.float32), {}
+
+    def step(self, action):
+        _, reward, terminated, truncated, info = super().step(action)
+        return self.reset()[0], reward, terminated, truncated, info
+
+
+def test_observation_normalization_is_learned_checkpointed_and_travels_with_the_policy(tmp_path: Path) -> None:
+    import dataclasses
+
+    import pytest
+
+    from morl_robot.errors import ConfigError
+
+    cfg = bandit_config([0.1, 0.1])
+    cfg = cfg.replace(training=dataclasses.replace(cfg.training, observation_normalization=True))
+    result = train(ScaledObservationBandit, cfg, total_steps=300, seed=0, out_dir=tmp_path, progress=False)
+    norm = result.policy.normalizer
+    assert norm is not None and norm.count == 300
+    np.testing.assert_allclose(norm.mean, [1000.0, -500.0], atol=30.0)
+    np.testing.assert_allclose(norm.std, [100.0, 100.0], rtol=0.25)
+    # the policy acts on normalised inputs: a raw observation is normalised inside act()
+    raw = np.array([1000.0, -500.0], np.float32)
+    with torch.no_grad():
+        direct = result.learner.policy(torch.as_tensor(norm.normalize(raw), dtype=torch.float32).reshape(1, -1))[0]
+    np.testing.assert_allclose(result.policy(raw), direct.numpy().reshape(-1), atol=1e-6)
+    # the statistics are in the checkpoint; resuming with normalisation off is refused by name
+    resumed = train(ScaledObservationBandit, cfg, total_steps=350, seed=0, out_dir=tmp_path, progress=False)
+    assert resumed.resumed_from is not None and resumed.policy.normalizer.count == 350
+    plain = cfg.replace(training=dataclasses.replace(cfg.training, observation_normalization=False))
+    with pytest.raises(ConfigError, match="observation_normalization"):
+        train(ScaledObservationBandit, plain, total_steps=400, seed=0, out_dir=tmp_path, progress=False)
+
+
+def test_one_conditioned_policy_follows_its_preference_through_train() -> None:
+    from morl_robot.learning.preferences import PreferenceConfig
+
+    cfg = bandit_config([0.1, 0.1]).replace(epsilons=[], preferences=PreferenceConfig(ranges=[[0.002, 0.1]] * 2))
+    result = train(TwoTargetBandit, cfg, total_steps=800, seed=0, progress=False)
+    toward_0 = float(result.policy.with_preference([0.1, 0.002])(np.zeros(1, np.float32))[0])
+    toward_1 = float(result.policy.with_preference([0.002, 0.1])(np.zeros(1, np.float32))[0])
+    assert toward_0 > 0.05 and toward_1 < -0.05, (toward_0, toward_1)
+    with_pref = result.learner.last_preference_kl
+    assert with_pref is not None and with_pref[0].shape == (2, 32)
