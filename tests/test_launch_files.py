@@ -87,7 +87,8 @@ def test_three_launch_files_exist_and_parse():
 EXPECTED_ARGUMENTS = {
     "train.launch.py": {"session", "task", "backend", "actors", "steps", "seed", "namespace", "learner_config", "out",
                         "use_sim_time"},
-    "deploy.launch.py": {"session", "policy", "robot", "backend", "seed", "namespace", "release", "use_sim_time"},
+    "deploy.launch.py": {"session", "policy", "robot", "backend", "seed", "namespace", "release", "use_sim_time",
+                         "preference"},
     "safety_test.launch.py": {"session", "robot", "backend", "seed", "namespace", "out", "use_sim_time"},
 }
 
@@ -121,6 +122,8 @@ def policy(tmp_path_factory):
     ("deploy.launch.py", {"release": "after_checks", "backend": "hardware", "policy": "POLICY"},
      "after_checks is allowed only with backend:=sim"),
     ("deploy.launch.py", {"use_sim_time": "true", "backend": "hardware", "policy": "POLICY"}, "needs backend sim"),
+    ("deploy.launch.py", {"preference": "0.1,0.1", "policy": "POLICY"}, "not preference-conditioned"),
+    ("deploy.launch.py", {"preference": "0.1,x", "policy": "POLICY"}, "preference:='0.1,x': expected numbers"),
 ])
 def test_bad_launch_arguments_are_clear_errors(fake_launch, policy, file, args, message):
     from morl_robot.errors import MorlRobotError

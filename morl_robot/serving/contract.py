@@ -114,6 +114,22 @@ class PreferenceInputs:
                 raise PreferenceError(f"{what}: ε for objective '{name}' is {float(v)!r}, outside its range [{lo:g}, {hi:g}]")
         return np.clip(e, low, high)
 
+    def check_labelled(self, values: Sequence[float], labels: Sequence[str], what: str = "preference") -> np.ndarray:
+        """As :meth:`check` for a labelled vector (a ``preference`` message): ``labels`` empty, or the
+        objective names in any order (the values are reordered to the contract's order)."""
+        labels = [lab.strip() for lab in labels]
+        if not labels:
+            return self.check(values, what)
+        if sorted(labels) != sorted(self.names) or len(labels) != len(values):
+            raise PreferenceError(f"{what} is labelled {labels} but the policy's preference inputs are "
+                                  f"{self.names} (label each value with its objective, or leave the labels empty)")
+        by_name = dict(zip(labels, values))
+        return self.check([by_name[n] for n in self.names], what)
+
+    def describe(self, eps: Sequence[float] | np.ndarray) -> str:
+        """``task=0.1, wrist_force=0.01`` (for logs)."""
+        return ", ".join(f"{n}={float(v):.6g}" for n, v in zip(self.names, np.asarray(eps).reshape(-1)))
+
     def features(self, eps: np.ndarray) -> np.ndarray:
         """The network input for preferences ``[..., K]`` (float32): ``2 (log ε − log low) /
         (log high − log low) − 1`` per free objective, 0 for a fixed one (what the exported graph computes)."""
@@ -276,6 +292,15 @@ class PolicyContract:
                 continue
             raise ContractError(f"policy contract mismatch in '{name}': running model has {_describe(a)}, "
                                 f"new model has {_describe(b)}{_first_difference(a, b)}")
+
+    def check_preference(self, eps: Any, what: str = "preference") -> np.ndarray:
+        """``eps`` as ``[K]`` float64 if the policy can act under it; otherwise
+        :class:`PreferenceError` naming the objective and its range, the wrong length, or that the
+        policy has no preference input."""
+        if self.preferences is None:
+            raise PreferenceError(f"{what}: this policy is not preference-conditioned (its contract lists no "
+                                  "preference inputs); it takes no preference")
+        return self.preferences.check(eps, what)
 
     def summary(self) -> str:
         """One line: task, robot, sizes, version."""

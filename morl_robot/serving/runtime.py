@@ -164,10 +164,7 @@ class OnnxPolicy:
         """``eps`` as a ``[K]`` float64 array if this model can act under it; otherwise
         :class:`PreferenceError` naming the objective and its range (or the wrong length, or that
         the model takes no preference)."""
-        if self.preferences is None:
-            raise PreferenceError(f"{what}: this policy is not preference-conditioned (its contract lists no "
-                                  "preference inputs); it takes no preference")
-        return self.preferences.check(eps, what)  # type: ignore[arg-type]
+        return self.contract.check_preference(eps, what)
 
     def set_preference(self, eps: object) -> np.ndarray:
         """Act under ``eps`` (checked: :meth:`check_preference`) from now on; returns it as [K] float64."""
