@@ -5,9 +5,11 @@ from __future__ import annotations
 import numpy as np
 import onnx
 import pytest
-import torch
 from policy_models import (
+    RANGES,
     SAWYER,
+    conditioned_contract,
+    conditioned_learner,
     make_normalizer,
     make_policy,
     random_observations,
@@ -15,9 +17,9 @@ from policy_models import (
     with_metadata,
 )
 
-from morl_robot.learning import ActionSpec, MOMPOLearner
+from morl_robot.learning import MOMPOLearner
 from morl_robot.learning.checkpoint import save_checkpoint
-from morl_robot.learning.config import config_from_dict, config_to_dict
+from morl_robot.learning.config import config_to_dict
 from morl_robot.serving.contract import (
     PolicyContract,
     PreferenceError,
@@ -27,23 +29,11 @@ from morl_robot.serving.contract import (
 from morl_robot.serving.export import export_policy, export_run, reference_outputs
 from morl_robot.serving.runtime import OnnxPolicy, PolicyLoadError, inspect_model
 
-RANGES = [[0.01, 1.0], [0.01, 1.0]]
 PREFS = [[0.01, 1.0], [1.0, 0.01], [0.1, 0.1], [0.03, 0.5], [0.9, 0.02]]
 
 
-def conditioned_contract(ranges=RANGES) -> PolicyContract:
-    c = task_contract(SAWYER)
-    return replace(c, preferences=PreferenceInputs(list(c.objective_names), [list(r) for r in ranges]))
-
-
 def tiny_learner(contract: PolicyContract, ranges=RANGES, seed: int = 0) -> MOMPOLearner:
-    cfg = config_from_dict({"preferences": {"ranges": ranges},
-                            "networks": {"policy_hidden": [32, 24], "critic_hidden": [16, 16]}})
-    learner = MOMPOLearner(len(contract.observation_labels), ActionSpec.box(len(contract.action_labels)),
-                           len(contract.objective_names), cfg, seed=seed)
-    with torch.no_grad():  # as if trained: the mean depends clearly on observation and preference
-        learner.policy.mean_head.weight.normal_(0.0, 0.5)
-    return learner
+    return conditioned_learner(contract, ranges, seed)
 
 
 @pytest.fixture(scope="module")
@@ -99,7 +89,7 @@ def test_normalised_observation_then_features(conditioned_model) -> None:
 
 def test_fixed_objective_feature_is_zero() -> None:
     ranges = [[0.01, 1.0], [0.05, 0.05]]
-    contract = conditioned_contract(ranges)
+    contract = conditioned_contract(ranges=ranges)
     learner = tiny_learner(contract, ranges)
     policy = OnnxPolicy.from_bytes(export_policy(learner.policy, contract))
     np.testing.assert_allclose(policy.preference, [0.1, 0.05])
