@@ -31,7 +31,10 @@ Parameters:
   contract's ranges (:meth:`PreferenceInputs.check`): an invalid parameter set is refused with the
   reason, an invalid message logged and ignored.  Each accepted change is logged (old → new) and
   the current preference is in ``/diagnostics`` (``preference/<objective>``).  An unconditioned
-  policy refuses a preference.
+  policy refuses a preference.  In mode ``train`` the actor instead samples a preference per
+  episode (log-uniform in the contract's ranges, :meth:`PreferenceInputs.sample`) and its
+  experience rows carry the preference features after the observation (``obs/preference/<objective>``,
+  the learner's network input); the parameter is then refused.
 * ``actor_id``, ``chunk_size`` (64), ``seed``, ``observation_timeout`` (0.25 s), ``rate`` (0 = the
   contract's), ``realtime_priority`` (0; 1–99 runs the realtime loop thread under SCHED_FIFO, as
   ros2_control does for its loop, if the process may), ``diagnostics_period`` (1 s), ``autostart``.
@@ -99,12 +102,13 @@ def _percentile_ms(samples: deque[float], q: float) -> float:
 class _Pending:
     """The half of a transition known after acting: (s, a, log μ(a|s)) at (episode, step)."""
 
-    __slots__ = ("action", "episode", "log_prob", "obs", "step", "version")
+    __slots__ = ("action", "episode", "features", "log_prob", "obs", "step", "version")
 
     def __init__(self, obs: np.ndarray, action: np.ndarray, log_prob: float, version: int, episode: int,
-                 step: int) -> None:
+                 step: int, features: np.ndarray) -> None:
         self.obs, self.action, self.log_prob = obs, action, log_prob
         self.version, self.episode, self.step = version, episode, step
+        self.features = features  # (K,) preference features of an ε-conditioned actor, else (0,)
 
 
 class PolicyServer(ManagedNode):
@@ -172,7 +176,8 @@ class PolicyServer(ManagedNode):
         self._holding = ""  # current hold reason ("" = serving)
         self._last_error = ""
         self._preference_source = "parameter"  # who is setting the preference parameter (for the log)
-        self._counters.update(preference_changes=0, rejected_preferences=0)
+        self._preference_episode: int | None = None  # train: the episode the current preference was sampled for
+        self._counters.update(preference_changes=0, rejected_preferences=0, preference_samples=0)
 
     def _param(self, name: str) -> Any:
         return self.get_parameter(name).value
@@ -193,6 +198,9 @@ class PolicyServer(ManagedNode):
         rate = float(self._param("rate"))
         if rate < 0 or rate > 1000:
             raise ConfigError(f"parameter rate: must be 0 (the contract's control rate) or in (0, 1000] Hz, got {rate}")
+        if mode == "train" and list(self._param("preference") or []):
+            raise ConfigError("parameter preference: mode train samples a preference per episode (log-uniform in "
+                              "the policy's ranges); leave it empty")
         path = self._param("policy")
         if path:
             policy = OnnxPolicy.from_file(path)
@@ -269,6 +277,7 @@ class PolicyServer(ManagedNode):
         self.policy = None
         self._latest, self._label_cache, self._verified, self._command_layout = None, None, None, None
         self._last_key, self._last_command, self._pending, self._rows = None, None, None, []
+        self._preference_episode = None
         self._configured = False
 
     def close(self) -> None:
@@ -317,7 +326,7 @@ class PolicyServer(ManagedNode):
             self._hold("bad_layout", f"task_step objectives {list(ts.objectives)} differ from the policy "
                                      f"contract's {c.objective_names}")
             return False
-        columns = wire.experience_columns(c.observation_labels, c.action_labels, ts.objectives)
+        columns = wire.experience_columns(c.input_labels, c.action_labels, ts.objectives)
         if columns != self._columns:
             self._flush()  # the rows so far keep their columns
             self._columns = columns
@@ -447,6 +456,11 @@ class PolicyServer(ManagedNode):
         if not self._layout_matches(ts):
             return
         policy = self.policy
+        train = self._pub_experience is not None
+        if train and policy.preferences is not None and ts.episode != self._preference_episode:
+            policy.set_preference(policy.preferences.sample(self._rng))  # this episode's preference
+            self._preference_episode = ts.episode
+            self._counters["preference_samples"] += 1
         t0 = time.perf_counter()
         try:
             out = policy.act(ts.observation, deterministic=self._pub_experience is None, rng=self._rng)
@@ -466,7 +480,10 @@ class PolicyServer(ManagedNode):
         self._counters["commands"] += 1
         self._last_command, self._last_key = msg, (ts.episode, ts.step)
         if self._pub_experience is not None:
-            self._pending = _Pending(ts.observation, out.action, out.log_prob, policy.version, ts.episode, ts.step)
+            features = (policy.preferences.features(policy.preference) if policy.preferences is not None
+                        and policy.preference is not None else np.zeros(0, np.float32))
+            self._pending = _Pending(ts.observation, out.action, out.log_prob, policy.version, ts.episode, ts.step,
+                                     features.astype(np.float64))
         if self._holding:
             self.get_logger().info(f"serving again (was holding: {self._holding})")
             self._holding = ""
@@ -511,8 +528,9 @@ class PolicyServer(ManagedNode):
         if (ts.episode, ts.step) != (p.episode, p.step + 1) or not self._columns:
             self._counters["dropped_transitions"] += 1
             return
-        row = np.concatenate([[float(self._param("actor_id")), p.version, p.episode, p.step], p.obs, p.action,
-                              [p.log_prob], ts.reward, ts.observation, [float(ts.terminated), float(ts.truncated)]])
+        row = np.concatenate([[float(self._param("actor_id")), p.version, p.episode, p.step], p.obs, p.features,
+                              p.action, [p.log_prob], ts.reward, ts.observation, p.features,
+                              [float(ts.terminated), float(ts.truncated)]])
         if row.size != len(self._columns):
             self._counters["dropped_transitions"] += 1
             return
@@ -666,7 +684,10 @@ class PolicyServer(ManagedNode):
     # --- preference (ε-conditioned policy) -----------------------------------------------------
     def _apply_initial_preference(self, policy: OnnxPolicy) -> None:
         """The first model: act under the ``preference`` parameter (:class:`PreferenceError` if it
-        does not fit); an empty one means the box's centre, which the parameter then shows."""
+        does not fit); an empty one means the box's centre, which the parameter then shows (train
+        mode: nothing, the preference is sampled per episode)."""
+        if self._param("mode") == "train":
+            return
         value = list(self._param("preference") or [])
         if value:
             policy.set_preference(value)
@@ -679,6 +700,12 @@ class PolicyServer(ManagedNode):
         values = list(value) if isinstance(value, (list, tuple)) or hasattr(value, "tolist") else value
         with self._lock:
             policy = self.policy
+            if self._param("mode") == "train":
+                if values == []:
+                    return True, "no preference"
+                self._counters["rejected_preferences"] += 1
+                return False, ("mode train samples a preference per episode (log-uniform in the policy's ranges); "
+                               "the preference parameter applies to mode deploy")
             if policy is None:
                 return True, "no model yet: checked when one loads"
             try:

@@ -98,6 +98,17 @@ class PreferenceInputs:
         """The box's geometric centre ``[K]``: the default preference."""
         return np.exp(0.5 * (np.log(self.low) + np.log(self.high)))
 
+    @property
+    def feature_labels(self) -> list[str]:
+        """Labels of the K preference features in an experience row (``preference/<objective>``)."""
+        return [f"preference/{n}" for n in self.names]
+
+    def sample(self, rng: np.random.Generator) -> np.ndarray:
+        """One preference ``[K]``, log-uniform per objective in its range (a fixed one at its value):
+        what an exploring actor acts under for an episode (as ``PreferenceSpace.sample``)."""
+        log_low, log_high = np.log(self.low), np.log(self.high)
+        return np.clip(np.exp(log_low + rng.random(self.dim) * (log_high - log_low)), self.low, self.high)
+
     def check(self, eps: Sequence[float] | np.ndarray, what: str = "preference", rtol: float = 1e-6) -> np.ndarray:
         """``eps`` as a ``[K]`` float64 array (clipped onto the box) if it has K finite entries inside
         the ranges (to ``rtol``); otherwise :class:`PreferenceError` naming the objective and its range."""
@@ -292,6 +303,12 @@ class PolicyContract:
                 continue
             raise ContractError(f"policy contract mismatch in '{name}': running model has {_describe(a)}, "
                                 f"new model has {_describe(b)}{_first_difference(a, b)}")
+
+    @property
+    def input_labels(self) -> list[str]:
+        """What the policy network sees, in order: the observation labels, then (ε-conditioned) the
+        preference features ``preference/<objective>`` — the ``obs/…`` columns of its experience."""
+        return list(self.observation_labels) + (self.preferences.feature_labels if self.preferences else [])
 
     def check_preference(self, eps: Any, what: str = "preference") -> np.ndarray:
         """``eps`` as ``[K]`` float64 if the policy can act under it; otherwise

@@ -18,6 +18,7 @@ from std_msgs.msg import Float64MultiArray
 from test_policy_server_node import NS, Harness
 
 from morl_robot.nodes import wire
+from morl_robot.serving.contract import replace
 from morl_robot.serving.export import export_policy
 from morl_robot.serving.runtime import OnnxPolicy
 from morl_robot.session.processes import NodeSpec
@@ -119,3 +120,48 @@ def test_a_start_preference_out_of_range_fails_configure(ros_session, tmp_path) 
     ros_session.probe.wait_for(lambda: not proc.alive, 30, "the policy server to exit: it cannot configure")
     assert "parameter preference" in proc.log_text() and proc.returncode != 0
     assert "'wrist_force' is 3.0, outside its range [0.01, 1]" in proc.log_text()
+
+
+def test_train_actor_samples_a_preference_per_episode_and_records_its_features(ros_session) -> None:
+    contract = conditioned_contract()
+    data = export_policy(conditioned_learner(contract, strong=True).policy, replace(contract, policy_version=1))
+    local = OnnxPolicy.from_bytes(data)
+    h = Harness(ros_session, mode="train", timing="lockstep", chunk_size=64, actor_id=2, seed=3)
+    h.send_snapshot(data, 1)
+    obs = random_observations(contract, 8, seed=8)
+    h.publish(1, 0, obs[0])
+    ros_session.probe.wait_for(lambda: len(h.commands) == 1, 10, "the first command once the snapshot loaded")
+    for t in range(1, 4):
+        h.step(1, t, obs[t])
+    h.publish(1, 4, obs[4], truncated=True)
+    for t in range(3):
+        h.step(2, t, obs[5 + t])
+    h.publish(2, 3, obs[0], truncated=True)
+    ros_session.probe.wait_for(lambda: len(h.experience) == 2, 10, "one experience chunk per episode")
+    columns = wire.experience_columns(contract.input_labels, contract.action_labels, contract.objective_names)
+    assert columns[-4:-2] == ("next_obs/preference/task", "next_obs/preference/wrist_force")
+    tables = [wire.read_table(m) for _, m in h.experience]
+    assert all(cols == columns for _, cols in tables)
+    chunk = wire.split_experience(np.concatenate([t for t, _ in tables]), columns)
+    o = len(contract.observation_labels)
+    np.testing.assert_allclose(chunk.obs[:, :o], obs[[0, 1, 2, 3, 5, 6, 7]])
+    features = chunk.obs[:, o:]
+    np.testing.assert_array_equal(chunk.next_obs[:, o:], features)  # one preference per transition
+    assert np.all(np.abs(features) <= 1.0)
+    first, second = features[:4], features[4:]
+    assert np.ptp(first, axis=0).max() == 0 and np.ptp(second, axis=0).max() == 0  # fixed within an episode
+    assert np.abs(first[0] - second[0]).max() > 1e-3  # sampled afresh for the next one
+    # each transition's log μ(a|s) is that of the policy under the preference its features encode
+    prefs = contract.preferences
+    for row in range(len(chunk.step)):
+        log_low, log_high = np.log(prefs.low), np.log(prefs.high)
+        eps = np.exp(log_low + (features[row] + 1.0) / 2.0 * (log_high - log_low))
+        _, mean, log_std = local.infer(chunk.obs[row:row + 1, :o].astype(np.float32),
+                                       eps.astype(np.float32).reshape(1, -1))
+        z = (chunk.action[row] - mean[0]) / np.exp(log_std[0])
+        want = float(np.sum(-0.5 * z * z - log_std[0] - 0.5 * np.log(2 * np.pi)))
+        assert chunk.log_prob[row] == pytest.approx(want, abs=1e-4)
+    values = h.wait_status(lambda v: v["preference_samples"] == "2", "two sampled preferences")
+    assert "preference/task" in values
+    result = _set(h, [0.1, 0.1])  # train mode: the actor samples its own preferences
+    assert not result.successful and "mode train samples a preference per episode" in result.reason
