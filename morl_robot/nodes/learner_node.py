@@ -16,7 +16,10 @@ broadcasts its policy.  This node is a thin wrapper around the pure pieces of
   seconds per tick, so ingestion keeps flowing between ticks.  With ``observation_normalization``
   the sampled observations are normalised with the current
   :class:`~morl_robot.learning.normalization.RunningNormalizer` statistics (the replay keeps raw
-  observations; the same statistics are baked into every exported policy).
+  observations; the same statistics are baked into every exported policy).  ε-conditioned MO-MPO
+  (``preferences:`` in the learner config): the actors' ``obs/…`` columns carry the K preference
+  features after the O observations (``PolicyContract.input_labels``), the replay holds O + K, only
+  the O observations are normalised, and snapshots export with a ``preference`` input.
 * ``policy_snapshot`` (``std_msgs/UInt8MultiArray``, ``wire.LATCHED_QOS``, ``dim[0].label =
   "policy_version=<n>"``) — ONNX bytes from :func:`~morl_robot.serving.export.export_policy` at
   activation and every ``snapshot_every`` updates; late-joining actors get the newest one.
