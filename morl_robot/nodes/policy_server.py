@@ -704,8 +704,10 @@ class PolicyServer(ManagedNode):
                 if values == []:
                     return True, "no preference"
                 self._counters["rejected_preferences"] += 1
-                return False, ("mode train samples a preference per episode (log-uniform in the policy's ranges); "
-                               "the preference parameter applies to mode deploy")
+                why = ("mode train samples a preference per episode (log-uniform in the policy's ranges); "
+                       "the preference parameter applies to mode deploy")
+                self.get_logger().error(f"refused preference from the {self._preference_source}: {why}")
+                return False, why
             if policy is None:
                 return True, "no model yet: checked when one loads"
             try:

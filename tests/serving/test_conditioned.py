@@ -177,3 +177,19 @@ def test_export_run_of_a_conditioned_checkpoint(tmp_path) -> None:
         want = np.stack([learner.actor().with_preference(np.array(eps))(o) for o in norm.normalize(obs)])
         got = np.stack([policy.act(o, deterministic=True, preference=np.array(eps)).action for o in obs])
         np.testing.assert_allclose(got, want, atol=1e-5)
+
+
+def test_inspect_shows_the_preference_input(conditioned_model, tmp_path, capsys) -> None:
+    import json
+
+    from morl_robot.cli import main
+
+    data, _, _ = conditioned_model
+    (tmp_path / "c.onnx").write_bytes(data)
+    assert main(["inspect", str(tmp_path / "c.onnx")]) == 0
+    out = capsys.readouterr().out
+    assert "preference   task ε in [0.01, 1], wrist_force ε in [0.01, 1] (input 'preference'; default task=0.1" in out
+    assert main(["inspect", str(tmp_path / "c.onnx"), "--json"]) == 0
+    info = json.loads(capsys.readouterr().out)
+    assert info["contract"]["preferences"] == {"names": ["task", "wrist_force"], "ranges": RANGES}
+    assert info["inputs"]["preference"] == ["batch", 2]
