@@ -146,6 +146,32 @@ def test_deploy_release_is_explicit_and_logged(fake_launch, policy):
     assert robot.kwargs["parameters"][0]["task"] == "sawyer_peg_in_hole"  # from the policy's contract
 
 
+def test_deploy_preference_argument_reaches_the_policy_server(fake_launch, tmp_path):
+    from morl_robot.envs.mo_env import MORobotEnv
+    from morl_robot.errors import MorlRobotError
+    from morl_robot.learning import ActionSpec, MOMPOLearner
+    from morl_robot.learning.config import config_from_dict
+    from morl_robot.serving.contract import PreferenceInputs, contract_for_task, replace
+    from morl_robot.serving.export import export_policy
+
+    env = MORobotEnv("sawyer_peg_in_hole")
+    try:
+        contract = contract_for_task(env.task, env.robot)
+    finally:
+        env.close()
+    contract = replace(contract, preferences=PreferenceInputs(list(contract.objective_names), [[0.01, 1.0]] * 2))
+    cfg = config_from_dict({"preferences": {"ranges": [[0.01, 1.0]] * 2},
+                            "networks": {"policy_hidden": [8], "critic_hidden": [8]}})
+    learner = MOMPOLearner(len(contract.observation_labels), ActionSpec.box(len(contract.action_labels)), 2, cfg)
+    path = tmp_path / "conditioned.onnx"
+    export_policy(learner.policy, contract, path)
+    nodes = _nodes(ROOT / "launch" / "deploy.launch.py", policy=str(path), preference="0.01, 1.0")
+    server = next(e for e in nodes if type(e).__name__ == "Node" and e.kwargs["executable"] == "policy_server")
+    assert server.kwargs["parameters"][0]["preference"] == [0.01, 1.0]
+    with pytest.raises(MorlRobotError, match=r"preference:=0.01,2: ε for objective 'wrist_force' is 2.0, outside"):
+        _nodes(ROOT / "launch" / "deploy.launch.py", policy=str(path), preference="0.01,2")
+
+
 class _Exited:
     def __init__(self, returncode: int):
         self.returncode = returncode
