@@ -87,7 +87,8 @@ def test_three_launch_files_exist_and_parse():
 EXPECTED_ARGUMENTS = {
     "train.launch.py": {"session", "task", "backend", "actors", "steps", "seed", "namespace", "learner_config", "out",
                         "use_sim_time"},
-    "deploy.launch.py": {"session", "policy", "robot", "backend", "seed", "namespace", "release", "use_sim_time"},
+    "deploy.launch.py": {"session", "policy", "robot", "backend", "seed", "namespace", "release", "use_sim_time",
+                         "preference"},
     "safety_test.launch.py": {"session", "robot", "backend", "seed", "namespace", "out", "use_sim_time"},
 }
 
@@ -121,6 +122,8 @@ def policy(tmp_path_factory):
     ("deploy.launch.py", {"release": "after_checks", "backend": "hardware", "policy": "POLICY"},
      "after_checks is allowed only with backend:=sim"),
     ("deploy.launch.py", {"use_sim_time": "true", "backend": "hardware", "policy": "POLICY"}, "needs backend sim"),
+    ("deploy.launch.py", {"preference": "0.1,0.1", "policy": "POLICY"}, "not preference-conditioned"),
+    ("deploy.launch.py", {"preference": "0.1,x", "policy": "POLICY"}, "preference:='0.1,x': expected numbers"),
 ])
 def test_bad_launch_arguments_are_clear_errors(fake_launch, policy, file, args, message):
     from morl_robot.errors import MorlRobotError
@@ -141,6 +144,32 @@ def test_deploy_release_is_explicit_and_logged(fake_launch, policy):
     assert any("release:=after_checks" in e.kwargs["msg"] for e in auto if type(e).__name__ == "LogInfo")
     robot = next(e for e in auto if type(e).__name__ == "Node" and e.kwargs["executable"] == "robot_node")
     assert robot.kwargs["parameters"][0]["task"] == "sawyer_peg_in_hole"  # from the policy's contract
+
+
+def test_deploy_preference_argument_reaches_the_policy_server(fake_launch, tmp_path):
+    from morl_robot.envs.mo_env import MORobotEnv
+    from morl_robot.errors import MorlRobotError
+    from morl_robot.learning import ActionSpec, MOMPOLearner
+    from morl_robot.learning.config import config_from_dict
+    from morl_robot.serving.contract import PreferenceInputs, contract_for_task, replace
+    from morl_robot.serving.export import export_policy
+
+    env = MORobotEnv("sawyer_peg_in_hole")
+    try:
+        contract = contract_for_task(env.task, env.robot)
+    finally:
+        env.close()
+    contract = replace(contract, preferences=PreferenceInputs(list(contract.objective_names), [[0.01, 1.0]] * 2))
+    cfg = config_from_dict({"preferences": {"ranges": [[0.01, 1.0]] * 2},
+                            "networks": {"policy_hidden": [8], "critic_hidden": [8]}})
+    learner = MOMPOLearner(len(contract.observation_labels), ActionSpec.box(len(contract.action_labels)), 2, cfg)
+    path = tmp_path / "conditioned.onnx"
+    export_policy(learner.policy, contract, path)
+    nodes = _nodes(ROOT / "launch" / "deploy.launch.py", policy=str(path), preference="0.01, 1.0")
+    server = next(e for e in nodes if type(e).__name__ == "Node" and e.kwargs["executable"] == "policy_server")
+    assert server.kwargs["parameters"][0]["preference"] == [0.01, 1.0]
+    with pytest.raises(MorlRobotError, match=r"preference:=0.01,2: ε for objective 'wrist_force' is 2.0, outside"):
+        _nodes(ROOT / "launch" / "deploy.launch.py", policy=str(path), preference="0.01,2")
 
 
 class _Exited:

@@ -1,4 +1,4 @@
-"""``morl-robot deploy --policy P [--robot R] [--backend sim|hardware] [--episodes N]``: serve an
+"""``morl-robot deploy --policy P [--robot R] [--backend sim|hardware] [--episodes N] [--preference EPS …]``: serve an
 ONNX policy through the whole graph: ``robot_node`` + ``safety_monitor`` + ``policy_server``
 (mode deploy), the nodes of ``config/sessions/deploy.yaml`` (the same graph as ``ros2 launch
 morl_robot deploy.launch.py``).
@@ -10,6 +10,10 @@ seeds (each action through the same safety rules, :class:`~morl_robot.safety.shi
 the torch policy of the run's newest checkpoint (``--compare RUN_DIR``, default the folder
 the ONNX file lies in) or, without a checkpoint, onnxruntime in-process.  Both are reported, with
 their difference, in ``OUT/deploy_report.json``.
+
+An ε-conditioned policy (its contract lists preference inputs) serves under ``--preference`` (one
+ε per objective, checked against the contract's ranges; default the centre of its box); the
+in-process reference acts under the same preference.
 
 Without ``--episodes`` the session runs until Ctrl-C (or ``--duration`` seconds), printing the
 policy server's rate, latency and deadline misses from ``/diagnostics``.
@@ -38,6 +42,10 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="robot timing (default: lockstep for --episodes in sim, else realtime)")
     p.add_argument("--compare", default=None, help="run directory whose checkpoint is evaluated in-process")
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--preference", type=float, nargs="+", default=None, metavar="EPS",
+                   help="ε-conditioned policy: the preference to serve under, one ε per objective (default: the "
+                        "centre of its preference box); change it live with the policy_server parameter or topic "
+                        "'preference'")
     p.add_argument("--duration", type=float, default=0.0, help="without --episodes: stop after this many seconds")
     p.add_argument("--config", default="deploy", help="session YAML (default config/sessions/deploy.yaml)")
     p.add_argument("--out", default=None, help="report directory (default: next to the policy)")
@@ -51,9 +59,9 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def in_process_returns(policy_path: Path, compare: Path | None, task: str,
-                       seeds: list[int]) -> tuple[np.ndarray, list[bool], str]:
-    """Per-episode returns [N, K] and successes [N] of the deterministic policy in-process, and what
-    was evaluated."""
+                       seeds: list[int], preference: np.ndarray | None = None) -> tuple[np.ndarray, list[bool], str]:
+    """Per-episode returns [N, K] and successes [N] of the deterministic policy in-process (an
+    ε-conditioned one under ``preference``, default its box's centre), and what was evaluated."""
     from morl_robot.envs.mo_env import MORobotEnv
 
     act: Any
@@ -65,7 +73,7 @@ def in_process_returns(policy_path: Path, compare: Path | None, task: str,
         path, policy, contract, normalizer = load_run_policy(payload_dir)
 
         def act(obs: np.ndarray) -> np.ndarray:
-            mean = reference_outputs(policy, contract, obs[None], normalizer)["mean"][0]
+            mean = reference_outputs(policy, contract, obs[None], normalizer, preference)["mean"][0]
             return np.clip(mean, -1.0, 1.0)
 
         source = f"torch policy from {path}"
@@ -75,6 +83,8 @@ def in_process_returns(policy_path: Path, compare: Path | None, task: str,
         from morl_robot.serving.runtime import OnnxPolicy
 
         onnx_policy = OnnxPolicy.from_file(policy_path)
+        if preference is not None:
+            onnx_policy.set_preference(preference)
 
         def act(obs: np.ndarray) -> np.ndarray:
             return onnx_policy.act(obs, deterministic=True).action
@@ -124,6 +134,16 @@ def run(args: argparse.Namespace) -> int:
     contract = OnnxPolicy.from_file(policy_path).contract
     if args.robot and args.robot != contract.robot:
         raise UsageError(f"--robot {args.robot}: the policy was trained for '{contract.robot}' (task {contract.task})")
+    preference = None
+    if args.preference is not None:
+        from morl_robot.serving.contract import PreferenceError
+
+        try:
+            preference = contract.check_preference(args.preference, "--preference")
+        except PreferenceError as exc:
+            raise UsageError(str(exc)) from None
+    elif contract.preferences is not None:
+        preference = contract.preferences.centre
     if args.episodes < 0:
         raise UsageError(f"--episodes must be >= 0, got {args.episodes}")
     if args.episodes and args.backend != "sim":
@@ -132,6 +152,8 @@ def run(args: argparse.Namespace) -> int:
     overrides: dict[str, Any] = {"task": contract.task, "robot": contract.robot, "backend": args.backend,
                                  "policy": str(policy_path), "seed": args.seed, "use_sim_time": args.use_sim_time or None,
                                  "robot_node": {"timing": timing}, "policy_server": {"timing": timing}}
+    if preference is not None:
+        overrides["policy_server"]["preference"] = [float(x) for x in preference]
     if timing == "lockstep":
         overrides["safety_monitor"] = {"watchdogs": False}  # simulated time stands still between steps
     cfg = load_session_config(args.config, overrides)
@@ -146,7 +168,10 @@ def run(args: argparse.Namespace) -> int:
                                  {"robot": contract.robot, **_faults(args.emulate)}))
     runner = SessionRunner(specs, out / "logs", args.domain_id)
     print(f"deploying {policy_path.name} (task {contract.task}, robot {contract.robot}, version "
-          f"{contract.policy_version}) on {args.backend}, {timing}; ROS_DOMAIN_ID={runner.domain_id}", file=sys.stderr)
+          f"{contract.policy_version}) on {args.backend}, {timing}"
+          + (f", preference {contract.preferences.describe(preference)}" if contract.preferences is not None
+             and preference is not None else "")
+          + f"; ROS_DOMAIN_ID={runner.domain_id}", file=sys.stderr)
     ends: list[dict[str, Any]] = []
     try:
         runner.start()
@@ -196,10 +221,11 @@ def run(args: argparse.Namespace) -> int:
     # robot_node: reset_world started episode first_episode with the seed, the next ones seed + 1, …
     seeds = [cfg.seed + int(e["episode"]) - first_episode for e in ends[:args.episodes]]
     reference, reference_success, source = in_process_returns(policy_path, Path(args.compare) if args.compare else None,
-                                           contract.task, seeds)
+                                           contract.task, seeds, preference)
     report = {
         "policy": str(policy_path), "task": contract.task, "timing": timing, "episodes": args.episodes,
         "seeds": seeds, "objectives": list(contract.objective_names),
+        "preference": None if preference is None else [float(x) for x in preference],
         "graph_returns": graph.tolist(), "in_process_returns": reference.tolist(), "in_process_source": source,
         "graph_mean": graph.mean(0).tolist(), "in_process_mean": reference.mean(0).tolist(),
         "max_abs_difference": np.abs(graph - reference).max(0).tolist(),

@@ -39,6 +39,10 @@ def format_info(info: ModelInfo) -> str:
         lines.append("objectives   " + ", ".join(f"{n} (w={w:g})" for n, w in zip(c.objective_names, c.weights)))
     else:
         lines.append("objectives   " + ", ".join(c.objective_names))
+    if c.preferences is not None:
+        lines.append("preference   " + ", ".join(f"{n} ε in [{lo:g}, {hi:g}]" for n, (lo, hi) in
+                                                 zip(c.preferences.names, c.preferences.ranges))
+                     + " (input 'preference'; default " + c.preferences.describe(c.preferences.centre) + ")")
     lines += [
         f"normalizer   {c.observation_normalizer} (inside the graph)",
         f"code         {c.code_version or '(unknown)'}",

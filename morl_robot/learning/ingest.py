@@ -141,7 +141,9 @@ class ExperienceIngest:
         columns: the expected chunk columns, ``wire.experience_columns(observation_labels,
             action_labels, objective_names)`` (the node passes them: the layout lives in ``wire``).
         objective_names: K names, in the order of the ``reward/…`` columns.
-        normalizer: updated with every accepted chunk's observations ``(R, O)`` (optional).
+        normalizer: updated with every accepted chunk's observations ``(R, O)`` (optional); with
+            ε-conditioned experience (``obs/…`` columns = O observations + K preference features) its
+            ``dim`` is O and only those columns update it.
     """
 
     def __init__(self, replay: SequenceReplay, columns: Sequence[str], objective_names: Sequence[str],
@@ -272,8 +274,8 @@ class ExperienceIngest:
         self.transitions += rows
         self.chunks += 1
         self.episodes += len(result.episodes)
-        if self.normalizer is not None:
-            self.normalizer.update(obs)
+        if self.normalizer is not None:  # the observation part only (not an ε-conditioned actor's features)
+            self.normalizer.update(obs[:, : self.normalizer.dim])
         return result
 
     def _track_episode_start(self, state: ActorState, episode: int, step: int) -> None:

@@ -16,7 +16,10 @@ broadcasts its policy.  This node is a thin wrapper around the pure pieces of
   seconds per tick, so ingestion keeps flowing between ticks.  With ``observation_normalization``
   the sampled observations are normalised with the current
   :class:`~morl_robot.learning.normalization.RunningNormalizer` statistics (the replay keeps raw
-  observations; the same statistics are baked into every exported policy).
+  observations; the same statistics are baked into every exported policy).  ε-conditioned MO-MPO
+  (``preferences:`` in the learner config): the actors' ``obs/…`` columns carry the K preference
+  features after the O observations (``PolicyContract.input_labels``), the replay holds O + K, only
+  the O observations are normalised, and snapshots export with a ``preference`` input.
 * ``policy_snapshot`` (``std_msgs/UInt8MultiArray``, ``wire.LATCHED_QOS``, ``dim[0].label =
   "policy_version=<n>"``) — ONNX bytes from :func:`~morl_robot.serving.export.export_policy` at
   activation and every ``snapshot_every`` updates; late-joining actors get the newest one.
@@ -175,10 +178,11 @@ class LearnerNode(ManagedNode):
         obs_dim, act_dim, k = len(c.observation_labels), len(c.action_labels), len(c.objective_names)
         rcfg = self.config.replay
         self.learner = MOMPOLearner(obs_dim, ActionSpec.box(act_dim), k, self.config, seed=seed)
-        self.replay = SequenceReplay(rcfg.capacity, obs_dim, act_dim, k, seed=seed + 3)
+        # ε-conditioned: the actors' experience carries the preference features after the observation
+        self.replay = SequenceReplay(rcfg.capacity, self.learner.input_dim, act_dim, k, seed=seed + 3)
         self.limiter = SampleToInsertRatio(rcfg.samples_per_insert, rcfg.min_size_to_sample, rcfg.error_buffer)
         self.normalizer = RunningNormalizer(obs_dim) if self._param("observation_normalization") else None
-        self.columns = wire.experience_columns(c.observation_labels, c.action_labels, c.objective_names)
+        self.columns = wire.experience_columns(c.input_labels, c.action_labels, c.objective_names)
         self.ingest = ExperienceIngest(self.replay, self.columns, c.objective_names, self.normalizer)
         self.counters = {"env_steps": 0, "updates": 0, "episodes": 0, "policy_version": 0, "chunks": 0}
         self._resume()
@@ -397,12 +401,14 @@ class LearnerNode(ManagedNode):
     def _learn(self) -> None:
         """Learner updates while the ratio allows, for at most ``update_budget`` seconds."""
         cfg = self.config
+        obs_dim = len(self.contract.observation_labels)
         deadline = time.monotonic() + float(self._param("update_budget"))
         while self.limiter.can_sample(cfg.batch_size) and time.monotonic() < deadline:
             batch = self.replay.sample(cfg.batch_size, cfg.sequence_length)
             self.limiter.sample(cfg.batch_size)
             if self.normalizer is not None:  # [T+1, B, O] raw → normalised with the current statistics
-                obs = self.normalizer.normalize(batch.observations).astype(np.float32)
+                obs = batch.observations.astype(np.float32)  # ε-conditioned: [.., O + K], features kept
+                obs[..., :obs_dim] = self.normalizer.normalize(batch.observations[..., :obs_dim])
                 batch = dataclasses.replace(batch, observations=obs)
             stats = self.learner.update(batch)
             self.counters["updates"] = self.learner.num_updates

@@ -24,6 +24,17 @@ Parameters:
   never waits.  A new model must pass :meth:`PolicyContract.check_compatible` against the running
   one and give a finite action on the newest observation; otherwise it is rejected with the
   reason logged and in ``/diagnostics``, and the running model keeps serving.
+* ``preference`` — an ε-conditioned policy (contract field ``preferences``) acts under this
+  preference ε (one value per objective; empty = the box's geometric centre, which the parameter
+  then shows).  Changeable while the robot runs, like the ``preference`` topic
+  (std_msgs/Float64MultiArray, labels optional = objective names); both are checked against the
+  contract's ranges (:meth:`PreferenceInputs.check`): an invalid parameter set is refused with the
+  reason, an invalid message logged and ignored.  Each accepted change is logged (old → new) and
+  the current preference is in ``/diagnostics`` (``preference/<objective>``).  An unconditioned
+  policy refuses a preference.  In mode ``train`` the actor instead samples a preference per
+  episode (log-uniform in the contract's ranges, :meth:`PreferenceInputs.sample`) and its
+  experience rows carry the preference features after the observation (``obs/preference/<objective>``,
+  the learner's network input); the parameter is then refused.
 * ``actor_id``, ``chunk_size`` (64), ``seed``, ``observation_timeout`` (0.25 s), ``rate`` (0 = the
   contract's), ``realtime_priority`` (0; 1–99 runs the realtime loop thread under SCHED_FIFO, as
   ros2_control does for its loop, if the process may), ``diagnostics_period`` (1 s), ``autostart``.
@@ -49,7 +60,8 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from rcl_interfaces.msg import SetParametersResult
+from rcl_interfaces.msg import ParameterDescriptor, SetParametersResult
+from rclpy.parameter import Parameter
 from std_msgs.msg import Float64MultiArray, Header, UInt8MultiArray
 from std_srvs.srv import Trigger
 
@@ -62,7 +74,7 @@ from morl_robot.nodes.base import (
     run_node,
     steady_timer,
 )
-from morl_robot.serving.contract import ContractError, PolicyContract
+from morl_robot.serving.contract import ContractError, PolicyContract, PreferenceError
 from morl_robot.serving.runtime import (
     NonFiniteInput,
     NonFiniteOutput,
@@ -90,12 +102,13 @@ def _percentile_ms(samples: deque[float], q: float) -> float:
 class _Pending:
     """The half of a transition known after acting: (s, a, log μ(a|s)) at (episode, step)."""
 
-    __slots__ = ("action", "episode", "log_prob", "obs", "step", "version")
+    __slots__ = ("action", "episode", "features", "log_prob", "obs", "step", "version")
 
     def __init__(self, obs: np.ndarray, action: np.ndarray, log_prob: float, version: int, episode: int,
-                 step: int) -> None:
+                 step: int, features: np.ndarray) -> None:
         self.obs, self.action, self.log_prob = obs, action, log_prob
         self.version, self.episode, self.step = version, episode, step
+        self.features = features  # (K,) preference features of an ε-conditioned actor, else (0,)
 
 
 class PolicyServer(ManagedNode):
@@ -113,6 +126,9 @@ class PolicyServer(ManagedNode):
         p("diagnostics_period", 1.0)
         p("realtime_priority", 0)  # realtime loop thread: SCHED_FIFO priority 1..99 (0 = normal scheduling)
         p("back_pressure", True)  # train + lockstep: wait while the learner's experience_allowance is used up
+        # ε-conditioned policy: the preference to act under ([] = the box's centre); any array type, checked on set
+        p("preference", [], ParameterDescriptor(dynamic_typing=True,
+                                                description="preference ε, one per objective ([] = centre)"))
         self.add_on_set_parameters_callback(self._on_set_parameters)
         self.policy: OnnxPolicy | None = None
         self._configured = False
@@ -159,6 +175,9 @@ class PolicyServer(ManagedNode):
         self._waiting: wire.TaskStep | None = None  # the step held back until the learner catches up
         self._holding = ""  # current hold reason ("" = serving)
         self._last_error = ""
+        self._preference_source = "parameter"  # who is setting the preference parameter (for the log)
+        self._preference_episode: int | None = None  # train: the episode the current preference was sampled for
+        self._counters.update(preference_changes=0, rejected_preferences=0, preference_samples=0)
 
     def _param(self, name: str) -> Any:
         return self.get_parameter(name).value
@@ -179,10 +198,18 @@ class PolicyServer(ManagedNode):
         rate = float(self._param("rate"))
         if rate < 0 or rate > 1000:
             raise ConfigError(f"parameter rate: must be 0 (the contract's control rate) or in (0, 1000] Hz, got {rate}")
+        if mode == "train" and list(self._param("preference") or []):
+            raise ConfigError("parameter preference: mode train samples a preference per episode (log-uniform in "
+                              "the policy's ranges); leave it empty")
         path = self._param("policy")
         if path:
-            self.policy = OnnxPolicy.from_file(path)
-            self.get_logger().info(f"loaded {path}: {self.policy.contract.summary()}")
+            policy = OnnxPolicy.from_file(path)
+            try:
+                self._apply_initial_preference(policy)
+            except PreferenceError as exc:
+                raise ConfigError(f"parameter preference: {exc}") from None
+            self.policy = policy
+            self.get_logger().info(f"loaded {path}: {policy.contract.summary()}")
         elif mode == "deploy":
             raise ConfigError("parameter policy: deploy mode needs an ONNX policy file (morl-robot export)")
         self._rng = np.random.default_rng(int(self._param("seed")))
@@ -198,6 +225,8 @@ class PolicyServer(ManagedNode):
             ("subscription", self.create_subscription(UInt8MultiArray, "policy_snapshot", self._on_snapshot,
                                                       wire.LATCHED_QOS)),
             ("service", self.create_service(Trigger, "~/reload", self._srv_reload)),
+            ("subscription", self.create_subscription(Float64MultiArray, "preference", self._on_preference,
+                                                      wire.COMMAND_QOS)),
         ]
         if self._pub_experience is not None:
             self._entities.append(("publisher", self._pub_experience))
@@ -248,6 +277,7 @@ class PolicyServer(ManagedNode):
         self.policy = None
         self._latest, self._label_cache, self._verified, self._command_layout = None, None, None, None
         self._last_key, self._last_command, self._pending, self._rows = None, None, None, []
+        self._preference_episode = None
         self._configured = False
 
     def close(self) -> None:
@@ -296,7 +326,7 @@ class PolicyServer(ManagedNode):
             self._hold("bad_layout", f"task_step objectives {list(ts.objectives)} differ from the policy "
                                      f"contract's {c.objective_names}")
             return False
-        columns = wire.experience_columns(c.observation_labels, c.action_labels, ts.objectives)
+        columns = wire.experience_columns(c.input_labels, c.action_labels, ts.objectives)
         if columns != self._columns:
             self._flush()  # the rows so far keep their columns
             self._columns = columns
@@ -426,6 +456,11 @@ class PolicyServer(ManagedNode):
         if not self._layout_matches(ts):
             return
         policy = self.policy
+        train = self._pub_experience is not None
+        if train and policy.preferences is not None and ts.episode != self._preference_episode:
+            policy.set_preference(policy.preferences.sample(self._rng))  # this episode's preference
+            self._preference_episode = ts.episode
+            self._counters["preference_samples"] += 1
         t0 = time.perf_counter()
         try:
             out = policy.act(ts.observation, deterministic=self._pub_experience is None, rng=self._rng)
@@ -445,7 +480,10 @@ class PolicyServer(ManagedNode):
         self._counters["commands"] += 1
         self._last_command, self._last_key = msg, (ts.episode, ts.step)
         if self._pub_experience is not None:
-            self._pending = _Pending(ts.observation, out.action, out.log_prob, policy.version, ts.episode, ts.step)
+            features = (policy.preferences.features(policy.preference) if policy.preferences is not None
+                        and policy.preference is not None else np.zeros(0, np.float32))
+            self._pending = _Pending(ts.observation, out.action, out.log_prob, policy.version, ts.episode, ts.step,
+                                     features.astype(np.float64))
         if self._holding:
             self.get_logger().info(f"serving again (was holding: {self._holding})")
             self._holding = ""
@@ -490,8 +528,9 @@ class PolicyServer(ManagedNode):
         if (ts.episode, ts.step) != (p.episode, p.step + 1) or not self._columns:
             self._counters["dropped_transitions"] += 1
             return
-        row = np.concatenate([[float(self._param("actor_id")), p.version, p.episode, p.step], p.obs, p.action,
-                              [p.log_prob], ts.reward, ts.observation, [float(ts.terminated), float(ts.truncated)]])
+        row = np.concatenate([[float(self._param("actor_id")), p.version, p.episode, p.step], p.obs, p.features,
+                              p.action, [p.log_prob], ts.reward, ts.observation, p.features,
+                              [float(ts.terminated), float(ts.truncated)]])
         if row.size != len(self._columns):
             self._counters["dropped_transitions"] += 1
             return
@@ -583,6 +622,14 @@ class PolicyServer(ManagedNode):
                 return False
             except NonFiniteInput:
                 pass  # the observation is bad, not the model
+        try:
+            if self.policy is not None and self.policy.preference is not None:
+                candidate.set_preference(self.policy.preference)  # compatible: the same preference box
+            elif self.policy is None:
+                self._apply_initial_preference(candidate)
+        except PreferenceError as exc:
+            self._reject(source, f"parameter preference: {exc}")
+            return False
         old = self.policy.version if self.policy is not None else None
         self.policy = candidate
         self._counters["reloads"] += 1
@@ -628,7 +675,83 @@ class PolicyServer(ManagedNode):
                 if not float(p.value) > 0:
                     return SetParametersResult(successful=False, reason="observation_timeout must be > 0 s")
                 self._obs_timeout = float(p.value)
+            if p.name == "preference":
+                ok, message = self._set_preference(p.value)
+                if not ok:
+                    return SetParametersResult(successful=False, reason=message)
         return SetParametersResult(successful=True)
+
+    # --- preference (ε-conditioned policy) -----------------------------------------------------
+    def _apply_initial_preference(self, policy: OnnxPolicy) -> None:
+        """The first model: act under the ``preference`` parameter (:class:`PreferenceError` if it
+        does not fit); an empty one means the box's centre, which the parameter then shows (train
+        mode: nothing, the preference is sampled per episode)."""
+        if self._param("mode") == "train":
+            return
+        value = list(self._param("preference") or [])
+        if value:
+            policy.set_preference(value)
+        elif policy.preference is not None:
+            self.set_parameters([Parameter("preference", value=[float(x) for x in policy.preference])])
+
+    def _set_preference(self, value: Any) -> tuple[bool, str]:
+        """A new ``preference`` parameter value: checked against the running model's contract and
+        applied, or refused with the reason (counted, logged)."""
+        values = list(value) if isinstance(value, (list, tuple)) or hasattr(value, "tolist") else value
+        with self._lock:
+            policy = self.policy
+            if self._param("mode") == "train":
+                if values == []:
+                    return True, "no preference"
+                self._counters["rejected_preferences"] += 1
+                why = ("mode train samples a preference per episode (log-uniform in the policy's ranges); "
+                       "the preference parameter applies to mode deploy")
+                self.get_logger().error(f"refused preference from the {self._preference_source}: {why}")
+                return False, why
+            if policy is None:
+                return True, "no model yet: checked when one loads"
+            try:
+                new = policy.check_preference(policy.preferences.centre if policy.conditioned and values == [] else
+                                              values, f"preference from the {self._preference_source}")
+            except PreferenceError as exc:
+                if values == []:
+                    return True, "no preference"  # an unconditioned model and the empty default
+                self._counters["rejected_preferences"] += 1
+                self._last_error = str(exc)
+                self.get_logger().error(f"refused {exc}")
+                return False, str(exc)
+            assert policy.preferences is not None and policy.preference is not None
+            old = policy.preference
+            policy.set_preference(new)
+            self._counters["preference_changes"] += 1
+        self.get_logger().info(f"preference ({self._preference_source}): {policy.preferences.describe(old)} -> "
+                               f"{policy.preferences.describe(new)}")
+        return True, "accepted"
+
+    def _on_preference(self, msg: Float64MultiArray) -> None:
+        """``preference`` topic: becomes a ``preference`` parameter set (the same checks; the
+        parameter shows the newest preference); an invalid message is logged and ignored."""
+        policy = self.policy
+        try:
+            labelled = bool(msg.layout.dim) and bool(msg.layout.dim[0].label)
+            values, labels = wire.read_labelled(msg) if labelled else (np.asarray(msg.data, np.float64), ())
+            if policy is None:
+                raise PreferenceError("no model loaded yet")
+            if policy.preferences is None:
+                policy.check_preference(values, "preference message")  # says: not conditioned
+            assert policy.preferences is not None
+            eps = policy.preferences.check_labelled(values, labels, "preference message")
+        except (PreferenceError, wire.WireError, ValueError) as exc:
+            self._counters["rejected_preferences"] += 1
+            self.get_logger().error(f"ignored preference message: {exc}")
+            return
+        self._preference_source = "topic"
+        try:
+            result = self.set_parameters([Parameter("preference", value=[float(x) for x in eps])])[0]
+        finally:
+            self._preference_source = "parameter"
+        if not result.successful:
+            self.get_logger().error(f"ignored preference message: {result.reason}")
 
     def _srv_reload(self, request: Trigger.Request, response: Trigger.Response) -> Trigger.Response:
         response.success, response.message = self._load_file_now(self._param("policy"))
@@ -649,6 +772,10 @@ class PolicyServer(ManagedNode):
             **self._counters,
             "holding": self._holding, "last_error": self._last_error,
         }
+        if self.policy is not None and self.policy.preferences is not None and self.policy.preference is not None:
+            values["preference"] = self.policy.preferences.describe(self.policy.preference)
+            values.update({f"preference/{n}": float(v) for n, v in zip(self.policy.preferences.names,
+                                                                        self.policy.preference)})
         if self.policy is None:
             level = "error" if self._param("mode") == "deploy" else "warn"
             return level, "no policy loaded", values

@@ -97,6 +97,9 @@ TOPICS: tuple[Topic, ...] = (
     Topic("experience_allowance", "std_msgs/msg/Float64MultiArray", "LATCHED_QOS", "learner_node",
           "actors' back-pressure: labels 'env_steps,allowed_env_steps' (transitions received, and accepted "
           "before acting must wait for learning: the samples-per-insert limit)"),
+    Topic("preference", "std_msgs/msg/Float64MultiArray", "COMMAND_QOS", "operator (policy_server subscribes)",
+          "ε-conditioned policy: the preference ε_k to act under, one per objective; labels (optional) = the "
+          "objective names; checked against the contract's ranges, an invalid one is logged and ignored"),
     Topic("/clock", "rosgraph_msgs/msg/Clock", "CLOCK_QOS", "robot_node (sim)", "simulation time"),
     Topic("/diagnostics", "diagnostic_msgs/msg/DiagnosticArray", "EVENT_QOS", "every node",
           "status, rates, latencies, counters (key/value)"),

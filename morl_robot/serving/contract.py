@@ -9,6 +9,12 @@ the code version).  :class:`PolicyContract` holds all of it; it travels as ONNX 
 (one key per field, JSON-encoded values, see :meth:`PolicyContract.to_metadata`), so a model file
 is self-describing (``morl-robot inspect policy.onnx``) and a server can refuse a model that does
 not fit the running one (:meth:`PolicyContract.check_compatible`).
+
+An ε-conditioned MO-MPO policy π(a | s, ε) (:mod:`morl_robot.learning.preferences`) takes the
+preference ε = (ε_1 … ε_K) as a second input; its contract lists that input in
+:class:`PreferenceInputs` (objective names and the ``[low, high]`` box it was trained on), which
+also validates a preference and computes the network's features from it with numpy only (the
+policy server must not import torch).
 """
 from __future__ import annotations
 
@@ -19,8 +25,11 @@ import math
 import os
 import re
 import subprocess
-from dataclasses import dataclass
+from collections.abc import Sequence
+from dataclasses import dataclass, field
 from typing import Any
+
+import numpy as np
 
 from morl_robot.errors import MorlRobotError
 from morl_robot.robots.base import Robot
@@ -35,6 +44,135 @@ NORMALIZERS = ("none", "running")
 
 class ContractError(MorlRobotError, ValueError):
     """A model/contract mismatch or an invalid contract; the message names the field."""
+
+
+class PreferenceError(ContractError):
+    """A preference ε that the policy cannot take: wrong length, not finite, outside its range, or
+    given to a policy without a preference input.  The message names the objective and its range."""
+
+
+@dataclass
+class PreferenceInputs:
+    """The preference input of an ε-conditioned policy: one ε_k per objective, in the box
+    ``ranges[k] = [low_k, high_k]`` (0 < low ≤ high; ``low == high`` fixes that objective) it was
+    trained on.  Mirrors :class:`morl_robot.learning.preferences.PreferenceSpace` (same features,
+    same checks) without torch.  Stored in the contract's ``preferences`` metadata key as
+    ``{"names": […], "ranges": [[low, high], …]}`` (``PreferenceSpace.to_dict()``)."""
+
+    names: list[str]  # objective names, in the contract's objective order
+    ranges: list[list[float]]  # [[low, high], …] per objective
+
+    def validate(self, objective_names: Sequence[str] | None = None) -> None:
+        """Raise :class:`ContractError` naming the first bad entry."""
+        if not self.names:
+            raise ContractError("contract field 'preferences' lists no objectives (omit it for an unconditioned policy)")
+        if len(self.ranges) != len(self.names):
+            raise ContractError(f"contract field 'preferences' has {len(self.ranges)} ranges for "
+                                f"{len(self.names)} objectives {self.names}: one [low, high] per objective")
+        if objective_names is not None and list(self.names) != list(objective_names):
+            raise ContractError(f"contract field 'preferences' names {self.names} but the objectives are "
+                                f"{list(objective_names)} (one preference input per objective, same order)")
+        for name, r in zip(self.names, self.ranges):
+            if len(r) != 2:
+                raise ContractError(f"contract field 'preferences': range of '{name}' must be [low, high], got {r!r}")
+            lo, hi = float(r[0]), float(r[1])
+            if not (math.isfinite(lo) and math.isfinite(hi) and 0 < lo <= hi):
+                raise ContractError(f"contract field 'preferences': range of '{name}' must satisfy 0 < low <= high "
+                                    f"(finite), got [{lo}, {hi}]")
+
+    @property
+    def dim(self) -> int:
+        """K: one preference input per objective."""
+        return len(self.names)
+
+    @property
+    def low(self) -> np.ndarray:
+        return np.array([r[0] for r in self.ranges], np.float64)  # [K]
+
+    @property
+    def high(self) -> np.ndarray:
+        return np.array([r[1] for r in self.ranges], np.float64)  # [K]
+
+    @property
+    def centre(self) -> np.ndarray:
+        """The box's geometric centre ``[K]``: the default preference."""
+        return np.exp(0.5 * (np.log(self.low) + np.log(self.high)))
+
+    @property
+    def feature_labels(self) -> list[str]:
+        """Labels of the K preference features in an experience row (``preference/<objective>``)."""
+        return [f"preference/{n}" for n in self.names]
+
+    def sample(self, rng: np.random.Generator) -> np.ndarray:
+        """One preference ``[K]``, log-uniform per objective in its range (a fixed one at its value):
+        what an exploring actor acts under for an episode (as ``PreferenceSpace.sample``)."""
+        log_low, log_high = np.log(self.low), np.log(self.high)
+        return np.clip(np.exp(log_low + rng.random(self.dim) * (log_high - log_low)), self.low, self.high)
+
+    def check(self, eps: Sequence[float] | np.ndarray, what: str = "preference", rtol: float = 1e-6) -> np.ndarray:
+        """``eps`` as a ``[K]`` float64 array (clipped onto the box) if it has K finite entries inside
+        the ranges (to ``rtol``); otherwise :class:`PreferenceError` naming the objective and its range."""
+        try:
+            e = np.asarray(eps, np.float64).reshape(-1)
+        except (TypeError, ValueError):
+            raise PreferenceError(f"{what} must be {self.dim} numbers ({', '.join(self.names)}), got {eps!r}") from None
+        if e.shape != (self.dim,):
+            raise PreferenceError(f"{what} has {e.size} values but the policy takes {self.dim}, one per objective "
+                                  f"({', '.join(self.names)})")
+        low, high = self.low, self.high
+        for name, v, lo, hi in zip(self.names, e, low, high):
+            if not (math.isfinite(v) and lo * (1 - rtol) <= v <= hi * (1 + rtol)):
+                raise PreferenceError(f"{what}: ε for objective '{name}' is {float(v)!r}, outside its range [{lo:g}, {hi:g}]")
+        return np.clip(e, low, high)
+
+    def check_labelled(self, values: Sequence[float], labels: Sequence[str], what: str = "preference") -> np.ndarray:
+        """As :meth:`check` for a labelled vector (a ``preference`` message): ``labels`` empty, or the
+        objective names in any order (the values are reordered to the contract's order)."""
+        labels = [lab.strip() for lab in labels]
+        if not labels:
+            return self.check(values, what)
+        if sorted(labels) != sorted(self.names) or len(labels) != len(values):
+            raise PreferenceError(f"{what} is labelled {labels} but the policy's preference inputs are "
+                                  f"{self.names} (label each value with its objective, or leave the labels empty)")
+        by_name = dict(zip(labels, values))
+        return self.check([by_name[n] for n in self.names], what)
+
+    def describe(self, eps: Sequence[float] | np.ndarray) -> str:
+        """``task=0.1, wrist_force=0.01`` (for logs)."""
+        return ", ".join(f"{n}={float(v):.6g}" for n, v in zip(self.names, np.asarray(eps).reshape(-1)))
+
+    def features(self, eps: np.ndarray) -> np.ndarray:
+        """The network input for preferences ``[..., K]`` (float32): ``2 (log ε − log low) /
+        (log high − log low) − 1`` per free objective, 0 for a fixed one (what the exported graph computes)."""
+        scale, offset = self.feature_affine()
+        return (np.log(np.asarray(eps, np.float64)) * scale + offset).astype(np.float32)
+
+    def feature_affine(self) -> tuple[np.ndarray, np.ndarray]:
+        """``(scale [K], offset [K])`` with features = ``scale · log ε + offset`` (0 and 0 for a fixed objective)."""
+        log_low, log_high = np.log(self.low), np.log(self.high)
+        free = log_high > log_low
+        span = np.where(free, log_high - log_low, 1.0)
+        scale = np.where(free, 2.0 / span, 0.0)
+        return scale, np.where(free, -2.0 * log_low / span - 1.0, 0.0)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"names": list(self.names), "ranges": [[float(a), float(b)] for a, b in self.ranges]}
+
+    @classmethod
+    def from_value(cls, value: Any) -> PreferenceInputs | None:
+        """From the decoded ``preferences`` metadata value (``None`` or ``{"names", "ranges"}``)."""
+        if value is None:
+            return None
+        bad = ContractError(f"contract field 'preferences' must be null or {{\"names\": [str, …], "
+                            f"\"ranges\": [[low, high], …]}}, got {value!r}")
+        if not isinstance(value, dict) or set(value) != {"names", "ranges"}:
+            raise bad
+        names, ranges = value["names"], value["ranges"]
+        if not (isinstance(names, list) and all(isinstance(n, str) for n in names) and isinstance(ranges, list)
+                and all(isinstance(r, list) and all(isinstance(x, (int, float)) and not isinstance(x, bool) for x in r)
+                        for r in ranges)):
+            raise bad
+        return cls(list(names), [[float(x) for x in r] for r in ranges])
 
 
 @dataclass
@@ -60,6 +198,8 @@ class PolicyContract:
     policy_version: int = 0
     run_id: str = ""
     code_version: str = ""  # morl_robot version + git commit if available
+    #: ε-conditioned policy: its preference input (objective names, ranges); None = unconditioned
+    preferences: PreferenceInputs | None = field(default=None)
 
     # --- validation ----------------------------------------------------------------------------
     def validate(self) -> None:
@@ -105,6 +245,11 @@ class PolicyContract:
                                 f"allowed: {', '.join(NORMALIZERS)}")
         if self.policy_version < 0:
             raise ContractError(f"contract field 'policy_version' must be >= 0, got {self.policy_version}")
+        if self.preferences is not None:
+            if not isinstance(self.preferences, PreferenceInputs):
+                raise ContractError(f"contract field 'preferences' must be PreferenceInputs or None, "
+                                    f"got {type(self.preferences).__name__}")
+            self.preferences.validate(self.objective_names)
 
     def _same_length(self, name: str, of: str) -> None:
         a, b = getattr(self, name), getattr(self, of)
@@ -113,9 +258,12 @@ class PolicyContract:
 
     # --- ONNX metadata ---------------------------------------------------------------------------
     def to_metadata(self) -> dict[str, str]:
-        """ONNX ``metadata_props``: one key per field, JSON-encoded value, plus ``contract_format``."""
+        """ONNX ``metadata_props``: one key per field, JSON-encoded value, plus ``contract_format``
+        (``preferences`` only for an ε-conditioned policy, so unconditioned models carry the same keys
+        as before it existed)."""
         self.validate()
-        md = {f.name: json.dumps(getattr(self, f.name), ensure_ascii=False) for f in dataclasses.fields(self)}
+        md = {f.name: json.dumps(_plain(getattr(self, f.name)), ensure_ascii=False) for f in dataclasses.fields(self)
+              if not (f.name == "preferences" and self.preferences is None)}
         md["contract_format"] = CONTRACT_FORMAT
         return md
 
@@ -146,7 +294,8 @@ class PolicyContract:
     def check_compatible(self, other: PolicyContract) -> None:
         """Raise :class:`ContractError` naming the first field in which ``other`` (a new model)
         cannot replace ``self`` (the running one): robot, task, control mode, rate, observation
-        and action labels, units, frame stack, bounds, objectives.  Version, run id, code
+        and action labels, units, frame stack, bounds, objectives, the preference input (present or
+        not, and its ranges).  Version, run id, code
         version, algorithm, ε_k/weights and the normaliser may differ."""
         for name in COMPATIBILITY_FIELDS:
             a, b = getattr(self, name), getattr(other, name)
@@ -155,17 +304,33 @@ class PolicyContract:
             raise ContractError(f"policy contract mismatch in '{name}': running model has {_describe(a)}, "
                                 f"new model has {_describe(b)}{_first_difference(a, b)}")
 
+    @property
+    def input_labels(self) -> list[str]:
+        """What the policy network sees, in order: the observation labels, then (ε-conditioned) the
+        preference features ``preference/<objective>`` — the ``obs/…`` columns of its experience."""
+        return list(self.observation_labels) + (self.preferences.feature_labels if self.preferences else [])
+
+    def check_preference(self, eps: Any, what: str = "preference") -> np.ndarray:
+        """``eps`` as ``[K]`` float64 if the policy can act under it; otherwise
+        :class:`PreferenceError` naming the objective and its range, the wrong length, or that the
+        policy has no preference input."""
+        if self.preferences is None:
+            raise PreferenceError(f"{what}: this policy is not preference-conditioned (its contract lists no "
+                                  "preference inputs); it takes no preference")
+        return self.preferences.check(eps, what)
+
     def summary(self) -> str:
         """One line: task, robot, sizes, version."""
+        conditioned = "" if self.preferences is None else f" + {self.preferences.dim} preferences"
         return (f"{self.task} on {self.robot} ({self.control_mode} @ {self.control_rate:g} Hz): "
-                f"{len(self.observation_labels)} observations -> {len(self.action_labels)} actions, "
+                f"{len(self.observation_labels)} observations{conditioned} -> {len(self.action_labels)} actions, "
                 f"{self.algorithm}, version {self.policy_version}, run '{self.run_id}'")
 
 
 #: Fields that must agree for one model to replace another (see :meth:`PolicyContract.check_compatible`).
 COMPATIBILITY_FIELDS = ("robot", "task", "control_mode", "control_rate", "observation_labels", "observation_units",
                         "frame_stack", "action_labels", "action_units", "action_low", "action_high",
-                        "objective_names")
+                        "objective_names", "preferences")
 
 _FIELD_TYPES: dict[str, str] = {
     "robot": "str", "task": "str", "control_mode": "str", "control_rate": "float",
@@ -173,8 +338,12 @@ _FIELD_TYPES: dict[str, str] = {
     "action_labels": "list[str]", "action_units": "list[str]", "action_low": "list[float]",
     "action_high": "list[float]", "objective_names": "list[str]", "algorithm": "str",
     "epsilons": "list[float]", "weights": "list[float]", "observation_normalizer": "str",
-    "policy_version": "int", "run_id": "str", "code_version": "str",
+    "policy_version": "int", "run_id": "str", "code_version": "str", "preferences": "preferences",
 }
+
+
+def _plain(value: Any) -> Any:
+    return value.to_dict() if isinstance(value, PreferenceInputs) else value
 
 
 def _typed(name: str, kind: str, value: Any) -> Any:
@@ -186,6 +355,8 @@ def _typed(name: str, kind: str, value: Any) -> Any:
             raise bad()
         return float(x)
 
+    if kind == "preferences":
+        return PreferenceInputs.from_value(value)
     if kind == "str":
         if not isinstance(value, str):
             raise bad()
@@ -206,6 +377,10 @@ def _typed(name: str, kind: str, value: Any) -> Any:
 
 
 def _equal(a: Any, b: Any) -> bool:
+    if isinstance(a, PreferenceInputs) or isinstance(b, PreferenceInputs):
+        return _equal(_plain(a), _plain(b))
+    if isinstance(a, dict) and isinstance(b, dict):
+        return a.keys() == b.keys() and all(_equal(a[k], b[k]) for k in a)
     if isinstance(a, float) and isinstance(b, float):
         return math.isclose(a, b, rel_tol=1e-9, abs_tol=1e-12)
     if isinstance(a, list) and isinstance(b, list):
@@ -214,6 +389,10 @@ def _equal(a: Any, b: Any) -> bool:
 
 
 def _describe(x: Any) -> str:
+    if x is None:
+        return "none (not preference-conditioned)"
+    if isinstance(x, PreferenceInputs):
+        return "preference input " + ", ".join(f"{n} in [{lo:g}, {hi:g}]" for n, (lo, hi) in zip(x.names, x.ranges))
     if isinstance(x, list):
         shown = ", ".join(repr(v) for v in x[:6]) + (", …" if len(x) > 6 else "")
         return f"{len(x)} entries [{shown}]"
@@ -329,6 +508,8 @@ def contract_for_task(task: Task, robot: Robot, config: Any | None = None, *, po
         epsilons, weights = [float(e) for e in config.epsilons_for(k)], []
     else:
         epsilons, weights = [], [float(w) for w in config.weights_for(k)]
+    prefs = getattr(config, "preferences", None)
+    preferences = None if prefs is None else PreferenceInputs(objectives, [[float(a), float(b)] for a, b in prefs.ranges])
     contract = PolicyContract(
         robot=task.robot_name,
         task=task.name,
@@ -348,6 +529,7 @@ def contract_for_task(task: Task, robot: Robot, config: Any | None = None, *, po
         policy_version=int(policy_version),
         run_id=run_id,
         code_version=code_version(),
+        preferences=preferences,
     )
     contract.validate()
     return contract
@@ -364,6 +546,8 @@ __all__ = [
     "COMPATIBILITY_FIELDS",
     "ContractError",
     "PolicyContract",
+    "PreferenceError",
+    "PreferenceInputs",
     "action_unit",
     "code_version",
     "contract_for_task",

@@ -16,6 +16,12 @@ loop wants predictable latency, not parallel speed-up on a 300×200 MLP) and war
   Retrace's importance weights need; the command is ``a`` mapped affinely onto
   ``[action_low, action_high]`` (:func:`morl_robot.tasks.base.scale_action`).
 
+An ε-conditioned model (contract field ``preferences``, a second input ``preference`` [B, K]) acts
+under a preference ε: the one set with :meth:`OnnxPolicy.set_preference` (default the box's
+geometric centre) or one given to :meth:`OnnxPolicy.act`; either is checked against the contract's
+ranges (:class:`~morl_robot.serving.contract.PreferenceError` naming the objective and its range,
+or the wrong length).  An unconditioned model refuses a preference.
+
 Non-finite model outputs raise :class:`NonFiniteOutput` and a non-finite observation
 :class:`NonFiniteInput`, so a caller holds instead of sending garbage to a robot.
 """
@@ -30,10 +36,11 @@ from pathlib import Path
 import numpy as np
 
 from morl_robot.errors import MorlRobotError
-from morl_robot.serving.contract import ContractError, PolicyContract
+from morl_robot.serving.contract import ContractError, PolicyContract, PreferenceError
 from morl_robot.tasks.base import scale_action
 
 INPUT = "observation"
+PREFERENCE_INPUT = "preference"
 OUTPUTS = ("action", "mean", "log_std")
 _LOG_SQRT_2PI = 0.5 * math.log(2.0 * math.pi)
 WARMUP_RUNS = 20
@@ -101,14 +108,22 @@ def inspect_model(data: bytes) -> ModelInfo:
     initializers = {i.name for i in model.graph.initializer}
     inputs = {i.name: _shape(i) for i in model.graph.input if i.name not in initializers}
     outputs = {o.name: _shape(o) for o in model.graph.output}
-    if list(inputs) != [INPUT]:
-        raise PolicyLoadError(f"model inputs are {list(inputs)}; a policy has exactly one input '{INPUT}' [B, O]")
+    prefs = contract.preferences
+    if prefs is None and list(inputs) != [INPUT]:
+        raise PolicyLoadError(f"model inputs are {list(inputs)}; a policy has exactly one input '{INPUT}' [B, O] "
+                              "(its contract lists no preference inputs)")
+    if prefs is not None and list(inputs) != [INPUT, PREFERENCE_INPUT]:
+        raise PolicyLoadError(f"model inputs are {list(inputs)}; a preference-conditioned policy (its contract lists "
+                              f"{prefs.dim} preference inputs) has the inputs '{INPUT}' [B, O] and "
+                              f"'{PREFERENCE_INPUT}' [B, K]")
     missing = [n for n in OUTPUTS if n not in outputs]
     if missing:
         raise PolicyLoadError(f"model lacks the output(s) {missing}; a policy outputs {list(OUTPUTS)}")
     o, d = len(contract.observation_labels), len(contract.action_labels)
-    for name, shape, width, what in [(INPUT, inputs[INPUT], o, "observation labels")] + \
-            [(n, outputs[n], d, "action labels") for n in OUTPUTS]:
+    checks = [(INPUT, inputs[INPUT], o, "observation labels")]
+    if prefs is not None:
+        checks.append((PREFERENCE_INPUT, inputs[PREFERENCE_INPUT], prefs.dim, "preference inputs"))
+    for name, shape, width, what in checks + [(n, outputs[n], d, "action labels") for n in OUTPUTS]:
         if len(shape) != 2:
             raise PolicyLoadError(f"model {name} has rank {len(shape)} (shape {shape}); expected [B, {width}]")
         if isinstance(shape[1], int) and shape[1] > 0 and shape[1] != width:
@@ -132,6 +147,31 @@ class OnnxPolicy:
         self._high = np.asarray(info.contract.action_high, dtype=np.float64)
         self._rng = np.random.default_rng()
         self._buf = np.zeros((1, self.obs_dim), dtype=np.float32)
+        #: ε-conditioned: the preference input (names, ranges) and the preference ε [K] acted under
+        self.preferences = info.contract.preferences
+        self.preference: np.ndarray | None = None
+        self._pref_buf: np.ndarray | None = None
+        if self.preferences is not None:
+            self.preference = self.preferences.centre
+            self._pref_buf = self.preference.astype(np.float32).reshape(1, -1)
+
+    @property
+    def conditioned(self) -> bool:
+        """Whether the model takes a preference input."""
+        return self.preferences is not None
+
+    def check_preference(self, eps: object, what: str = "preference") -> np.ndarray:
+        """``eps`` as a ``[K]`` float64 array if this model can act under it; otherwise
+        :class:`PreferenceError` naming the objective and its range (or the wrong length, or that
+        the model takes no preference)."""
+        return self.contract.check_preference(eps, what)
+
+    def set_preference(self, eps: object) -> np.ndarray:
+        """Act under ``eps`` (checked: :meth:`check_preference`) from now on; returns it as [K] float64."""
+        e = self.check_preference(eps)
+        self.preference = e
+        self._pref_buf = e.astype(np.float32).reshape(1, -1)
+        return e
 
     @property
     def digest(self) -> str:
@@ -181,9 +221,20 @@ class OnnxPolicy:
         for _ in range(runs):
             self.infer(np.zeros((1, self.obs_dim), dtype=np.float32))
 
-    def infer(self, observations: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """Raw graph outputs ``(action, mean, log_std)``, each [B, D] float32, for ``observations`` [B, O]."""
-        action, mean, log_std = self._session.run(OUTPUTS, {INPUT: observations})  # type: ignore[attr-defined]
+    def infer(self, observations: np.ndarray,
+              preferences: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Raw graph outputs ``(action, mean, log_std)``, each [B, D] float32, for ``observations``
+        [B, O] float32 (conditioned: under ``preferences`` [B, K] float32, unchecked; default the
+        current preference for every row)."""
+        feed = {INPUT: observations}
+        if self._pref_buf is not None:
+            if preferences is None:
+                preferences = (self._pref_buf if len(observations) == 1 else
+                               np.repeat(self._pref_buf, len(observations), axis=0))
+            feed[PREFERENCE_INPUT] = preferences
+        elif preferences is not None:
+            raise PreferenceError("this policy is not preference-conditioned: it takes no preference")
+        action, mean, log_std = self._session.run(OUTPUTS, feed)  # type: ignore[attr-defined]
         return action, mean, log_std
 
     def _load_observation(self, observation: np.ndarray) -> None:
@@ -210,10 +261,15 @@ class OnnxPolicy:
                                       f"'{self.contract.action_labels[i % self.action_dim]}') for policy version "
                                       f"{self.version}")
 
-    def act(self, observation: np.ndarray, deterministic: bool, rng: np.random.Generator | None = None) -> PolicyOutput:
-        """One observation (O,) → :class:`PolicyOutput` (see the module docstring)."""
+    def act(self, observation: np.ndarray, deterministic: bool, rng: np.random.Generator | None = None,
+            preference: np.ndarray | None = None) -> PolicyOutput:
+        """One observation (O,) → :class:`PolicyOutput` (see the module docstring); a conditioned
+        model acts under ``preference`` [K] if given (checked), else under the current one."""
         self._load_observation(observation)
-        action, mean, log_std = self.infer(self._buf)
+        pref = None
+        if preference is not None:
+            pref = self.check_preference(preference).astype(np.float32).reshape(1, -1)
+        action, mean, log_std = self.infer(self._buf, pref)
         if deterministic:
             self._check_outputs(action=action, mean=mean)
             a = np.clip(mean[0].astype(np.float64), -1.0, 1.0)

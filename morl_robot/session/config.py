@@ -25,7 +25,8 @@ NODE_PARAMETERS: dict[str, tuple[str, ...]] = {
     "safety_monitor": ("autostart", "robot", "config", "control_mode", "action_labels", "watchdogs", "check_period",
                        "diagnostics_period"),
     "policy_server": ("autostart", "mode", "policy", "timing", "actor_id", "chunk_size", "seed",
-                      "observation_timeout", "rate", "diagnostics_period", "realtime_priority", "back_pressure"),
+                      "observation_timeout", "rate", "diagnostics_period", "realtime_priority", "back_pressure",
+                      "preference"),
     "learner_node": ("autostart", "task", "task_config", "config", "out_dir", "seed", "total_steps",
                      "snapshot_every", "checkpoint_every", "update_budget", "update_period",
                      "observation_normalization"),
@@ -87,6 +88,23 @@ class SessionConfig:
                 if name not in allowed:
                     fail("", f"{node}.{name}", f"{node} has no parameter '{name}'; allowed: {', '.join(allowed)}")
         check_learner_node_parameters(self.learner_node)
+        if "preference" in self.policy_server:
+            self.policy_server["preference"] = preference_values(self.policy_server["preference"],
+                                                                 "", "policy_server.preference")
+
+
+def preference_values(value: Any, source: str = "", key: str = "policy_server.preference") -> list[float]:
+    """A policy server's ``preference`` (ε per objective of an ε-conditioned policy; [] = the
+    centre of its box) as floats, or a :class:`ConfigError` naming the key.  Its ranges are the
+    model's: the server (and ``morl-robot deploy``) check it against the contract."""
+    if value is None:
+        return []
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        value = [value]
+    if not isinstance(value, (list, tuple)) or not all(
+            isinstance(v, (int, float)) and not isinstance(v, bool) and v > 0 for v in value):
+        fail(source, key, f"must be a list of positive numbers (ε per objective), got {value!r}")
+    return [float(v) for v in value]
 
 
 def load_session_config(kind_or_path: str | os.PathLike[str], overrides: dict[str, Any] | None = None) -> SessionConfig:

@@ -49,6 +49,8 @@ ARGUMENT_TEXT = {
     "seed": ("", "random seed of the session"),
     "namespace": ("", "ROS namespace of the session"),
     "policy": ("", "ONNX policy file (morl-robot export); its contract names the task and robot"),
+    "preference": ("", ("ε-conditioned policy: the preference to start with, one ε per objective, comma-separated "
+                        "(e.g. 0.1,0.01; default the centre of the policy's preference box)")),
     "release": ("operator", ("who releases the safety monitor's start-up e-stop: operator (a person calls "
                             "<ns>/safety/reset) | after_checks (released once its checks pass; sim backend only)")),
     "learner_config": ("", "learner YAML or name under config/learner/"),
@@ -59,7 +61,8 @@ ARGUMENT_TEXT = {
 ARGUMENTS = {
     "train": ("session", "task", "backend", "actors", "steps", "seed", "namespace", "learner_config", "out",
               "use_sim_time"),
-    "deploy": ("session", "policy", "robot", "backend", "seed", "namespace", "release", "use_sim_time"),
+    "deploy": ("session", "policy", "robot", "backend", "seed", "namespace", "release", "use_sim_time",
+               "preference"),
     "safety_test": ("session", "robot", "backend", "seed", "namespace", "out", "use_sim_time"),
 }
 RELEASES = ("operator", "after_checks")
@@ -79,6 +82,16 @@ def whole_number(name: str, text: str, low: int) -> int:
     if value < low:
         raise UsageError(f"launch argument {name}:={text!r}: must be >= {low}")
     return value
+
+
+def preference_argument(text: str) -> list[float]:
+    """``preference:=0.1,0.01`` (or ``[0.1, 0.01]``) → floats, or a clear error naming the argument."""
+    items = [t for t in text.strip().strip("[]").replace(",", " ").split() if t]
+    try:
+        return [float(t) for t in items]
+    except ValueError:
+        raise UsageError(f"launch argument preference:={text!r}: expected numbers, one ε per objective, "
+                         "comma-separated") from None
 
 
 def boolean(name: str, text: str) -> bool:
@@ -109,6 +122,13 @@ def session_overrides(kind: str, args: dict[str, str]) -> dict[str, Any]:
             raise UsageError(f"launch argument robot:={args['robot']}: the policy was trained for "
                              f"'{contract.robot}' (task {contract.task})")
         overrides.update(task=contract.task, robot=contract.robot, policy=args["policy"])
+        if args.get("preference"):
+            eps = preference_argument(args["preference"])
+            try:
+                contract.check_preference(eps, f"launch argument preference:={args['preference']}")
+            except ValueError as exc:
+                raise UsageError(str(exc)) from None
+            overrides["policy_server"] = {"preference": eps}
     if kind == "safety_test":
         overrides["task"] = ""  # a bare robot: the probes command it directly
     return overrides

@@ -69,3 +69,33 @@ def with_metadata(data: bytes, **changes: str) -> bytes:
 def random_observations(contract: PolicyContract, n: int, seed: int = 0) -> np.ndarray:
     rng = np.random.default_rng(seed)
     return rng.normal(0.0, 2.0, size=(n, len(contract.observation_labels)))
+
+
+# --- ε-conditioned policies -------------------------------------------------------------------------
+RANGES = [[0.01, 1.0], [0.01, 1.0]]
+
+
+def conditioned_contract(task_name: str = SAWYER, ranges=RANGES) -> PolicyContract:
+    """``task_name``'s contract with a preference input (one ε per objective, in ``ranges``)."""
+    from morl_robot.serving.contract import PreferenceInputs
+
+    c = task_contract(task_name)
+    return replace(c, preferences=PreferenceInputs(list(c.objective_names), [list(r) for r in ranges]))
+
+
+def conditioned_learner(contract: PolicyContract, ranges=RANGES, seed: int = 0, strong: bool = False):
+    """A tiny untrained ε-conditioned MOMPOLearner for ``contract`` whose mean action depends clearly on
+    observation and preference (``strong``: the preference inputs dominate the first layer)."""
+    from morl_robot.learning import ActionSpec, MOMPOLearner
+    from morl_robot.learning.config import config_from_dict
+
+    cfg = config_from_dict({"preferences": {"ranges": ranges},
+                            "networks": {"policy_hidden": [32, 24], "critic_hidden": [16, 16]}})
+    learner = MOMPOLearner(len(contract.observation_labels), ActionSpec.box(len(contract.action_labels)),
+                           len(contract.objective_names), cfg, seed=seed)
+    with torch.no_grad():
+        learner.policy.mean_head.weight.normal_(0.0, 0.5)
+        if strong:
+            first = next(m for m in learner.policy.torso.modules() if isinstance(m, torch.nn.Linear))
+            first.weight[:, -len(ranges):] *= 30.0
+    return learner

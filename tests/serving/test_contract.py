@@ -4,6 +4,7 @@ from __future__ import annotations
 import dataclasses
 import json
 
+import numpy as np
 import pytest
 from policy_models import SAWYER, SHADOW, task_contract
 
@@ -13,6 +14,8 @@ from morl_robot.serving.contract import (
     COMPATIBILITY_FIELDS,
     ContractError,
     PolicyContract,
+    PreferenceError,
+    PreferenceInputs,
     contract_for_task,
     observation_unit,
     replace,
@@ -67,6 +70,7 @@ def test_shadow_contract_units_and_scalarized_weights() -> None:
 CHANGES = {
     "robot": "shadow_hand", "task": "other_task", "control_mode": "velocity", "control_rate": 40.0,
     "frame_stack": 2, "objective_names": ["task", "force"],
+    "preferences": PreferenceInputs(["task", "wrist_force"], [[0.01, 1.0], [0.01, 1.0]]),
 }
 
 
@@ -123,3 +127,95 @@ def test_invalid_bounds_are_rejected() -> None:
     c = task_contract(SAWYER)
     with pytest.raises(ContractError, match=r"index 1 \('vy'\)"):
         replace(c, action_low=[0.0, 1.0, 0.0], action_high=[0.1, 0.5, 0.1])
+
+
+# --- the preference input of an ε-conditioned policy ----------------------------------------------
+RANGES = [[0.01, 1.0], [0.001, 0.1]]
+
+
+def conditioned(c: PolicyContract | None = None, ranges=RANGES) -> PolicyContract:
+    c = c or task_contract(SAWYER)
+    return replace(c, preferences=PreferenceInputs(list(c.objective_names), [list(r) for r in ranges]))
+
+
+def test_conditioned_contract_round_trips_and_unconditioned_metadata_is_unchanged() -> None:
+    plain = task_contract(SAWYER)
+    assert "preferences" not in plain.to_metadata()  # the keys models had before conditioning existed
+    c = conditioned()
+    md = c.to_metadata()
+    assert json.loads(md["preferences"]) == {"names": ["task", "wrist_force"], "ranges": RANGES}
+    back = PolicyContract.from_metadata(md)
+    assert back == c and back.preferences.dim == 2
+    assert "+ 2 preferences" in back.summary()
+
+
+def test_contract_for_task_lists_the_learner_preference_box() -> None:
+    from morl_robot.learning.config import config_from_dict
+
+    task = load_task(SAWYER)
+    robot = make_sim_robot(task)
+    try:
+        c = contract_for_task(task, robot, config_from_dict({"preferences": {"ranges": RANGES}}))
+    finally:
+        robot.close()
+    assert c.preferences == PreferenceInputs(["task", "wrist_force"], RANGES)
+
+
+@pytest.mark.parametrize("prefs,message", [
+    (PreferenceInputs(["task"], [[0.1, 1.0]]), r"names \['task'\] but the objectives are \['task', 'wrist_force'\]"),
+    (PreferenceInputs(["task", "wrist_force"], [[0.1, 1.0]]), "1 ranges for 2 objectives"),
+    (PreferenceInputs(["task", "wrist_force"], [[0.1, 1.0], [0.0, 1.0]]), "range of 'wrist_force' must satisfy 0 < low"),
+    (PreferenceInputs(["task", "wrist_force"], [[0.5, 0.1], [0.1, 1.0]]), "range of 'task' must satisfy 0 < low <= high"),
+    (PreferenceInputs(["task", "wrist_force"], [[0.1, 1.0], [0.1]]), r"range of 'wrist_force' must be \[low, high\]"),
+    (PreferenceInputs(["wrist_force", "task"], [[0.1, 1.0], [0.1, 1.0]]), "same order"),
+])
+def test_invalid_preference_inputs_are_refused(prefs: PreferenceInputs, message: str) -> None:
+    with pytest.raises(ContractError, match=message):
+        replace(task_contract(SAWYER), preferences=prefs)
+
+
+@pytest.mark.parametrize("value,message", [
+    ('{"names": ["task", "wrist_force"]}', "must be null or"),
+    ('{"names": ["task", "wrist_force"], "ranges": [[0.1, "x"], [0.1, 1]]}', "must be null or"),
+    ('{"names": ["task", "wrist_force"], "ranges": [[0.1, 1], [-1, 1]]}', "range of 'wrist_force'"),
+])
+def test_bad_preference_metadata_names_the_field(value: str, message: str) -> None:
+    md = conditioned().to_metadata()
+    md["preferences"] = value
+    with pytest.raises(ContractError, match=message):
+        PolicyContract.from_metadata(md)
+
+
+def test_conditioned_and_unconditioned_models_cannot_replace_each_other() -> None:
+    plain, c = task_contract(SAWYER), conditioned()
+    with pytest.raises(ContractError, match="mismatch in 'preferences': running model has none"):
+        plain.check_compatible(c)
+    with pytest.raises(ContractError, match="mismatch in 'preferences'.*new model has none"):
+        c.check_compatible(plain)
+    with pytest.raises(ContractError, match="mismatch in 'preferences'"):
+        c.check_compatible(conditioned(ranges=[[0.01, 1.0], [0.001, 0.2]]))
+    c.check_compatible(conditioned())
+
+
+def test_preference_check_names_the_objective_and_range() -> None:
+    p = conditioned().preferences
+    np.testing.assert_allclose(p.centre, [0.1, 0.01])
+    np.testing.assert_array_equal(p.check([0.5, 0.05]), [0.5, 0.05])
+    with pytest.raises(PreferenceError, match=r"ε for objective 'wrist_force' is 0.5, outside its range \[0.001, 0.1\]"):
+        p.check([0.5, 0.5])
+    with pytest.raises(PreferenceError, match=r"has 3 values but the policy takes 2, one per objective \(task, wrist_force\)"):
+        p.check([0.1, 0.01, 0.1])
+    with pytest.raises(PreferenceError, match="'task' is nan"):
+        p.check([float("nan"), 0.01])
+
+
+def test_preference_features_match_the_learner_preference_space() -> None:
+    from morl_robot.learning.preferences import PreferenceSpace
+
+    ranges = [[0.01, 1.0], [0.05, 0.05], [0.001, 0.1]]
+    mine = PreferenceInputs(["a", "b", "c"], ranges)
+    space = PreferenceSpace(ranges, ["a", "b", "c"])
+    eps = space.sample(50, np.random.default_rng(0))
+    np.testing.assert_allclose(mine.features(eps), space.features(eps), atol=1e-6)
+    np.testing.assert_allclose(mine.centre, space.centre)
+    assert mine.to_dict() == space.to_dict()
