@@ -37,6 +37,9 @@ class NetworkConfig:
     #: Q = −|a|² (6-D actions, 1500 Adam steps) the fitted slope reaches −0.09 of the true −1 at
     #: 0.01 and −0.65 at 1.0 (``config/learner/conditioned.yaml`` uses 1.0).
     critic_output_scale: float = 1e-2
+    #: ``layernorm``: acme's LayerNorm → tanh first layer, ELU after; ``relu``: a plain ReLU MLP
+    #: (learns Q's action-dependence under bootstrapped targets; see :mod:`morl_robot.learning.networks`).
+    critic_torso: Literal["layernorm", "relu"] = "layernorm"
     min_std: float = 1e-4
     init_std: float = 0.7
 

@@ -146,7 +146,7 @@ class MOMPOLearner:
         self.input_dim = in_dim
         self.policy = make_policy(in_dim, spec, net.policy_hidden, net.min_std, net.init_std)
         self.critic = Critic(in_dim, spec.input_dim, num_objectives, net.critic_hidden, net.critic_architecture,
-                             net.critic_output_scale)
+                             net.critic_output_scale, net.critic_torso)
         #: conditioned: the last update's (ε [K, B], achieved E-step KL [K, B]) for inspection
         self.last_preference_kl: tuple[np.ndarray, np.ndarray] | None = None
         self.target_policy = copy.deepcopy(self.policy).requires_grad_(False)

@@ -6,7 +6,10 @@
   Samples are clipped to [-1, 1] before they reach the environment or the critic.
 * :class:`CategoricalPolicy` — the same torso with logits over A actions (the toy domains).
 * :class:`Critic` — K action-value functions ``Q_k(s, a)`` (Q-decomposition, paper section 4.1),
-  input ``[obs, action]`` (discrete actions one-hot), LayerNorm torso (400, 300).
+  input ``[obs, action]`` (discrete actions one-hot), LayerNorm torso (400, 300), or (``torso:
+  relu``) a plain ReLU MLP: with bootstrapped targets far from zero the LayerNorm → tanh first
+  layer can fit Q's dependence on the action with the wrong sign (a synthetic task with
+  r₂ = −|a|², γ = 0.99: fitted slope +0.29 where the targets' is −1.05; ReLU: −1.31).
 
 Critic design: K networks, not one network with K heads (``critic_architecture: separate``, the
 default).  The paper trains ``Q_k(s, a; φ_k)`` with separate parameters, and MO-MPO's point is
@@ -185,8 +188,9 @@ class Critic(nn.Module):
 
     def __init__(self, obs_dim: int, action_input_dim: int, num_objectives: int,
                  hidden: Sequence[int] = (400, 300), architecture: Literal["separate", "shared"] = "separate",
-                 output_scale: float = 1e-2):
+                 output_scale: float = 1e-2, torso: Literal["layernorm", "relu"] = "layernorm"):
         super().__init__()
+        self.torso = torso
         self.num_objectives = int(num_objectives)
         self.architecture = architecture
         members = num_objectives if architecture == "separate" else 1
@@ -217,7 +221,11 @@ class Critic(nn.Module):
         h_obs = torch.matmul(obs.reshape(s, obs_dim), w[:, :obs_dim])  # [M, S, h]
         h_act = torch.matmul(action.reshape(p * s, -1), w[:, obs_dim:])  # [M, P*S, h]
         m = w.shape[0]
-        if torch.is_grad_enabled():
+        if self.torso == "relu":  # plain ReLU MLP on [obs, action] (TD3/SAC-style critics)
+            h = F.relu((h_act.view(m, p, s, -1) + (h_obs + self.first.bias).unsqueeze(1)).view(m, p * s, -1))
+            for layer in self.hidden:
+                h = F.relu(layer(h))
+        elif torch.is_grad_enabled():
             h = (h_act.view(m, p, s, -1) + (h_obs + self.first.bias).unsqueeze(1)).view(m, p * s, -1)
             h = torch.tanh(self.norm(h))
             for layer in self.hidden:
