@@ -26,6 +26,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--no-safety", action="store_true",
                    help="act without the robot's safety rules (default: through them, as deployed)")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
+    p.add_argument("--preference", type=float, nargs="+", default=None, metavar="EPS",
+                   help="ε-conditioned policy: the preference to act under, one ε per objective "
+                        "(default: the centre of its box)")
     p.set_defaults(func=run)
 
 
@@ -34,7 +37,7 @@ def run(args: argparse.Namespace) -> int:
 
     if args.episodes < 1:
         raise UsageError(f"--episodes must be >= 1, got {args.episodes}")
-    loaded = load_policy(args.policy, args.task, args.seed)
+    loaded = load_policy(args.policy, args.task, args.seed, args.preference)
     result = evaluate_policy(loaded.act, loaded.task, args.episodes, args.seed, loaded.description,
                              progress=not args.no_progress and not args.json and sys.stderr.isatty(),
                              safety=not args.no_safety)

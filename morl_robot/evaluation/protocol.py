@@ -228,13 +228,23 @@ class LoadedPolicy:
     contract: Any = None  # serving.contract.PolicyContract (None for a random policy)
 
 
-def onnx_policy(path: str | os.PathLike[str]) -> LoadedPolicy:
-    """An exported ONNX policy (normaliser and action scaling inside), acting deterministically."""
+def onnx_policy(path: str | os.PathLike[str], preference: Sequence[float] | None = None) -> LoadedPolicy:
+    """An exported ONNX policy (normaliser and action scaling inside), acting deterministically; an
+    ε-conditioned one under ``preference`` (default: the centre of its box; checked against it)."""
     from morl_robot.serving.runtime import OnnxPolicy
 
     model = OnnxPolicy.from_file(path)
+    where = ""
+    if preference is not None:
+        try:
+            eps = model.set_preference(np.asarray(preference, np.float64))
+        except ValueError as e:
+            raise UsageError(f"--preference: {e}") from e
+        where = ", preference " + ", ".join(f"{v:g}" for v in eps)
+    elif getattr(model, "conditioned", False):
+        where = ", preference " + ", ".join(f"{v:g}" for v in model.preference) + " (the centre)"
     return LoadedPolicy(lambda obs: model.act(obs, deterministic=True).action, model.contract.task,
-                        f"{Path(path)} (version {model.contract.policy_version})", model.contract)
+                        f"{Path(path)} (version {model.contract.policy_version}{where})", model.contract)
 
 
 def random_policy(task: str, seed: int = 0) -> LoadedPolicy:
@@ -331,8 +341,12 @@ def _sawyer_insertion(gain: float, clearance: float) -> LoadedPolicy:
     return LoadedPolicy(act, task, f"scripted insertion controller (gain {gain:g}/s)")
 
 
-def load_policy(source: str | os.PathLike[str], task: str | None = None, seed: int = 0) -> LoadedPolicy:
-    """``policy.onnx``, a run directory (its ``policy.onnx``), ``random`` or ``scripted`` (need ``task``)."""
+def load_policy(source: str | os.PathLike[str], task: str | None = None, seed: int = 0,
+                preference: Sequence[float] | None = None) -> LoadedPolicy:
+    """``policy.onnx``, a run directory (its ``policy.onnx``), ``random`` or ``scripted`` (need ``task``);
+    ``preference`` for an ε-conditioned ONNX policy."""
+    if preference is not None and str(source) in ("random", "scripted"):
+        raise UsageError(f"--preference is for an ε-conditioned ONNX policy, not a {source} policy")
     if str(source) in ("random", "scripted"):
         if not task:
             raise UsageError(f"a {source} policy needs --task")
@@ -348,7 +362,7 @@ def load_policy(source: str | os.PathLike[str], task: str | None = None, seed: i
         path = path / "policy.onnx"
     if not path.is_file():
         raise UsageError(f"no such policy file or run directory: {path}")
-    loaded = onnx_policy(path)
+    loaded = onnx_policy(path, preference)
     if task and task != loaded.task:
         raise UsageError(f"--task {task}: {path} was trained for task '{loaded.task}'")
     return loaded

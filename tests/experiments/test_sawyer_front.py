@@ -58,3 +58,27 @@ def test_committed_front_policies_reproduce_their_figures(run, capsys):
         assert got["objectives"][name]["mean"] == pytest.approx(stats["mean"], abs=1e-6)
     assert got["success_rate"] == ev["success_rate"]
     assert got["terminations"] == ev["terminations"]
+
+
+def test_a_tiny_conditioned_front_is_one_policy_per_seed_and_reevaluates_at_each_preference(tmp_path, capsys):
+    argv = ["experiment", "sawyer-front", "--conditioned", "--out", str(tmp_path), "--eps-force", "0.01", "0.1",
+            "--seeds", "0", "--steps", "200", "--eval-episodes", "2", "--parallel", "1", "--no-progress",
+            "--config", "learner/sawyer_conditioned.yaml"]
+    assert main(argv) == 0
+    assert "runs finished: 2 of 2" in capsys.readouterr().out
+    results = json.loads((tmp_path / "results.json").read_text())
+    assert results["trained_policies"] == 1 and results["env_steps_in_all"] == 200
+    assert {p.name for p in (tmp_path / "policies").iterdir()} == {"conditioned_seed0.onnx"}
+    policy = tmp_path / "policies" / "conditioned_seed0.onnx"
+    for run in results["runs"]:
+        ev = run["eval"]
+        eps = [ev["epsilons"]["task"], ev["epsilons"]["wrist_force"]]
+        # the README's way to re-check a figure: the one ONNX policy under that run's preference
+        assert main(["evaluate", str(policy), "--preference", *map(str, eps), "--episodes", str(ev["episodes"]),
+                     "--seed", str(ev["seed"]), "--json"]) == 0
+        got = json.loads(capsys.readouterr().out)
+        for name, stats in ev["objectives"].items():
+            assert got["objectives"][name]["mean"] == pytest.approx(stats["mean"], abs=1e-4)
+    assert main(["evaluate", str(policy), "--preference", "0.1", "5.0", "--episodes", "1"]) == 2
+    assert "'wrist_force' is 5.0, outside its range [0.01, 0.1]" in capsys.readouterr().err
+    assert main(["evaluate", "scripted", "--task", "sawyer_peg_in_hole", "--preference", "0.1", "0.1"]) == 2
