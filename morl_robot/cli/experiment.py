@@ -217,6 +217,8 @@ def register(sub: argparse._SubParsersAction) -> None:
                               "'experiment conditioned' results")
     crep.add_argument("results", nargs="+", type=Path, help="results.json files or their folders")
     crep.add_argument("--out", type=Path, default=None, help="write summary.json and fronts.png here")
+    crep.add_argument("--ref", type=float, nargs="+", default=None,
+                      help="recompute every hypervolume at this reference point (one value per objective)")
     crep.set_defaults(func=_run_conditioned_report)
 
 
@@ -236,7 +238,7 @@ def _run_conditioned(args: argparse.Namespace) -> int:
 def _run_conditioned_report(args: argparse.Namespace) -> int:
     from morl_robot.experiments import conditioned
 
-    summary = conditioned.report(args.results, args.out)
+    summary = conditioned.report(args.results, args.out, args.ref)
     print(conditioned.format_report(summary))
     if args.out is not None:
         print(f"wrote {args.out / 'summary.json'} and {args.out / 'fronts.png'}")

@@ -218,6 +218,23 @@ def _run_capql(cfg: ConditionedExperiment, out: Path, progress: bool) -> dict[st
             "objective_names": names, "updates": max(0, int(agent.global_step - agent.learning_starts + 1))}
 
 
+def _middle_action_returns(cfg: ConditionedExperiment, progress: bool) -> np.ndarray | None:
+    """Returns ``[K]`` of the constant policy "middle of the action box" (0 in the normalised box)
+    on the evaluation seeds; None for a discrete action space."""
+    from gymnasium import spaces
+
+    env_fn = _env_fn(cfg.env_id)
+    env = env_fn()
+    try:
+        if not isinstance(env.action_space, spaces.Box):
+            return None
+        dim = int(np.prod(env.action_space.shape))
+    finally:
+        env.close()
+    zero = np.zeros(dim, np.float32)
+    return evaluate_points([lambda obs: zero], env_fn, cfg.eval_episodes, seed=cfg.seed + 10_000, progress=progress)[0]
+
+
 def _env_fn(env_id: str) -> Callable[[], Any]:
     import functools
 
@@ -282,11 +299,16 @@ def run(cfg: ConditionedExperiment, out_dir: str | Path, progress: bool = True) 
     body = runner(cfg, out, progress)
     points = np.asarray(body.pop("points"), np.float64)
     mask = pareto_mask(points)
+    # context for the hypervolume: one policy that always sends the middle of the action box
+    # ("do nothing" for torque-controlled bodies) already dominates part of the reference box
+    still = _middle_action_returns(cfg, progress=False)
     results = {
         "env": cfg.env_id, "method": cfg.method, "seed": cfg.seed, "steps": cfg.steps,
         "points": points.tolist(), "preferences": body.pop("preferences"),
         "hypervolume": hypervolume(points, ref), "ref": ref,
         "pareto_points": int(mask.sum()), "eval_episodes": cfg.eval_episodes,
+        "middle_action_policy": None if still is None else {
+            "returns": still.tolist(), "hypervolume": hypervolume(still[None], ref)},
         "wall_time_s": time.monotonic() - start, **body,
         "command": command_line(cfg, out),
     }
@@ -323,9 +345,11 @@ def format_result(results: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-def report(results_files: Sequence[str | Path], out_dir: str | Path | None = None) -> dict[str, Any]:
+def report(results_files: Sequence[str | Path], out_dir: str | Path | None = None,
+           ref: Sequence[float] | None = None) -> dict[str, Any]:
     """Hypervolume per method across seeds: IQM with a bootstrap 95 % CI (:func:`~morl_robot.
-    evaluation.front.iqm_with_ci`), median wall time; writes ``summary.json`` and ``fronts.png``."""
+    evaluation.front.iqm_with_ci`), median wall time; writes ``summary.json`` and ``fronts.png``.
+    ``ref``: recompute every hypervolume at this reference point instead of each run's own."""
     from morl_robot.evaluation.front import iqm_with_ci
     from morl_robot.evaluation.plots import plot_pareto_fronts
 
@@ -339,13 +363,25 @@ def report(results_files: Sequence[str | Path], out_dir: str | Path | None = Non
             raise UsageError(f"cannot read conditioned results {p}: {e}") from e
     if not runs:
         raise UsageError("no results files given")
+    if ref is not None:
+        for r in runs:
+            if len(ref) != len(r["ref"]):
+                raise UsageError(f"--ref has {len(ref)} values but {r['env']} has {len(r['ref'])} objectives")
+            r["ref"] = [float(v) for v in ref]
+            r["hypervolume"] = hypervolume(np.asarray(r["points"], np.float64), r["ref"])
+            if r.get("middle_action_policy"):
+                still = np.asarray(r["middle_action_policy"]["returns"], np.float64)[None]
+                r["middle_action_policy"]["hypervolume"] = hypervolume(still, r["ref"])
     envs = {r["env"] for r in runs}
     if len(envs) != 1:
         raise UsageError(f"results from different environments cannot be summarised together: {sorted(envs)}")
     methods: dict[str, list[dict[str, Any]]] = {}
     for r in runs:
         methods.setdefault(r["method"], []).append(r)
-    summary: dict[str, Any] = {"env": envs.pop(), "methods": {}}
+    summary: dict[str, Any] = {"env": envs.pop(), "ref": runs[0]["ref"], "methods": {}}
+    still = [r["middle_action_policy"]["hypervolume"] for r in runs if r.get("middle_action_policy")]
+    if still:
+        summary["middle_action_policy_hypervolume"] = float(np.median(still))
     for m, rs in methods.items():
         hv = [r["hypervolume"] for r in rs]
         summary["methods"][m] = {
@@ -364,11 +400,14 @@ def report(results_files: Sequence[str | Path], out_dir: str | Path | None = Non
 
 
 def format_report(summary: dict[str, Any]) -> str:
-    lines = [f"{summary['env']}: hypervolume per method (IQM [95 % CI] over seeds)",
+    lines = [f"{summary['env']}: hypervolume per method (IQM [95 % CI] over seeds), reference {summary['ref']}",
              f"{'method':<12} {'seeds':<10} {'steps':<8} {'HV IQM':>10} {'CI':>24} {'wall (median)':>14}"]
     for m, s in summary["methods"].items():
         h = s["hypervolume"]
         ci = f"[{h['ci_low']:.4g}, {h['ci_high']:.4g}]" if math.isfinite(h["ci_low"]) else "-"
         lines.append(f"{m:<12} {','.join(map(str, s['seeds'])):<10} {','.join(map(str, s['steps'])):<8} "
                      f"{h['iqm']:>10.4g} {ci:>24} {s['median_wall_time_s']:>12.0f} s")
+    if "middle_action_policy_hypervolume" in summary:
+        lines.append(f"(one constant policy sending the middle of the action box: hypervolume "
+                     f"{summary['middle_action_policy_hypervolume']:.4g})")
     return "\n".join(lines)

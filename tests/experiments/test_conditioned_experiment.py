@@ -41,6 +41,12 @@ def test_sweep_splits_the_steps_and_report_summarises_methods(tmp_path, capsys):
     assert "conditioned" in text and "sweep" in text
     summary = json.loads((tmp_path / "report" / "summary.json").read_text())
     assert set(summary["methods"]) == {"conditioned", "sweep"}
+    assert json.loads((cond / "results.json").read_text())["middle_action_policy"] is None  # discrete actions
+    # another reference point: every hypervolume recomputed from the stored points
+    assert main(["experiment", "conditioned-report", str(cond), str(sweep), "--ref", "-1000", "-1000"]) == 0
+    far = capsys.readouterr().out
+    assert "reference [-1000.0, -1000.0]" in far
+    assert main(["experiment", "conditioned-report", str(cond), "--ref", "0"]) == 2
     assert (tmp_path / "report" / "fronts.png").exists()
 
 
@@ -52,6 +58,9 @@ def test_capql_baseline_on_a_continuous_env(tmp_path):
     r = json.loads((out / "results.json").read_text())
     assert r["method"] == "capql" and r["preference_kind"] == "linear_weights"
     assert np.asarray(r["points"]).shape[1] == len(r["ref"]) and len(r["points"]) == len(r["preferences"]) == 3
+    # the constant middle-of-the-box policy, for scale: its returns and hypervolume
+    still = r["middle_action_policy"]
+    assert len(still["returns"]) == len(r["ref"]) and still["hypervolume"] >= 0
 
 
 def test_bad_input_is_named(tmp_path, capsys):
