@@ -117,18 +117,21 @@ def build_trace(t0: float, t_end: float, wrench: Sequence[tuple[float, Sequence[
                 preferences: Sequence[tuple[float, Sequence[float]]]) -> dict[str, list]:
     """One run's per-control-step record from what the probe received (receipt times, s).
 
-    ``wrench``: ``(t, force xyz)`` in time order; a row per sample in ``[t0 − TARE_WINDOW_S, t_end]``.
-    The sample nearest ``t0`` within :data:`TARE_WINDOW_S` (the reset state's reading) is the tare;
-    without one, the first sample of the run.  ``commands``: ``(t, command)`` from ``command_safe``,
+    ``wrench``: ``(t, force xyz)`` in time order.  The sample nearest ``t0`` within
+    :data:`TARE_WINDOW_S` (the reset state's reading, published just before the start event) is the
+    tare and the first row; the samples after it up to ``t_end`` follow (an earlier one in the window
+    is the previous episode's last reading: left out).  Without such a sample, the rows are the
+    samples in ``[t0, t_end]`` and the first of them is the tare.  ``commands``: ``(t, command)`` from ``command_safe``,
     time order; each row gets the newest one received by then (None before the first one of the
     run).  ``preferences``: ``(t, ε)`` in time order, from the moment each was accepted; each row gets
     the one in effect (the first applies to anything earlier).  Times in the trace are relative to ``t0``."""
-    rows = [(t, np.asarray(f, float)) for t, f in wrench if t0 - TARE_WINDOW_S <= t <= t_end]
     trace: dict[str, list] = {"t": [], "force_N": [], "force_raw_N": [], "command": [], "preference": []}
+    window = [(t, f) for t, f in wrench if abs(t - t0) <= TARE_WINDOW_S]
+    start = min(window, key=lambda r: abs(r[0] - t0))[0] if window else t0
+    rows = [(t, np.asarray(f, float)) for t, f in wrench if start <= t <= t_end]
     if not rows:
         return trace
-    near = min(rows, key=lambda r: abs(r[0] - t0))
-    tare = near[1] if abs(near[0] - t0) <= TARE_WINDOW_S else rows[0][1]
+    tare = rows[0][1]
     command_times = [t for t, _ in commands]
     pref_times = [t for t, _ in preferences]
     for t, f in rows:
@@ -239,7 +242,7 @@ def plot(report: Mapping[str, Any], path: str | Path) -> Path:
             "title": f"seed {e['seed']}" + (f", switched at {sw:.2f} s" if sw is not None else ", ended before the switch"),
             "switch_s": sw,
             "switched": (f"switched ε_{force} {b:g} → {a:g}", tf(e["switched"])),
-            "controls": {f"{b:g} only": tf(e["before"]), f"{a:g} only": tf(e["after"])},
+            "controls": {f"ε_{force} {b:g} only": tf(e["before"]), f"ε_{force} {a:g} only": tf(e["after"])},
         })
     return plot_switched_force_traces(
         panels, path, threshold=report.get("force_threshold_N"),
