@@ -463,6 +463,10 @@ def _run_graph(args: argparse.Namespace, contract: Any, before: np.ndarray, afte
                   f"{_num(s['force']['mean_after_switch'], 0)} N (before only "
                   f"{_num(episode['before']['force']['mean_after_switch'], 0)}, after only "
                   f"{_num(episode['after']['force']['mean_after_switch'], 0)} N after the switch time)", file=sys.stderr)
+            if episode["switch_s"] is None:
+                print(f"  the episode ended ({s['termination']}) at {s['duration_s']:.2f} s, before the switch at "
+                      f"{switch_after:g} s: nothing changed live; a smaller --switch-after switches earlier",
+                      file=sys.stderr)
         report["policy_server"] = p.diagnostics("policy")
         report["safety_monitor"] = p.diagnostics("safety")
     finally:
