@@ -89,6 +89,9 @@ def test_summary_splits_every_run_at_the_switched_runs_switch_time() -> None:
                                       "samples_before_switch": 4, "mean_after_switch": 4.0, "peak_after_switch": 5.0,
                                       "samples_after_switch": 2}
     assert e["before"]["force"]["mean_after_switch"] == 9.0 and e["after"]["force"]["peak_after_switch"] == 2.0
+    assert e["pre_switch_difference_N"] == 0.0  # the same forces until the switch
+    shifted = episode_record(7, {**runs, "before": _run([1, 3, 1, 9, 9])}, switch_after=1.5)
+    assert shifted["pre_switch_difference_N"] == pytest.approx(2.0 / 4)  # one step of four 2 N apart
     # the episode ended before the switch: the controls split at the nominal time, nothing after it
     e2 = episode_record(8, {**runs, "switched": _run([1, 2], switch=None)}, switch_after=1.5)
     assert e2["switch_s"] is None and e2["split_s"] == 1.5
