@@ -6,6 +6,8 @@
   (Abdolmaleki et al., 2020) Fig. 5 for Deep Sea Treasure.
 * :func:`plot_learning_curves`: per-objective returns against environment steps from a training
   run's ``metrics.csv`` (one panel per objective).
+* :func:`plot_switched_force_traces`: force against time with a live change in the middle (a
+  vertical line) against unswitched controls (dashed); one panel per episode.
 * :func:`plot_action_probabilities`: grouped bars of a categorical policy's action
   probabilities per setting (MO-MPO Fig. 3).
 
@@ -19,6 +21,7 @@ import os
 import re
 from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
 import matplotlib
 import matplotlib.ticker
@@ -30,7 +33,8 @@ from numpy.typing import ArrayLike
 
 from morl_robot.evaluation.pareto import pareto_front
 
-__all__ = ["plot_action_probabilities", "plot_force_traces", "plot_learning_curves", "plot_pareto_fronts", "read_metrics_csv"]
+__all__ = ["plot_action_probabilities", "plot_force_traces", "plot_learning_curves", "plot_pareto_fronts",
+           "plot_switched_force_traces", "read_metrics_csv"]
 
 _COLOURS = plt.rcParams["axes.prop_cycle"].by_key()["color"]
 
@@ -129,6 +133,35 @@ def plot_force_traces(traces: Mapping[str, Sequence[float]], path: str | os.Path
         ax.legend(fontsize=7, loc="best")
     if title:
         ax.set_title(title, fontsize=9)
+    return _save(fig, path)
+
+
+def plot_switched_force_traces(panels: Sequence[Mapping[str, Any]], path: str | os.PathLike[str],
+                               threshold: float | None = None, title: str | None = None) -> Path:
+    """One panel per entry of ``panels``, each a mapping with ``title``, ``switch_s`` (s, or None),
+    ``switched`` = ``(label, (t, force))`` drawn solid, and ``controls`` = ``{label: (t, force)}``
+    drawn dashed; times in s, forces in N.  A vertical line marks the switch, an optional horizontal
+    one the ``threshold``.  The panels share the time axis."""
+    n = max(1, len(panels))
+    fig, axes = plt.subplots(n, 1, figsize=(8.0, 2.6 * n + 0.6), squeeze=False, sharex=True, layout="constrained")
+    for ax, panel in zip(axes.flat, panels):
+        label, (t, f) = panel["switched"]
+        ax.plot(np.asarray(t, float), np.asarray(f, float), color=_colour(0), linewidth=1.4, label=label, zorder=3)
+        for index, (name, (tc, fc)) in enumerate(panel["controls"].items(), start=1):
+            ax.plot(np.asarray(tc, float), np.asarray(fc, float), color=_colour(index), linewidth=1.0,
+                    linestyle="--", label=name)
+        if panel.get("switch_s") is not None:
+            ax.axvline(panel["switch_s"], color="k", linestyle=":", linewidth=1.0,
+                       label=f"switch ({panel['switch_s']:.2f} s)")
+        if threshold is not None:
+            ax.axhline(threshold, color="0.5", linestyle="-.", linewidth=0.8, label=f"threshold {threshold:g} N")
+        ax.set_ylabel("‖F‖ (N)")
+        ax.set_title(panel.get("title", ""), fontsize=9)
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize=7, loc="upper left")
+    axes.flat[-1].set_xlabel("time since the episode's start (s)")
+    if title:
+        fig.suptitle(title, fontsize=10)
     return _save(fig, path)
 
 

@@ -396,6 +396,7 @@ class RobotNode(ManagedNode):
         if self.runner.env is not None and self.runner.last is not None and self.runner.last.step > 0 \
                 and not self.runner.last.done:
             self._publish(self.runner.end_episode("reset", terminated=False))
+        self.runner.seed = int(self._param("seed"))  # the parameter may have been set while running
         self._start_episode(restart_seeds=True)  # the episode it starts takes the node's ``seed``
         response.success = self.runner.last is not None and self.runner.last.step == 0
         response.message = f"episode {self.runner.episode} started"

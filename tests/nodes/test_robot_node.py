@@ -121,6 +121,24 @@ def test_pause_step_and_reset_world_services(ros_session):
     ended = [e for e in (__import__("json").loads(m.data) for _, m in events) if e["event"] == "end"]
     assert ended and ended[-1]["termination"] == "reset"
 
+    # reset_world restarts the seed sequence at the ``seed`` parameter as set while running
+    from rcl_interfaces.msg import Parameter, ParameterType, ParameterValue
+    from rcl_interfaces.srv import SetParameters
+
+    def start_under(seed: int) -> np.ndarray:
+        value = ParameterValue(type=ParameterType.PARAMETER_INTEGER, integer_value=seed)
+        result = s.probe.call(f"{srv}/set_parameters", SetParameters,
+                              SetParameters.Request(parameters=[Parameter(name="seed", value=value)])).results[0]
+        assert result.successful, result.reason
+        reply = s.probe.call(f"{srv}/reset_world", Trigger)
+        number = int(reply.message.split()[1])
+        s.probe.wait_for(lambda: decode(steps[-1]).episode == number, 5, f"step 0 of episode {number}")
+        return np.asarray(decode(steps[-1]).observation)
+
+    first, other, again = start_under(41), start_under(42), start_under(41)
+    assert np.abs(first - other).max() > 1e-3
+    np.testing.assert_array_equal(first, again)
+
 
 def test_realtime_holds_when_commands_stop(ros_session):
     """The robot side's own command timeout: no command for command_timeout → hold (as when the
