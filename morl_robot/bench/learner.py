@@ -33,6 +33,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--warmup", type=int, default=2)
     parser.add_argument("--threads", type=int, default=0, help="torch threads (0: torch default)")
     parser.add_argument("--no-profile", action="store_true", help="skip the kernel-share profile")
+    parser.add_argument("--conditioned", action="store_true",
+                        help="the ε-conditioned learner (preference box [0.01, 0.5] per objective: one exact "
+                             "temperature per objective and sequence, relabelled preferences)")
 
 
 def random_batch(obs_dim: int, action_dim: int, k: int, batch: int, seq: int, seed: int = 0) -> SequenceBatch:
@@ -54,9 +57,13 @@ def run(args: argparse.Namespace) -> int:
     cfg = MPOConfig(batch_size=args.batch_size, num_samples=args.num_samples, sequence_length=args.sequence_length,
                     critic_target=args.critic_target)
     cfg.networks.critic_architecture = args.critic_architecture
+    if args.conditioned:
+        from morl_robot.learning.preferences import PreferenceConfig
+
+        cfg.preferences = PreferenceConfig()
     learner = MOMPOLearner(args.obs_dim, ActionSpec.box(args.action_dim), args.objectives, cfg)
-    batch = random_batch(args.obs_dim, args.action_dim, args.objectives, args.batch_size, args.sequence_length)
-    print(f"MO-MPO learner bench: obs {args.obs_dim}, action {args.action_dim}, K={args.objectives}, "
+    batch = random_batch(learner.input_dim, args.action_dim, args.objectives, args.batch_size, args.sequence_length)
+    print(f"MO-MPO learner bench{' (ε-conditioned)' if args.conditioned else ''}: obs {args.obs_dim}, action {args.action_dim}, K={args.objectives}, "
           f"batch {args.batch_size}, N={args.num_samples}, T={args.sequence_length} ({args.critic_target}), "
           f"policy {cfg.networks.policy_hidden}, critic {cfg.networks.critic_hidden} x{args.objectives} "
           f"({args.critic_architecture}), torch {torch.__version__}, {torch.get_num_threads()} threads")
