@@ -2,6 +2,7 @@
 tiny budgets: the results file has the documented shape, the E-step tracked every sampled ε, and
 the three methods write comparable results."""
 import json
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -74,3 +75,20 @@ def test_bad_input_is_named(tmp_path, capsys):
     with pytest.raises(SystemExit):
         main([*base, "--steps", "10", "--method", "pcn"])
     assert main(["experiment", "conditioned-report", str(tmp_path / "missing.json")]) == 2
+
+
+COMMITTED = Path(__file__).resolve().parents[2] / "results" / "conditioned" / "mo-halfcheetah-v5"
+
+
+@pytest.mark.skipif(not COMMITTED.is_dir(), reason="no committed HalfCheetah comparison")
+@pytest.mark.parametrize("report, ref", [("report", None), ("report_wide", ["-100", "-6000"])])
+def test_the_committed_halfcheetah_summary_follows_from_its_points(tmp_path, capsys, report, ref):
+    """The README's HalfCheetah table: every hypervolume recomputed from the committed points."""
+    runs = sorted(p for p in COMMITTED.iterdir() if (p / "results.json").is_file())
+    assert len(runs) == 9
+    argv = ["experiment", "conditioned-report", *map(str, runs), "--out", str(tmp_path)]
+    assert main(argv + (["--ref", *ref] if ref else [])) == 0
+    got = json.loads((tmp_path / "summary.json").read_text())
+    want = json.loads((COMMITTED / report / "summary.json").read_text())
+    for method, stats in want["methods"].items():
+        assert got["methods"][method]["hypervolume_per_seed"] == pytest.approx(stats["hypervolume_per_seed"])
