@@ -82,3 +82,23 @@ def test_a_tiny_conditioned_front_is_one_policy_per_seed_and_reevaluates_at_each
     assert main(["evaluate", str(policy), "--preference", "0.1", "5.0", "--episodes", "1"]) == 2
     assert "'wrist_force' is 5.0, outside its range [0.01, 0.1]" in capsys.readouterr().err
     assert main(["evaluate", "scripted", "--task", "sawyer_peg_in_hole", "--preference", "0.1", "0.1"]) == 2
+
+
+CONDITIONED = Path(__file__).resolve().parents[2] / "results" / "sawyer_conditioned"
+
+
+@pytest.mark.skipif(not (CONDITIONED / "results.json").is_file(), reason="no committed conditioned Sawyer front")
+def test_the_committed_conditioned_policy_reproduces_its_figure(capsys):
+    """The README's conditioned Sawyer table: the committed ONNX policy, under the run's preference,
+    gives the committed protocol figures (one cell: seed 1's policy at the smallest ε_force)."""
+    runs = [r for r in json.loads((CONDITIONED / "results.json").read_text())["runs"] if r["finished"]]
+    run = next(r for r in runs if r["eval"]["train_seed"] == 1)
+    ev = run["eval"]
+    eps = [ev["epsilons"]["task"], ev["epsilons"]["wrist_force"]]
+    argv = ["evaluate", str(CONDITIONED / run["policy"]), "--preference", *map(str, eps),
+            "--episodes", str(ev["episodes"]), "--seed", str(ev["seed"]), "--json"]
+    assert main(argv) == 0
+    got = json.loads(capsys.readouterr().out)
+    for name, stats in ev["objectives"].items():  # measured in torch, re-checked through ONNX: float32 drift
+        assert got["objectives"][name]["mean"] == pytest.approx(stats["mean"], rel=1e-4)
+    assert got["success_rate"] == ev["success_rate"]
