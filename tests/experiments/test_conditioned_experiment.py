@@ -77,18 +77,20 @@ def test_bad_input_is_named(tmp_path, capsys):
     assert main(["experiment", "conditioned-report", str(tmp_path / "missing.json")]) == 2
 
 
-COMMITTED = Path(__file__).resolve().parents[2] / "results" / "conditioned" / "mo-halfcheetah-v5"
+COMMITTED = Path(__file__).resolve().parents[2] / "results" / "conditioned"
+CASES = [("mo-halfcheetah-v5", "report", None, 9), ("mo-halfcheetah-v5", "report_wide", ["-100", "-6000"], 9),
+         ("mo-hopper-v5", "report", None, 6)]
 
 
-@pytest.mark.skipif(not COMMITTED.is_dir(), reason="no committed HalfCheetah comparison")
-@pytest.mark.parametrize("report, ref", [("report", None), ("report_wide", ["-100", "-6000"])])
-def test_the_committed_halfcheetah_summary_follows_from_its_points(tmp_path, capsys, report, ref):
-    """The README's HalfCheetah table: every hypervolume recomputed from the committed points."""
-    runs = sorted(p for p in COMMITTED.iterdir() if (p / "results.json").is_file())
-    assert len(runs) == 9
+@pytest.mark.skipif(not COMMITTED.is_dir(), reason="no committed conditioned comparisons")
+@pytest.mark.parametrize("env, report, ref, count", CASES)
+def test_the_committed_summaries_follow_from_their_points(tmp_path, env, report, ref, count):
+    """The README's HalfCheetah and Hopper tables: every hypervolume recomputed from the committed points."""
+    runs = sorted(p for p in (COMMITTED / env).iterdir() if (p / "results.json").is_file())
+    assert len(runs) == count
     argv = ["experiment", "conditioned-report", *map(str, runs), "--out", str(tmp_path)]
     assert main(argv + (["--ref", *ref] if ref else [])) == 0
     got = json.loads((tmp_path / "summary.json").read_text())
-    want = json.loads((COMMITTED / report / "summary.json").read_text())
+    want = json.loads((COMMITTED / env / report / "summary.json").read_text())
     for method, stats in want["methods"].items():
         assert got["methods"][method]["hypervolume_per_seed"] == pytest.approx(stats["hypervolume_per_seed"])
