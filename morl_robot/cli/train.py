@@ -158,6 +158,7 @@ def _run_locked(args: argparse.Namespace, cfg: Any, out: Path) -> int:
     bar = None
     violations: dict[str, Any] = {"total": 0, "by_rule": {}, "by_actor": {}}
     has_learner = any(s.executable == "learner_node" for s in specs)
+    finished = False
     try:
         runner.start()
         violations = _count_violations(runner.probe, actor_ns)
@@ -192,6 +193,8 @@ def _run_locked(args: argparse.Namespace, cfg: Any, out: Path) -> int:
             return p.spec.executable == "learner_node" and p.returncode == 0
 
         finished = runner.wait(done, tick, allowed_to_exit=may_exit)
+    except KeyboardInterrupt:  # Ctrl-C, SIGTERM or SIGHUP before the wait (start-up, release): same clean end
+        finished = False
     finally:
         if bar is not None:
             bar.close()

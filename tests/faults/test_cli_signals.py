@@ -65,3 +65,27 @@ def test_ending_the_train_cli_ends_its_nodes(tmp_path, domain_id, sig):
             cli.kill()
         for pid in _processes_with(marker):
             os.kill(pid, signal.SIGKILL)
+
+
+def test_sigterm_during_start_up_still_ends_cleanly(tmp_path, domain_id):
+    """The signal can land before the session's wait loop (while the monitors are being released): the
+    CLI must still stop its nodes, write its violations file and exit 130, not die with a traceback."""
+    from morl_robot.session.processes import ros_env
+
+    out = tmp_path / "run"
+    marker = f"sigstart{os.getpid()}"
+    cmd = [sys.executable, "-m", "morl_robot.cli", "train", "--task", "sawyer_peg_in_hole", "--steps", "1000000",
+           "--out", str(out), "--no-progress", "--namespace", marker, "--domain-id", str(domain_id)]
+    cli = subprocess.Popen(cmd, env=ros_env(domain_id), stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    try:
+        assert _wait(lambda: len(_processes_with(marker)) >= 1, 60), "the session's nodes did not start"
+        cli.send_signal(signal.SIGTERM)
+        cli.wait(timeout=90)
+        assert _wait(lambda: not _processes_with(marker), 30), f"nodes survived: {_processes_with(marker)}"
+        assert cli.returncode == 130, cli.stdout.read().decode(errors="replace")[-2000:]
+        assert (out / "safety_violations.json").is_file()
+    finally:
+        if cli.poll() is None:
+            cli.kill()
+        for pid in _processes_with(marker):
+            os.kill(pid, signal.SIGKILL)
