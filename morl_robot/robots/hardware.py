@@ -65,7 +65,7 @@ from morl_robot.robots.config import (
     load_robot_config,
 )
 from morl_robot.robots.kinematics import resolved_rate
-from morl_robot.robots.mujoco_robot import build_spec
+from morl_robot.robots.model import build_spec, load_model
 from morl_robot.robots.spec import ControlMode, RobotSpec, RobotState
 
 __all__ = [
@@ -341,10 +341,7 @@ class HardwareRobot(Robot):
             raise ConfigError(f"{source or config.name}: the robot YAML has no 'hardware:' section (driver topics)")
         self.config, self.hardware, self.source = config, config.hardware, source or config.name
         path = Path(sim_path(config.model.mjcf))
-        try:
-            self.model = mujoco.MjModel.from_xml_path(str(path))  # kinematics only: never stepped
-        except ValueError as exc:
-            raise ConfigError(f"{path}: MJCF does not compile: {exc}") from None
+        self.model = load_model(path)  # kinematics only: never stepped
         self.data = mujoco.MjData(self.model)
         spec = build_spec(self.model, config, str(path))
         hw = self.hardware
