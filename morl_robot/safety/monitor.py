@@ -22,7 +22,9 @@ The hold command, per control mode, for the labels of the command being answered
   actuator: J1 + J2); unknown positions (no ``joint_states`` yet) → no command at all (the robot
   node's own command timeout holds).
 
-No rclpy and no clock reads: every call takes ``now`` (s) from the caller, and sensor stamps are
+The rules come compiled from :mod:`morl_robot.safety.compiled` (the same rules the robot's inner
+layer, :mod:`morl_robot.safety.inner`, checks in its own loop); this module holds the supervisor's
+state only.  No rclpy and no clock reads: every call takes ``now`` (s) from the caller, and sensor stamps are
 the readings' own.  Sensor callbacks return the hold command when they start a stop, so the node
 can publish it at once (that publication is what the latency benchmark times).
 """
@@ -37,38 +39,26 @@ from typing import NamedTuple
 
 import numpy as np
 
-from morl_robot.configuration import fail
-from morl_robot.errors import CommandError, ConfigError, UnknownNameError
-from morl_robot.robots.spec import CARTESIAN_LABELS, ControlMode, RobotSpec
-from morl_robot.safety.config import (
-    SafetyConfig,
-    Thresholds,
-    Watchdogs,
-    check_required_rules,
-    load_safety_config,
-    to_si,
-    unit_factor,
+from morl_robot.errors import CommandError, ConfigError
+from morl_robot.robots.spec import CARTESIAN_LABELS, ControlMode
+from morl_robot.safety.compiled import (
+    SENSOR_STREAMS,
+    CommandPlan,
+    CompiledRules,
+    load_rules,
 )
 from morl_robot.safety.rules import (
-    Level,
-    MagnitudeRule,
-    RangeLevel,
-    RangeRule,
     Response,
     RuleLimit,
-    SiteKinematics,
     Violation,
-    WrenchRule,
     away_from_limits,
     clamp,
     non_finite,
     rate_limit,
     slow_down,
     staleness,
-    two_levels,
 )
 
-SENSOR_STREAMS = ("joint_states", "wrench", "tactile")
 #: Rules whose ``clamp`` response is a directional clamp rather than slowing down.
 DIRECTIONAL = ("workspace", "joints.position")
 
@@ -90,37 +80,22 @@ class Outcome(NamedTuple):
     violations: list[Violation]
 
 
-@dataclass(frozen=True)
-class CommandPlan:
-    """How commands with one label set are checked (cached per label tuple)."""
-
-    mode: ControlMode
-    labels: tuple[str, ...]
-    lower: np.ndarray  # (n,) soft limits, robot units
-    upper: np.ndarray  # (n,)
-    max_rate: np.ndarray | None  # (n,) change per second, or None
-    actuators: np.ndarray | None  # (n,) index into spec.actuators (joint-space modes)
-    linear_axis: np.ndarray | None  # (n,) 0..2 for vx/vy/vz, -1 otherwise (Cartesian)
-    unit: str
-
-
 class SafetyMonitor:
     """The latched safety state machine for one robot (see the module docstring).
 
     Args:
-        config: the robot's safety limits.
-        spec: the robot (joint ranges, velocity/effort limits, actuators, sensors).
-        kinematics: forward kinematics of the workspace site (None: no workspace rule).
+        rules: the robot's compiled safety rules (:func:`~morl_robot.safety.compiled.load_rules`).
         control_mode: how actuator-labelled commands are read (default: the robot's default
             mode); Cartesian-labelled commands are always ``cartesian_velocity``.
         watchdogs: wall-clock deadlines on; off for lockstep simulation.
         now: the clock at start-up (sensor streams are overdue from here on).
+        action_labels: the running task's action components (accepted besides full commands).
     """
 
-    def __init__(self, config: SafetyConfig, spec: RobotSpec, kinematics: SiteKinematics | None = None,
-                 control_mode: ControlMode | str | None = None, watchdogs: bool = True, now: float = 0.0,
-                 source: str = "", action_labels: Sequence[str] | None = None) -> None:
-        self.config, self.spec, self.source = config, spec, source
+    def __init__(self, rules: CompiledRules, control_mode: ControlMode | str | None = None, watchdogs: bool = True,
+                 now: float = 0.0, action_labels: Sequence[str] | None = None) -> None:
+        spec = rules.spec
+        self.rules, self.config, self.spec, self.source = rules, rules.config, spec, rules.source
         self.control_mode = ControlMode(control_mode) if control_mode else spec.default_control_mode
         if self.control_mode not in spec.control_modes:
             raise ConfigError(f"control mode '{self.control_mode.value}' is not one of robot '{spec.name}''s "
@@ -131,9 +106,8 @@ class SafetyMonitor:
         self.accepted_labels = {tuple(spec.command_labels(m)) for m in spec.control_modes}
         if action_labels:
             self.accepted_labels.add(tuple(action_labels))
-        self._kin = kinematics
+        self._kin = rules.kinematics
         self._joint_pos = {n: i for i, n in enumerate(spec.joint_names)}
-        self._build_rules()
         self._plans: dict[tuple[str, ...], CommandPlan] = {}
         self._joint_index: dict[tuple[str, ...], np.ndarray] = {}
         # state
@@ -159,132 +133,6 @@ class SafetyMonitor:
         self._elapsed = 0.0  # time the command being checked follows the previous one (s)
         self.counters: Counter[str] = Counter()
 
-    # --- rules from the config and the robot ------------------------------------------------
-    def _build_rules(self) -> None:
-        cfg, spec, src = self.config, self.spec, self.source
-        joints = spec.joints
-        names = tuple(j.name for j in joints)
-        self._pos_rule = self._vel_rule = self._eff_rule = None
-        self._soft_lo = np.array([j.lower for j in joints])
-        self._soft_hi = np.array([j.upper for j in joints])
-        jc = cfg.joints
-        if jc is not None and jc.position is not None:
-            p = jc.position
-            margin = to_si(p.soft_margin, p.unit, ("angle",))
-            tol = to_si(p.hard_tolerance, p.unit, ("angle",))
-            lo, hi = np.array([j.lower for j in joints]), np.array([j.upper for j in joints])
-            if np.any(hi - lo <= 2 * margin):
-                i = int(np.flatnonzero(hi - lo <= 2 * margin)[0])
-                fail(src, "joints.position.soft_margin", f"{p.soft_margin} {p.unit} leaves no soft range for "
-                                                         f"joint '{names[i]}' ({lo[i]:.4g} .. {hi[i]:.4g} rad)")
-            self._soft_lo, self._soft_hi = lo + margin, hi - margin
-            self._pos_rule = RangeRule("joints.position", names, "rad", [
-                RangeLevel("soft", self._soft_lo, self._soft_hi, Response.of(p.on_soft)),
-                RangeLevel("hard", lo - tol, hi + tol, Response.of(p.on_hard))])
-        if jc is not None and jc.velocity is not None:
-            v = jc.velocity
-            f = to_si(1.0, v.unit, ("fraction",))
-            limits = np.array([j.velocity_limit for j in joints]) * f
-            self._vel_rule = MagnitudeRule("joints.velocity", names, "rad/s", two_levels(
-                v.soft, v.hard, len(names), "soft", "hard", Response.of(v.on_soft), Response.of(v.on_hard), limits))
-        if jc is not None and jc.effort is not None:
-            e = jc.effort
-            f = to_si(1.0, e.unit, ("fraction",))
-            limits = np.array([j.effort_limit if j.effort_limit is not None else np.inf for j in joints]) * f
-            self._eff_rule = MagnitudeRule("joints.effort", names, "N·m", two_levels(
-                e.soft, e.hard, len(names), "soft", "hard", Response.of(e.on_soft), Response.of(e.on_hard), limits))
-
-        self._wrench_rule: WrenchRule | None = None
-        self._accel_above = math.inf
-        if cfg.wrench is not None:
-            if not spec.has_sensor("wrench"):
-                fail(src, "wrench", f"robot '{spec.name}' has no wrench sensor")
-            nominal = self._wrench_family(cfg.wrench)
-            accel: dict[str, MagnitudeRule] = {}
-            if cfg.wrench.accelerating is not None:
-                a = cfg.wrench.accelerating
-                accel = self._wrench_family(a)
-                self._accel_above = to_si(a.above.value, a.above.unit, ("angular_acceleration",))
-            self._wrench_rule = WrenchRule(nominal, accel)
-
-        self._tactile_cfg = cfg.tactile
-        self._tactile_rules: dict[tuple[str, ...], MagnitudeRule] = {}
-        if cfg.tactile is not None:
-            if not spec.has_sensor("tactile"):
-                fail(src, "tactile", f"robot '{spec.name}' has no tactile sensors")
-            known = next(s for s in spec.sensors if s.kind == "tactile").labels
-            for name in cfg.tactile.sensors:
-                if name not in known:
-                    fail(src, f"tactile.sensors.{name}", f"unknown touch sensor; the robot's: {', '.join(known)}")
-            self._tactile_labels = known
-
-        self._ws_rule: RangeRule | None = None
-        if cfg.workspace is not None:
-            if self._kin is None:
-                fail(src, "workspace.site", "needs the robot's kinematics (build the monitor with build_monitor)")
-            w = cfg.workspace
-            lo = np.array([to_si(x, w.unit, ("length",)) for x in w.lower])
-            hi = np.array([to_si(x, w.unit, ("length",)) for x in w.upper])
-            m = to_si(w.margin, w.unit, ("length",))
-            self._ws_soft = (lo + m, hi - m)
-            levels = [RangeLevel("hard", lo, hi, Response.of(w.on_hard))]
-            if m > 0:
-                levels.insert(0, RangeLevel("soft", lo + m, hi - m, Response.of(w.on_soft)))
-            self._ws_rule = RangeRule("workspace", ("x", "y", "z"), "m", levels)
-
-        wd = cfg.watchdogs or Watchdogs()
-        self._deadlines: dict[str, tuple[float, Response]] = {}
-        for stream in (*SENSOR_STREAMS, "heartbeat", "command"):
-            q = getattr(wd, stream)
-            if q is None:
-                continue
-            if stream == "wrench" and not spec.has_sensor("wrench"):
-                fail(src, "watchdogs.wrench", f"robot '{spec.name}' has no wrench sensor")
-            if stream == "tactile" and not spec.has_sensor("tactile"):
-                fail(src, "watchdogs.tactile", f"robot '{spec.name}' has no tactile sensors")
-            response = {"heartbeat": wd.on_missing_heartbeat, "command": wd.on_stale_command}.get(stream,
-                                                                                                 wd.on_stale_sensor)
-            self._deadlines[stream] = (to_si(q.value, q.unit, ("time",)), Response.of(response))
-
-        c = cfg.command
-        self._period = to_si(c.period.value, c.period.unit, ("time",))
-        self._slow = to_si(c.slow_scale.value, c.slow_scale.unit, ("fraction",))
-
-    def _wrench_family(self, w: object) -> dict[str, MagnitudeRule]:
-        rules: dict[str, MagnitudeRule] = {}
-        for family in WrenchRule.FAMILIES:
-            t = getattr(w, family)
-            if t is None:
-                continue
-            dims = ("force",) if family.startswith("force") else ("torque",)
-            unit = "N" if dims == ("force",) else "N·m"
-            keys = WrenchRule.KEYS[family]
-            scale = to_si(1.0, t.unit, dims)
-            rules[family] = MagnitudeRule(f"wrench.{family}", keys, unit, two_levels(
-                t.contact, t.collision, len(keys), "contact", "collision", Response.of(t.on_contact),
-                Response.of(t.on_collision), scale))
-        return rules
-
-    def _tactile_rule(self, labels: tuple[str, ...]) -> MagnitudeRule:
-        rule = self._tactile_rules.get(labels)
-        if rule is None:
-            cfg = self._tactile_cfg
-            assert cfg is not None
-            contact, collision = np.full(len(labels), np.inf), np.full(len(labels), np.inf)
-            responses: tuple[Response, Response] = (Response.of(cfg.default.on_contact),
-                                                    Response.of(cfg.default.on_collision))
-            for i, lab in enumerate(labels):
-                t: Thresholds = cfg.sensors.get(lab, cfg.default)
-                f = to_si(1.0, t.unit, ("force",))
-                if t.contact is not None:
-                    contact[i] = t.contact * f
-                if t.collision is not None:
-                    collision[i] = t.collision * f
-            levels = [Level("contact", contact, responses[0]), Level("collision", collision, responses[1])]
-            rule = MagnitudeRule("tactile", labels, "N", [lv for lv in levels if np.isfinite(lv.thresholds).any()])
-            self._tactile_rules[labels] = rule
-        return rule
-
     # --- commands ---------------------------------------------------------------------------
     def plan(self, labels: Sequence[str]) -> CommandPlan:
         """How a command with these labels is read and limited; raises :class:`CommandError` for
@@ -293,7 +141,7 @@ class SafetyMonitor:
         cached = self._plans.get(labels)
         if cached is not None:
             return cached
-        spec, c = self.spec, self.config.command
+        spec = self.spec
         if not labels or len(set(labels)) != len(labels):
             raise CommandError(f"command labels {list(labels)} must be non-empty and distinct")
         if labels not in self.accepted_labels:
@@ -304,60 +152,16 @@ class SafetyMonitor:
             mode = ControlMode.CARTESIAN_VELOCITY
             if mode not in spec.control_modes or spec.cartesian is None:
                 raise CommandError(f"robot '{spec.name}' has no Cartesian control; got labels {list(labels)}")
-            axis = np.array([CARTESIAN_LABELS.index(lab) for lab in labels])
-            linear = axis < 3
-            v = to_si(c.linear_velocity.value, c.linear_velocity.unit, ("linear_velocity",)) \
-                if c.linear_velocity else spec.cartesian.max_linear_velocity
-            w = to_si(c.angular_velocity.value, c.angular_velocity.unit, ("angular_velocity",)) \
-                if c.angular_velocity else spec.cartesian.max_angular_velocity
-            upper = np.where(linear, v, w)
-            rate = None
-            if c.linear_acceleration is not None or c.angular_acceleration is not None:
-                a = to_si(c.linear_acceleration.value, c.linear_acceleration.unit, ("linear_acceleration",)) \
-                    if c.linear_acceleration else np.inf
-                b = to_si(c.angular_acceleration.value, c.angular_acceleration.unit, ("angular_acceleration",)) \
-                    if c.angular_acceleration else np.inf
-                rate = np.where(linear, a, b)
-            plan = CommandPlan(mode, labels, -upper, upper, rate, None, np.where(linear, axis, -1), "m/s|rad/s")
         else:
-            names = spec.actuator_names
-            unknown = [lab for lab in labels if lab not in names]
+            unknown = [lab for lab in labels if lab not in spec.actuator_names]
             if unknown:
                 raise CommandError(f"command labels {unknown} are neither Cartesian axes {list(CARTESIAN_LABELS)} "
                                    f"nor actuators of robot '{spec.name}'")
-            idx = np.array([names.index(lab) for lab in labels])
-            acts = [spec.actuators[i] for i in idx]
             mode = self.control_mode
             if mode == ControlMode.CARTESIAN_VELOCITY:
                 raise CommandError(f"actuator-labelled command while the monitor expects Cartesian commands: "
                                    f"{list(labels)}")
-            jc = self.config.joints
-            rate = None
-            if mode == ControlMode.POSITION:
-                margin = 0.0
-                if jc is not None and jc.position is not None:
-                    margin = to_si(jc.position.soft_margin, jc.position.unit, ("angle",))
-                lower = np.array([a.lower for a in acts]) + margin
-                upper = np.array([a.upper for a in acts]) - margin
-                unit = "rad"
-                if c.position_rate is not None:
-                    dim, f = _dim(c.position_rate.unit)
-                    vmax = np.array([a.velocity_limit for a in acts])
-                    rate = c.position_rate.value * f * (vmax if dim == "fraction" else 1.0)
-            elif mode == ControlMode.VELOCITY:
-                soft = jc.velocity.soft if jc is not None and jc.velocity is not None and jc.velocity.soft else 1.0
-                upper = np.array([a.velocity_limit for a in acts]) * soft
-                lower, unit = -upper, "rad/s"
-                if c.velocity_rate is not None:
-                    rate = np.full(len(labels), to_si(c.velocity_rate.value, c.velocity_rate.unit,
-                                                      ("angular_acceleration",)))
-            else:
-                soft = jc.effort.soft if jc is not None and jc.effort is not None and jc.effort.soft else 1.0
-                upper = np.array([a.force_limit for a in acts]) * soft
-                lower, unit = -upper, "N·m"
-                if c.effort_rate is not None:
-                    rate = np.full(len(labels), to_si(c.effort_rate.value, c.effort_rate.unit, ("torque_rate",)))
-            plan = CommandPlan(mode, labels, lower, upper, rate, idx, None, unit)
+        plan = self.rules.command_plan(labels, mode)
         self._plans[labels] = plan
         return plan
 
@@ -381,7 +185,7 @@ class SafetyMonitor:
     @property
     def command_period(self) -> float:
         """The commander's nominal period (s, ``command.period``)."""
-        return self._period
+        return self.rules.period
 
     def on_command(self, values: np.ndarray | Sequence[float], labels: Sequence[str], now: float,
                    elapsed: float | None = None) -> Outcome:
@@ -394,7 +198,7 @@ class SafetyMonitor:
         simulated time each command stands for (one control period)."""
         if elapsed is None:
             last = self._prev_time
-            elapsed = self._period if last is None else min(max(now - last, 0.0), self._period)
+            elapsed = self.rules.period if last is None else min(max(now - last, 0.0), self.rules.period)
         self._elapsed = max(0.0, float(elapsed))
         self._prev_time = now
         self.counters["commands"] += 1
@@ -451,17 +255,17 @@ class SafetyMonitor:
         if "workspace" in clamping and plan.linear_axis is not None and self._ee is not None:
             lin = plan.linear_axis >= 0
             ax = plan.linear_axis[lin]
-            out[lin], _ = away_from_limits(out[lin], self._ee[ax], self._ws_soft[0][ax], self._ws_soft[1][ax])
+            out[lin], _ = away_from_limits(out[lin], self._ee[ax], self.rules.workspace_soft[0][ax], self.rules.workspace_soft[1][ax])
         if "joints.position" in clamping and plan.mode == ControlMode.VELOCITY and plan.actuators is not None:
             for i, a in enumerate(plan.actuators):
                 joints = self.spec.actuators[a].joints
                 if len(joints) == 1:
                     j = self._joint_pos[joints[0]]
-                    out[i:i + 1], _ = away_from_limits(out[i:i + 1], self._q[j:j + 1], self._soft_lo[j:j + 1],
-                                                       self._soft_hi[j:j + 1])
+                    out[i:i + 1], _ = away_from_limits(out[i:i + 1], self._q[j:j + 1], self.rules.soft_lower[j:j + 1],
+                                                       self.rules.soft_upper[j:j + 1])
         previous = self._previous(plan)
         if clamping - set(DIRECTIONAL):
-            out = slow_down(out, previous, self._slow, absolute=plan.mode != ControlMode.POSITION)
+            out = slow_down(out, previous, self.rules.slow_scale, absolute=plan.mode != ControlMode.POSITION)
         if plan.max_rate is not None and previous is not None:
             requested = out
             dt = self._elapsed
@@ -530,26 +334,24 @@ class SafetyMonitor:
         if q is not None:
             known = ~np.isnan(q)
             self._q[known] = q[known]
-            if self._pos_rule is not None:
-                found += self._pos_rule.evaluate(q, stamp, now)
-            if self._ws_rule is not None and self._kin is not None and np.all(np.isfinite(self._q)):
+            if self.rules.position is not None:
+                found += self.rules.position.evaluate(q, stamp, now)
+            if self.rules.workspace is not None and self._kin is not None and np.all(np.isfinite(self._q)):
                 self._ee = self._kin.position(self._q)
-                found += self._ws_rule.evaluate(self._ee, stamp, now)
+                found += self.rules.workspace.evaluate(self._ee, stamp, now)
         if qd is not None:
-            if self._vel_rule is not None:
-                found += self._vel_rule.evaluate(qd, stamp, now)
+            if self.rules.velocity is not None:
+                found += self.rules.velocity.evaluate(qd, stamp, now)
             self._update_acceleration(qd, stamp)
-        if tau is not None and self._eff_rule is not None:
-            found += self._eff_rule.evaluate(tau, stamp, now)
+        if tau is not None and self.rules.effort is not None:
+            found += self.rules.effort.evaluate(tau, stamp, now)
         return self._sensor_update("joint_states", found, now)
 
     def _update_acceleration(self, qd: np.ndarray, stamp: float) -> None:
         """Franka's acceleration phase, measured: max |Δq̇ / Δt| over the joints (rad/s²)."""
         dt = stamp - self._qd_stamp
         if math.isfinite(dt) and dt > 0:
-            acc = np.abs(qd - self._qd) / dt
-            acc = acc[np.isfinite(acc)]
-            self._accelerating = bool(acc.size and acc.max() >= self._accel_above)
+            self._accelerating = self.rules.accelerating(qd, self._qd, dt)
         self._qd, self._qd_stamp = qd.copy(), stamp
 
     def on_wrench(self, wrench: np.ndarray | Sequence[float], stamp: float, now: float) -> Outcome:
@@ -563,7 +365,8 @@ class SafetyMonitor:
             found = [Violation("wrench.malformed", "size", "fault", float(w.size), 6.0, "", Response.ESTOP, stamp, now,
                                detail=f"{w.size} values instead of 6")]
         else:
-            found = self._wrench_rule.evaluate(w, self._accelerating, stamp, now) if self._wrench_rule else []
+            rule = self.rules.wrench
+            found = rule.evaluate(w, self._accelerating, stamp, now) if rule is not None else []
         return self._sensor_update("wrench", found, now)
 
     def on_tactile(self, values: np.ndarray | Sequence[float], labels: Sequence[str], stamp: float,
@@ -579,7 +382,8 @@ class SafetyMonitor:
             found = [Violation("tactile.malformed", "size", "fault", float(arr.size), float(len(labels)), "",
                                Response.ESTOP, stamp, now, detail=f"{arr.size} values for {len(labels)} labels")]
         else:
-            found = self._tactile_rule(labels).evaluate(arr, stamp, now) if self._tactile_cfg else []
+            rule = self.rules.tactile_rule(labels)
+            found = rule.evaluate(arr, stamp, now) if rule is not None else []
         return self._sensor_update("tactile", found, now)
 
     def on_heartbeat(self, stamp: float, now: float) -> Outcome:
@@ -602,7 +406,7 @@ class SafetyMonitor:
         if not self.watchdogs:
             return Outcome(None, [])
         found = []
-        for stream, (deadline, response) in self._deadlines.items():
+        for stream, (deadline, response) in self.rules.deadlines.items():
             last = self._last_rx.get(stream)
             if last is None:
                 if stream not in SENSOR_STREAMS:
@@ -719,12 +523,11 @@ class SafetyMonitor:
     def describe_rules(self) -> list[RuleLimit]:
         """Every configured threshold (rule, component, level, SI value, unit, response)."""
         rows: list[RuleLimit] = []
-        for rule in (self._pos_rule, self._vel_rule, self._eff_rule, self._wrench_rule, self._ws_rule):
+        r = self.rules
+        for rule in (r.position, r.velocity, r.effort, r.wrench, r.workspace, r.tactile_rule(r.tactile_labels)):
             if rule is not None:
                 rows += rule.limits()
-        if self._tactile_cfg is not None:
-            rows += self._tactile_rule(tuple(self._tactile_labels)).limits()
-        for stream, (deadline, response) in self._deadlines.items():
+        for stream, (deadline, response) in self.rules.deadlines.items():
             rows.append(RuleLimit(f"stale.{stream}", stream, "deadline", deadline, "s", response))
         return rows
 
@@ -734,31 +537,8 @@ class SafetyMonitor:
         return dict(self.config.opt_out)
 
 
-def _dim(unit: str) -> tuple[str, float]:
-    return unit_factor(unit, ("angular_velocity", "fraction"), "", "command.position_rate.unit")
-
-
 def build_monitor(robot_or_config: str | os.PathLike[str], control_mode: str | None = None, watchdogs: bool = True,
                   now: float = 0.0, action_labels: Sequence[str] | None = None) -> SafetyMonitor:
-    """A monitor for a robot name (``config/safety/<robot>.yaml``) or a safety YAML path: joint
-    limits, actuators and the workspace site's kinematics come from the robot's model (its robot
-    YAML and MJCF, the same :class:`RobotSpec` the robot node uses)."""
-    from morl_robot.robots.config import load_robot_config
-    from morl_robot.robots.mujoco_robot import MujocoRobot
-
-    config, source = load_safety_config(robot_or_config)
-    try:
-        robot_config = load_robot_config(config.robot)
-    except UnknownNameError as exc:
-        fail(source, "robot", str(exc))
-    robot = MujocoRobot(robot_config)
-    kin = None
-    if config.workspace is not None:
-        base = robot_config.cartesian.base_frame if robot_config.cartesian is not None else None
-        try:
-            kin = SiteKinematics(robot.model, config.workspace.site, robot.spec.joint_names, base)
-        except KeyError:
-            fail(source, "workspace.site", f"the model of robot '{config.robot}' has no site "
-                                           f"'{config.workspace.site}'")
-    check_required_rules(config, robot.spec, source)  # no rule its sensors allow may be missing silently
-    return SafetyMonitor(config, robot.spec, kin, control_mode or None, watchdogs, now, source, action_labels)
+    """A monitor for a robot name (``config/safety/<robot>.yaml``) or a safety YAML path (the rules
+    of :func:`~morl_robot.safety.compiled.load_rules`)."""
+    return SafetyMonitor(load_rules(robot_or_config), control_mode or None, watchdogs, now, action_labels)

@@ -21,7 +21,8 @@ from typing import Any
 
 import numpy as np
 
-from morl_robot.safety.monitor import SafetyMonitor, build_monitor
+from morl_robot.safety.compiled import load_rules
+from morl_robot.safety.monitor import SafetyMonitor
 from morl_robot.tasks.base import scale_action
 
 
@@ -36,6 +37,7 @@ class SafetyShield:
     def __init__(self, env: Any, config: str | None = None) -> None:
         self.env = env
         self.source = config or env.task.robot_name
+        self.rules = load_rules(self.source)  # compiled once; every episode's monitor reads them
         self.labels = tuple(env.action_labels)
         self.lower, self.upper = env.task.action_bounds(env.robot)
         self._span = np.where(self.upper > self.lower, self.upper - self.lower, 1.0)
@@ -47,7 +49,7 @@ class SafetyShield:
     def begin(self, state: Any) -> None:
         """A new episode from ``state``: a fresh monitor, fed the start readings, then released."""
         self._fold_counters()
-        self.monitor = build_monitor(self.source, None, watchdogs=False, now=state.stamp, action_labels=self.labels)
+        self.monitor = SafetyMonitor(self.rules, None, watchdogs=False, now=state.stamp, action_labels=self.labels)
         spec = self.env.robot.spec
         self._tactile_labels = tuple(spec.sensor("tactile").labels) if spec.has_sensor("tactile") else ()
         self.observe(state)

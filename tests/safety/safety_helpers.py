@@ -3,16 +3,16 @@ from __future__ import annotations
 
 from functools import cache
 
-from morl_robot.robots.config import load_robot_config
-from morl_robot.robots.mujoco_robot import MujocoRobot
+from morl_robot.robots.model import RobotModel, load_robot_model
+from morl_robot.safety.compiled import compile_rules
 from morl_robot.safety.config import SafetyConfig, load_safety_config
 from morl_robot.safety.monitor import SafetyMonitor
 from morl_robot.safety.rules import SiteKinematics
 
 
 @cache
-def _robot(name: str) -> MujocoRobot:
-    return MujocoRobot(load_robot_config(name))
+def _robot(name: str) -> RobotModel:
+    return load_robot_model(name)
 
 
 @cache
@@ -28,4 +28,4 @@ def new_monitor(robot: str = "sawyer", config: SafetyConfig | None = None, watch
     cfg = config if config is not None else _config(robot)
     kin = SiteKinematics(r.model, cfg.workspace.site, r.spec.joint_names, "base") if cfg.workspace else None
     actions = ("vx", "vy", "vz") if robot == "sawyer" else None
-    return SafetyMonitor(cfg, r.spec, kin, control_mode, watchdogs, now, action_labels=actions)
+    return SafetyMonitor(compile_rules(cfg, r.spec, kin), control_mode, watchdogs, now, action_labels=actions)
