@@ -8,12 +8,17 @@ Shadow actuator names in rad) or the full command of the robot's control mode.  
 :class:`~morl_robot.envs.mo_env.MORobotEnv`, so episodes, rewards, terminations and truncations
 follow exactly the same code as in-process training; the second kind goes to the robot directly
 (scripted probes, a robot node without a task).
+
+With an inner safety layer (:class:`~morl_robot.safety.inner.InnerSafety`), every command is
+checked on the robot's newest readings before it is actuated: a command that a stopping rule
+forbids is not executed; the robot holds for the period instead (:meth:`TaskRunner.hold`) and the
+record names the violations (``StepRecord.held``).
 """
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
-from typing import Any
+from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -21,6 +26,10 @@ from morl_robot.envs.mo_env import MORobotEnv
 from morl_robot.errors import CommandError
 from morl_robot.robots.base import Robot
 from morl_robot.robots.spec import RobotState
+
+if TYPE_CHECKING:
+    from morl_robot.safety.inner import InnerSafety
+    from morl_robot.safety.rules import Violation
 
 
 @dataclass
@@ -37,6 +46,7 @@ class StepRecord:
     termination: str | None = None  # reason: force_threshold, success, time_limit, safety, reset…
     returns: np.ndarray | None = None  # (K,) undiscounted episode return so far
     info: dict[str, Any] = field(default_factory=dict)
+    held: tuple[Violation, ...] = ()  # the inner safety layer held the command: the rules it violated
 
     @property
     def done(self) -> bool:
@@ -52,10 +62,12 @@ class TaskRunner:
         seed: episode ``i`` resets with seed ``seed + i``; after ``reset(restart_seeds=True)`` the
             episode it starts uses ``seed`` again and the next ones ``seed + 1``, … (episode numbers
             go on counting).
+        inner: the inner safety layer checked before every actuation (None: none).
     """
 
-    def __init__(self, robot: Robot, env: MORobotEnv | None = None, seed: int = 0) -> None:
-        self.robot, self.env, self.seed = robot, env, int(seed)
+    def __init__(self, robot: Robot, env: MORobotEnv | None = None, seed: int = 0,
+                 inner: InnerSafety | None = None) -> None:
+        self.robot, self.env, self.seed, self.inner = robot, env, int(seed), inner
         self._seed_base = 0  # the episode whose seed is ``seed`` (0: episode i ↔ seed + i)
         self.episode = 0
         self.step_count = 0
@@ -124,10 +136,16 @@ class TaskRunner:
         return self.last
 
     def step(self, values: np.ndarray, labels: Sequence[str]) -> StepRecord:
-        """Execute one labelled command for one control period."""
+        """Execute one labelled command for one control period (or, when the inner safety layer
+        forbids it on the newest readings, hold for the period)."""
         values = np.asarray(values, np.float64)
         if values.shape != (len(labels),):
             raise CommandError(f"command has {values.size} values but {len(labels)} labels")
+        if self.inner is not None:
+            decision = self.inner.check_state(self.robot.read_state(), values, labels, self.robot.control_mode)
+            if decision.hold:
+                self.last = replace(self.hold(), held=decision.violations)
+                return self.last
         if not np.all(np.isfinite(values)):
             bad = [lab for lab, v in zip(labels, values) if not np.isfinite(v)]
             raise CommandError(f"non-finite command values for {bad}")

@@ -18,6 +18,13 @@ Timing (parameter ``timing``):
 * ``realtime`` — a wall-clock timer at the control rate applies the newest command; with no
   command for ``command_timeout`` seconds (e.g. the safety monitor died) the robot holds.
 
+Safety in two layers: the ``safety_monitor`` node supervises (latched e-stop, watchdogs, clamping,
+reset); inside this node's own loop the inner layer (:class:`~morl_robot.safety.inner.InnerSafety`,
+the stopping rules of the same safety YAML, parameter ``safety``) checks every command on the
+newest readings before it is actuated.  A command it forbids is not executed: the robot holds for
+that period, the violation is logged once when it begins, counted (``inner_holds``) and shown in
+``/diagnostics`` while it lasts; in lockstep the newest ``task_step`` is re-sent so the actor goes on.
+
 With ``end_episode_on_estop`` (simulated training), a command that arrives while the safety
 monitor's latched ``safety/estop`` is engaged ends the episode with termination ``safety``; the
 node then resets the world and asks the monitor to release (``safety/reset``).
@@ -74,6 +81,7 @@ class RobotNode(ManagedNode):
         p("republish_period", 0.5)  # s (lockstep): re-send task_step while no command comes
         p("end_episode_on_estop", False)
         p("state_timeout", 5.0)  # s (hardware): wait for the first driver state at configure
+        p("safety", "")  # inner safety layer: safety YAML or robot name ("" = config/safety/<robot>.yaml)
         self.runner: TaskRunner | None = None
         self.robot: Robot | None = None
         self._link: Any = None
@@ -86,8 +94,9 @@ class RobotNode(ManagedNode):
         self._last_command_time = 0.0
         self._last_publish_time = 0.0
         self._counters = {"steps": 0, "holds": 0, "episodes": 0, "rejected_commands": 0, "stale_commands": 0,
-                          "faults": 0, "safety_stops": 0}
+                          "faults": 0, "safety_stops": 0, "inner_holds": 0}
         self._fault = ""
+        self._inner_hold = ""  # what the inner safety layer is holding for ("" = not holding)
         self._last_error = ""
 
     # --- parameters ----------------------------------------------------------------------------
@@ -123,12 +132,24 @@ class RobotNode(ManagedNode):
                 robot.set_control_mode(mode)
         env = MORobotEnv(task, robot=robot) if task is not None else None
         self.robot = robot
-        self.runner = TaskRunner(robot, env, seed=int(self._param("seed")))
+        self.runner = TaskRunner(robot, env, seed=int(self._param("seed")), inner=self._inner_layer(robot))
         self._make_interfaces(backend, robot)
         self.get_logger().info(
             f"{robot.spec.name} ({backend}, {timing}) task={task_name or '-'} control period {period * 1e3:.1f} ms, "
             f"command labels {list(self.runner.action_labels or self.runner.command_labels)}"
         )
+
+    def _inner_layer(self, robot: Robot) -> Any:
+        from morl_robot.safety.inner import InnerSafety
+
+        inner = InnerSafety.load(self._param("safety") or robot.spec.name)
+        spec = inner.rules.spec
+        if spec.joint_names != robot.spec.joint_names or inner.rules.tactile_labels != (
+                robot.spec.sensor("tactile").labels if robot.spec.has_sensor("tactile") else ()):
+            raise ConfigError(f"parameter safety: the rules of '{inner.rules.source}' are for robot '{spec.name}' "
+                              f"(joints {list(spec.joint_names)}), not for this robot's joints "
+                              f"{list(robot.spec.joint_names)} and sensors")
+        return inner
 
     def _make_robot(self, backend: str, robot_name: str, task: Any, period: float) -> Robot:
         if backend == "sim":
@@ -281,10 +302,28 @@ class RobotNode(ManagedNode):
         rec = self._guarded(self.runner.step, values, labels)
         if rec is None:
             return
+        if rec.held:
+            self._on_inner_hold(rec)
+            return
+        if self._inner_hold:
+            self.get_logger().info(f"inner safety layer: commands forwarded again (was: {self._inner_hold})")
+            self._inner_hold = ""
         self._counters["steps"] += 1
         self._publish(rec)
         if rec.done and self.runner.env is not None:
             self._start_episode()
+
+    def _on_inner_hold(self, rec: StepRecord) -> None:
+        """The inner safety layer held the command: the robot held for the period instead."""
+        self._counters["inner_holds"] += 1
+        why = "; ".join(v.describe() for v in rec.held)
+        if why != self._inner_hold:
+            self.get_logger().error(f"inner safety layer: command not actuated, holding: {why}")
+        self._inner_hold = why
+        if self._param("timing") == "lockstep":
+            self._publish(rec, announce=False)  # the same step again: the actor answers it
+        else:
+            self._publish_sensors(rec)
 
     def _hold(self) -> None:
         assert self.runner is not None
@@ -438,6 +477,9 @@ class RobotNode(ManagedNode):
                            "robot_time": self.runner.last.state.stamp})
         if self._fault:
             return "error", f"fault: {self._fault}", values
+        if self._inner_hold:
+            values["inner_hold"] = self._inner_hold
+            return "warn", f"inner safety layer holding: {self._inner_hold}", values
         if self._estop:
             return "warn", "e-stop engaged", values
         return "ok", "paused" if self._paused else ("running" if self._active else "inactive"), values

@@ -175,10 +175,6 @@ class InnerSafety:
         return self.check(state.position, state.velocity, state.effort, state.wrench, state.tactile, state.stamp,
                           command, labels, mode)
 
-    def new_episode(self) -> None:
-        """A reset: the next velocity reading starts a new acceleration estimate."""
-        self._qd_before, self._qd_stamp, self.accelerating = np.full(len(self.joint_names), np.nan), math.nan, False
-
     def _update_acceleration(self, qd: np.ndarray, stamp: float) -> None:
         """The monitor's acceleration phase (:meth:`CompiledRules.accelerating`) from successive
         readings, updated as the monitor updates it."""

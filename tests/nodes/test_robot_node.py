@@ -56,6 +56,8 @@ def test_lockstep_advances_one_control_period_per_command(ros_session):
 
 
 def test_bad_commands_are_rejected_without_stepping(ros_session):
+    """Wrong labels are rejected (nothing moves); a non-finite command is held by the inner safety
+    layer (tests/nodes/test_robot_node_inner_safety.py): neither advances the task."""
     s = ros_session
     steps, _, pub = start(s, task="sawyer_peg_in_hole", timing="lockstep")
     diags = s.probe.subscribe("/diagnostics", DiagnosticArray, wire.EVENT_QOS)
@@ -63,17 +65,18 @@ def test_bad_commands_are_rejected_without_stepping(ros_session):
     s.probe.wait_for_subscribers(pub)
     pub.publish(wire.labelled_array([0.0, 0.1], ["vx", "vy"]))  # wrong labels
     pub.publish(wire.labelled_array([0.0, float("nan"), 0.0], ["vx", "vy", "vz"]))  # non-finite
-    ts = step_once(s, steps, pub, [0.0, 0.0, 0.0])
-    assert ts.step == 1  # only the good command stepped
 
-    def rejected() -> int:
+    def counter(name: str) -> int:
         for _, msg in reversed(diags):
             for st in msg.status:
                 if "robot" in st.name:
-                    return int({kv.key: kv.value for kv in st.values}["rejected_commands"])
+                    return int({kv.key: kv.value for kv in st.values}[name])
         return -1
 
-    s.probe.wait_for(lambda: rejected() == 2, 5, "diagnostics counting 2 rejected commands")
+    s.probe.wait_for(lambda: counter("rejected_commands") == 1 and counter("inner_holds") == 1, 10,
+                     "diagnostics counting 1 rejected and 1 held command")
+    ts = step_once(s, steps, pub, [0.0, 0.0, 0.0])
+    assert ts.step == 1  # only the good command stepped the task
 
 
 def test_lockstep_executes_one_command_per_step_by_its_key(ros_session):
