@@ -23,16 +23,16 @@ reading arrives.  The hard rules:
   range, so only a command that bypassed it can be out there).
 
 :meth:`InnerSafety.check` is the fast path: a handful of numpy comparisons on (J,), (6,), (T,)
-arrays and no allocation of violations unless something trips; it returns :data:`FORWARD` or a
-:class:`Decision` to hold naming every violated rule.  It keeps one piece of state, the previous
+arrays; it returns :data:`FORWARD` or a :class:`Decision` to hold, whose violations (every
+violated rule) are worked out only when read, after the hold has been actuated.  The arrays
+passed must not be modified afterwards (a state's are copies).  It keeps one piece of state, the previous
 velocity reading (for the acceleration phase): use one instance per robot or environment.
 """
 from __future__ import annotations
 
 import math
 import os
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Sequence
 
 import numpy as np
 
@@ -51,15 +51,32 @@ from morl_robot.safety.rules import (
 STOPPING = Response.HOLD
 
 
-@dataclass(frozen=True)
 class Decision:
-    """The inner layer's verdict on one command: forward it, or hold and why."""
+    """The inner layer's verdict on one command: forward it, or hold and why.
 
-    hold: bool
-    violations: tuple[Violation, ...] = ()
+    The violations of a hold are worked out when first read (:attr:`violations`), so a caller can
+    actuate the hold before paying for the report."""
+
+    __slots__ = ("_explain", "_violations", "hold")
+
+    def __init__(self, hold: bool, explain: Callable[[], list[Violation]] | None = None) -> None:
+        self.hold = hold
+        self._explain = explain
+        self._violations: tuple[Violation, ...] | None = None if explain is not None else ()
+
+    @property
+    def violations(self) -> tuple[Violation, ...]:
+        """Every stopping rule the readings and the command violate (empty when forwarded)."""
+        if self._violations is None:
+            assert self._explain is not None
+            self._violations, self._explain = tuple(self._explain()), None
+        return self._violations
 
     def describe(self) -> str:
         return "; ".join(v.describe() for v in self.violations) if self.hold else "forward"
+
+    def __repr__(self) -> str:
+        return f"Decision(hold={self.hold}, violations={self.violations!r})"
 
 
 FORWARD = Decision(False)
@@ -167,7 +184,9 @@ class InnerSafety:
         if not tripped:
             return FORWARD
         self.holds += 1
-        return Decision(True, tuple(self._violations(q, qd, tau, wrench, tactile, stamp, command, labels, mode)))
+        accelerating = self.accelerating
+        return Decision(True, lambda: self._violations(q, qd, tau, wrench, tactile, stamp, command, labels, mode,
+                                                       accelerating))
 
     def check_state(self, state: RobotState, command: np.ndarray | None = None, labels: Sequence[str] = (),
                     mode: ControlMode | None = None) -> Decision:
@@ -200,7 +219,7 @@ class InnerSafety:
     # --- the report (only when something tripped) ----------------------------------------------
     def _violations(self, q: np.ndarray, qd: np.ndarray, tau: np.ndarray, wrench: np.ndarray | None,
                     tactile: np.ndarray | None, stamp: float, command: np.ndarray | None, labels: Sequence[str],
-                    mode: ControlMode | None) -> list[Violation]:
+                    mode: ControlMode | None, accelerating: bool) -> list[Violation]:
         r, names, now = self.rules, self.joint_names, stamp
         found: list[Violation] = []
         for field, values in (("position", q), ("velocity", qd), ("effort", tau)):
@@ -213,7 +232,7 @@ class InnerSafety:
         if wrench is not None and r.wrench is not None:
             bad = non_finite("wrench.non_finite", WrenchRule.KEYS["force_axis"] + WrenchRule.KEYS["torque_axis"],
                              np.asarray(wrench), stamp, now)
-            found += [bad] if bad is not None else _stopping(r.wrench.evaluate(np.asarray(wrench), self.accelerating,
+            found += [bad] if bad is not None else _stopping(r.wrench.evaluate(np.asarray(wrench), accelerating,
                                                                                 stamp, now))
         if tactile is not None and self._tactile_rule is not None:
             bad = non_finite("tactile.non_finite", r.tactile_labels, np.asarray(tactile), stamp, now)
