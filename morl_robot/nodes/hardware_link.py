@@ -7,7 +7,7 @@ driver topics named in the robot YAML's ``hardware:`` section:
 * ``geometry_msgs/WrenchStamped`` → ``robot.on_wrench`` (with ``header.frame_id``);
 * ``std_msgs/Float64MultiArray`` tactile → ``robot.on_tactile`` (labels from the layout if it has
   the one-dimension labelled layout of :mod:`morl_robot.nodes.wire`);
-* :class:`~morl_robot.robots.hardware.DriverCommand` → ``std_msgs/Float64MultiArray`` (forward
+* :class:`~morl_robot.robots.driver_codec.DriverCommand` → ``std_msgs/Float64MultiArray`` (forward
   command controller), ``trajectory_msgs/JointTrajectory`` (one point; header stamp zero = start
   now, as joint_trajectory_controller reads it) or ``sensor_msgs/JointState``.
 
@@ -42,8 +42,8 @@ from std_msgs.msg import Float64MultiArray
 from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
 
 from morl_robot.nodes import wire
+from morl_robot.robots.driver_codec import DriverCommand
 from morl_robot.robots.hardware import (
-    DriverCommand,
     HardwareError,
     HardwareRobot,
     StaleStateError,

@@ -55,7 +55,7 @@ class TactileConfig:
 
 # --- the hardware backend's driver interface (``hardware:`` section) --------------------------
 #: SI value of one driver unit.  Anything a driver reports or accepts in other units is converted at
-#: the hardware boundary (:class:`morl_robot.robots.hardware.DriverCodec`) and nowhere else.
+#: the hardware boundary (:class:`morl_robot.robots.driver_codec.DriverCodec`) and nowhere else.
 UNIT_SCALE: dict[str, float] = {
     "rad": 1.0, "deg": math.pi / 180.0,
     "rad/s": 1.0, "deg/s": math.pi / 180.0,

@@ -7,7 +7,7 @@ accepts the driver's commands — a forward command controller's array in the co
 order, a ``JointTrajectory`` (interpolated linearly to its point over ``time_from_start``, as a
 joint trajectory controller does for a single point) or a ``JointState`` command — in driver
 units, applied to a :class:`~morl_robot.robots.mujoco_robot.MujocoRobot` stepping at its control
-period.  Conversions use the same :class:`~morl_robot.robots.hardware.DriverCodec` as the
+period.  Conversions use the same :class:`~morl_robot.robots.driver_codec.DriverCodec` as the
 hardware backend, run backwards.
 
 :class:`FaultyLink` models the network between a driver and us: every message gets a fixed
@@ -30,7 +30,7 @@ import numpy as np
 from morl_robot.errors import CommandError, ConfigError
 from morl_robot.resources import sim_path
 from morl_robot.robots.config import RobotConfig
-from morl_robot.robots.hardware import DriverCodec
+from morl_robot.robots.driver_codec import DriverCodec
 from morl_robot.robots.mujoco_robot import MujocoRobot
 
 T = TypeVar("T")

@@ -15,7 +15,7 @@ Topic names, joint order, units and rates per robot live in the ``hardware:`` se
 ``config/robots/<robot>.yaml`` (:class:`~morl_robot.robots.config.HardwareConfig`).  Every
 conversion between the driver's world and ours — joint order and names, degrees, coupled joints
 (the Shadow Hand's J0 motor drives J1 + J2, which a trajectory controller lists separately),
-force units — happens in :class:`DriverCodec` and nowhere else.
+force units — happens in :class:`~morl_robot.robots.driver_codec.DriverCodec` and nowhere else.
 
 :class:`HardwareRobot` receives driver messages as plain data (``on_joint_state``, ``on_wrench``,
 ``on_tactile``, called from the ROS thread of :class:`morl_robot.nodes.hardware_link.HardwareLink`)
@@ -26,10 +26,10 @@ that arrive out of order (header stamp not newer than the newest accepted one) a
 the state never goes back in time; after a stale period any stamp is accepted again (a restarted
 driver may restart its clock).
 
-Cartesian velocity control (the Sawyer peg-in-hole policy of the MO-MPO paper, section 6) runs
-here as in :class:`~morl_robot.robots.mujoco_robot.MujocoRobot`: resolved-rate damped least
-squares (:func:`morl_robot.robots.kinematics.resolved_rate`, Nakamura & Hanafusa 1986) on a
-kinematics-only MuJoCo model of the robot set to the measured joint positions
+Cartesian velocity control (the Sawyer peg-in-hole policy of the MO-MPO paper, section 6) is the
+controller of :class:`~morl_robot.robots.mujoco_robot.MujocoRobot`,
+:class:`~morl_robot.robots.kinematics.CartesianController` (resolved-rate damped least squares,
+Nakamura & Hanafusa 1986), on a kinematics-only MuJoCo model of the robot set to the measured joint positions
 (``mj_kinematics`` + ``mj_comPos`` + ``mj_jacSite``), integrated into position targets that lead
 the measured joints by at most ``cartesian.max_tracking_error`` (position interface), or sent as
 joint velocities (velocity interface).
@@ -53,7 +53,6 @@ from morl_robot.errors import ConfigError, MorlRobotError, UnknownNameError
 from morl_robot.resources import sim_path
 from morl_robot.robots.base import Robot
 from morl_robot.robots.config import (
-    UNIT_SCALE,
     HardwareCommandConfig,
     HardwareConfig,
     HardwareResetConfig,
@@ -64,15 +63,15 @@ from morl_robot.robots.config import (
     RobotConfig,
     load_robot_config,
 )
-from morl_robot.robots.kinematics import resolved_rate
+from morl_robot.robots.driver_codec import DriverCodec, DriverCommand
+from morl_robot.robots.kinematics import CartesianController
 from morl_robot.robots.model import build_spec, load_model
-from morl_robot.robots.spec import ControlMode, RobotSpec, RobotState
+from morl_robot.robots.spec import ControlMode, RobotState
 
 __all__ = [
-    "UNIT_SCALE", "DriverCodec", "DriverCommand", "HardwareCommandConfig", "HardwareConfig", "HardwareError",
-    "HardwareResetConfig", "HardwareRobot", "HardwareStateConfig", "HardwareTactileConfig", "HardwareUnitsConfig",
-    "HardwareWrenchConfig", "StaleStateError", "integrate_position_targets", "load_hardware_robot",
-    "split_coupled",
+    "HardwareCommandConfig", "HardwareConfig", "HardwareError", "HardwareResetConfig", "HardwareRobot",
+    "HardwareStateConfig", "HardwareTactileConfig", "HardwareUnitsConfig", "HardwareWrenchConfig", "StaleStateError",
+    "load_hardware_robot",
 ]
 
 
@@ -92,183 +91,6 @@ MODES_OF_INTERFACE: dict[str, tuple[ControlMode, ...]] = {
     "velocity": (ControlMode.VELOCITY, ControlMode.CARTESIAN_VELOCITY),
     "effort": (ControlMode.EFFORT,),
 }
-
-
-@dataclass(frozen=True)
-class DriverCommand:
-    """One command for the driver, already in the driver's joint order, names and units.
-
-    ``kind`` is the controller interface (``forward`` → ``Float64MultiArray``, ``trajectory`` →
-    ``JointTrajectory`` with one point at ``time_from_start``, ``joint_state`` → ``JointState``);
-    ``mode`` says which field the values are (position, velocity or effort).
-    """
-
-    joint_names: tuple[str, ...]  # (C,)
-    values: np.ndarray  # (C,) driver units
-    kind: str  # forward | trajectory | joint_state
-    mode: str = "position"  # position | velocity | effort
-    time_from_start: float = 0.0  # s (trajectory)
-
-
-def split_coupled(total: float, lower: np.ndarray, upper: np.ndarray) -> np.ndarray:
-    """Joint positions (n,) of a coupled actuator whose position is their sum (the Shadow Hand's
-    J0 = J1 + J2): equal shares, and what a joint's range cannot take goes to the others.  The
-    equal split matches the hand's J1 = J2 coupling in our MJCF (``right_hand_common.xml``)."""
-    n = len(lower)
-    x = np.full(n, total / n)
-    for _ in range(n):
-        x = np.clip(x, lower, upper)
-        rest = total - float(x.sum())
-        if abs(rest) < 1e-12:
-            break
-        free = x < upper if rest > 0 else x > lower
-        if not free.any():
-            break
-        x[free] += rest / int(free.sum())
-    return np.clip(x, lower, upper)
-
-
-def integrate_position_targets(target: np.ndarray, qdot: np.ndarray, q: np.ndarray, dt: float, lead: float,
-                               lower: np.ndarray, upper: np.ndarray) -> np.ndarray:
-    """Resolved-rate integration (n,): ``target + qdot·dt``, never leading the measured ``q`` by more
-    than ``lead`` (so a blocked arm does not wind up its targets) and kept within [lower, upper].
-    The same rule :class:`~morl_robot.robots.mujoco_robot.MujocoRobot` applies in simulation."""
-    new = target + qdot * dt
-    new = np.minimum(np.maximum(new, q - lead), q + lead)
-    return np.minimum(np.maximum(new, lower), upper)
-
-
-class DriverCodec:
-    """Names, order, units and couplings between our joints/actuators and a driver.
-
-    State: a driver ``JointState`` (names in any order, extra joints, driver units) → our joint
-    indices and SI values.  Commands: actuator values (A,) in SI → the controller's columns (C,) in
-    driver units; a coupled actuator listed as its joints is split (position: :func:`split_coupled`;
-    velocity: equal shares; effort: the tendon force acts on each joint) and merged back by the
-    driver emulator (sum, sum, mean).
-    """
-
-    def __init__(self, spec: RobotSpec, hardware: HardwareConfig, source: str = "") -> None:
-        self.spec, self.hardware = spec, hardware
-        nm = hardware.name_map
-        self.driver_joint_names: tuple[str, ...] = tuple(nm.get(n, n) for n in spec.joint_names)  # (J,)
-        self._joint_of_driver = {d: i for i, d in enumerate(self.driver_joint_names)}
-        u = hardware.units
-        self.scale = {"position": UNIT_SCALE[u.position], "velocity": UNIT_SCALE[u.velocity],
-                      "effort": UNIT_SCALE[u.effort]}
-        self.force_scale, self.torque_scale = UNIT_SCALE[u.force], UNIT_SCALE[u.torque]
-        self._jlo = np.array([j.lower for j in spec.joints])
-        self._jhi = np.array([j.upper for j in spec.joints])
-        # actuator -> indices of the joints it drives
-        self.actuator_joints: list[np.ndarray] = [
-            np.array([spec.joint_names.index(j) for j in a.joints], dtype=int) for a in spec.actuators
-        ]
-        # command columns: (actuator, slot) with slot -1 = the whole actuator
-        ours = {nm.get(n, n): n for n in spec.joint_names + spec.actuator_names}
-        cols: list[tuple[int, int]] = []
-        for i, dn in enumerate(hardware.command.joints):
-            key = f"hardware.command.joints[{i}]"
-            our = ours.get(dn)
-            if our is None:
-                raise _config_error(source, key, f"'{dn}' is not a joint or actuator of '{spec.name}'")
-            if our in spec.actuator_names:
-                cols.append((spec.actuator_names.index(our), -1))
-                continue
-            owner = [a for a, act in enumerate(spec.actuators) if our in act.joints]
-            if not owner:
-                raise _config_error(source, key, f"joint '{our}' is driven by no actuator of '{spec.name}'")
-            a = owner[0]
-            joints = spec.actuators[a].joints
-            cols.append((a, -1 if len(joints) == 1 else joints.index(our)))
-        for a, act in enumerate(spec.actuators):
-            slots = [k for b, k in cols if b == a]
-            whole = slots.count(-1)
-            parts = sorted(k for k in slots if k >= 0)
-            if whole + (1 if parts else 0) > 1 or (whole == 0 and parts != list(range(len(act.joints)))):
-                need = act.name if len(act.joints) == 1 else f"{act.name} (or all of {', '.join(act.joints)})"
-                raise _config_error(source, "hardware.command.joints",
-                                    f"must command actuator {need} exactly once; got columns "
-                                    f"{[hardware.command.joints[c] for c, (b, _) in enumerate(cols) if b == a]}")
-        self.command_names: tuple[str, ...] = tuple(hardware.command.joints)  # (C,)
-        self._cols = cols
-        # what the driver publishes (the emulator), extra joints included
-        self.state_names: tuple[str, ...] = tuple(hardware.state.joints) or self.driver_joint_names
-        self._publish_index = np.array([self._joint_of_driver.get(n, -1) for n in self.state_names], dtype=int)
-        self._state_cache: dict[tuple[str, ...], tuple[np.ndarray, np.ndarray]] = {}
-        # tactile labels the driver uses for our sensors, in our order
-        self.tactile_labels: tuple[str, ...] = ()
-        tactile = next((s for s in spec.sensors if s.kind == "tactile"), None)
-        if hardware.tactile is not None and tactile is not None:
-            self.tactile_labels = tuple(hardware.tactile.labels) or tactile.labels
-
-    # --- state ----------------------------------------------------------------------------
-    def state_index(self, names: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
-        """(message indices (M,), our joint indices (M,)) of the known joints among ``names``."""
-        key = tuple(names)
-        hit = self._state_cache.get(key)
-        if hit is None:
-            pairs = [(m, self._joint_of_driver[n]) for m, n in enumerate(key) if n in self._joint_of_driver]
-            hit = (np.array([p[0] for p in pairs], dtype=int), np.array([p[1] for p in pairs], dtype=int))
-            if len(self._state_cache) < 64:
-                self._state_cache[key] = hit
-        return hit
-
-    def encode_state(self, position: np.ndarray, velocity: np.ndarray, effort: np.ndarray
-                     ) -> tuple[tuple[str, ...], np.ndarray, np.ndarray, np.ndarray]:
-        """Our joint state (J,) ×3 in SI → the driver's published names and arrays in driver units
-        (extra joints read 0), as the driver emulator publishes them."""
-        idx = self._publish_index
-        known = idx >= 0
-
-        def pick(values: np.ndarray, scale: float) -> np.ndarray:
-            out = np.zeros(len(idx))
-            out[known] = np.asarray(values, np.float64)[idx[known]] / scale
-            return out
-
-        return (self.state_names, pick(position, self.scale["position"]), pick(velocity, self.scale["velocity"]),
-                pick(effort, self.scale["effort"]))
-
-    # --- commands -------------------------------------------------------------------------
-    def encode_command(self, values: np.ndarray, mode: str) -> np.ndarray:
-        """Actuator values (A,) in SI → controller columns (C,) in driver units."""
-        values = np.asarray(values, np.float64)
-        out = np.empty(len(self._cols))
-        splits: dict[int, np.ndarray] = {}
-        for c, (a, k) in enumerate(self._cols):
-            if k < 0:
-                out[c] = values[a]
-                continue
-            if a not in splits:
-                j = self.actuator_joints[a]
-                if mode == "position":
-                    splits[a] = split_coupled(float(values[a]), self._jlo[j], self._jhi[j])
-                elif mode == "velocity":
-                    splits[a] = np.full(len(j), values[a] / len(j))
-                else:  # a tendon force f exerts f on every joint it spans
-                    splits[a] = np.full(len(j), values[a])
-            out[c] = splits[a][k]
-        return out / self.scale[mode]
-
-    def decode_command(self, driver_values: np.ndarray, mode: str) -> np.ndarray:
-        """Controller columns (C,) in driver units → actuator values (A,) in SI (the emulator)."""
-        si = np.asarray(driver_values, np.float64) * self.scale[mode]
-        out = np.zeros(len(self.spec.actuators))
-        parts = np.zeros(len(self.spec.actuators))
-        for c, (a, k) in enumerate(self._cols):
-            out[a] += si[c]
-            parts[a] += 1
-        if mode == "effort":
-            out /= np.maximum(parts, 1)
-        return out
-
-    def actuator_positions(self, q: np.ndarray) -> np.ndarray:
-        """Actuator positions (A,) of joint positions (J,): a coupled actuator's is the sum."""
-        return np.array([float(q[j].sum()) for j in self.actuator_joints])
-
-
-def _config_error(source: str, key: str, message: str) -> ConfigError:
-    where = f"{source}: " if source else ""
-    return ConfigError(f"{where}key '{key}': {message}")
 
 
 @dataclass
@@ -365,10 +187,8 @@ class HardwareRobot(Robot):
         m = self.model
         jids = [mujoco.mj_name2id(m, mujoco.mjtObj.mjOBJ_JOINT, n) for n in spec.joint_names]
         self._qadr = m.jnt_qposadr[jids].copy()
-        self._dadr = m.jnt_dofadr[jids].copy()
         self._jlo = np.array([j.lower for j in spec.joints])
         self._jhi = np.array([j.upper for j in spec.joints])
-        self._jvel = np.array([j.velocity_limit for j in spec.joints])
         self._avel = np.array([a.velocity_limit for a in spec.actuators])
         # --- joint stream: per-joint values, driver stamps and receive times --------------------
         n = len(spec.joints)
@@ -383,18 +203,12 @@ class HardwareRobot(Robot):
         self._wrench = np.zeros(6)
         self._tactile = np.zeros(len(self.codec.tactile_labels))
         self._tactile_cache: dict[tuple[str, ...], np.ndarray | None] = {}
-        # --- Cartesian control -----------------------------------------------------------------
+        # --- Cartesian control (the simulation's controller, on a kinematics-only model) --------------
         self._site = -1
+        self._cartesian: CartesianController | None = None
         if config.cartesian is not None:
             self._site = mujoco.mj_name2id(m, mujoco.mjtObj.mjOBJ_SITE, config.cartesian.site)
-            self._jac = np.zeros((6, m.nv))
-            act_joint = np.array([spec.joint_names.index(a.joints[0]) if len(a.joints) == 1 else -1
-                                  for a in spec.actuators])
-            self._cart_mask = act_joint >= 0
-            self._cart_idx = act_joint[self._cart_mask]
-            half = config.cartesian.joint_limit_margin * 0.5
-            self._cart_lo = self._jlo[self._cart_idx] + half
-            self._cart_hi = self._jhi[self._cart_idx] - half
+            self._cartesian = CartesianController(m, config.cartesian, spec, control_period)
         self._target: np.ndarray | None = None  # (A,) integrated position targets (Cartesian mode)
         self._last_position: np.ndarray | None = None  # (A,) newest position command sent
         self.commands_sent = 0
@@ -582,43 +396,21 @@ class HardwareRobot(Robot):
     def _apply(self, command: np.ndarray) -> None:
         state = self.read_state()  # stale: raises, nothing is sent
         mode = self.control_mode
-        interface = self.hardware.command.mode
         if mode == ControlMode.CARTESIAN_VELOCITY:
-            qdot = self._cartesian_qdot(command, state.position)
-            if interface == "velocity":
-                out = np.zeros(len(self.spec.actuators))
-                out[self._cart_mask] = qdot[self._cart_idx]
-                self._emit(out, "velocity")
+            cart = self._cartesian
+            assert cart is not None
+            q = state.position
+            self._kinematics(q)
+            qdot = cart.joint_velocities(self.data, command)
+            if self.hardware.command.mode == "velocity":
+                self._emit(cart.actuator_velocities(qdot, len(self.spec.actuators)), "velocity")
                 return
-            self._emit(self._integrate(qdot, state.position), "position")
+            target = self._target if self._target is not None else self.codec.actuator_positions(q)
+            self._target = cart.position_targets(target, qdot, q)
+            self._emit(self._target, "position")
             return
         lo, hi = self.spec.command_bounds(mode)
         self._emit(np.minimum(np.maximum(command, lo), hi), mode.value)
-
-    def _cartesian_qdot(self, twist: np.ndarray, q: np.ndarray) -> np.ndarray:
-        """Resolved rate at the measured ``q`` (J,): twist (6,) → joint velocities (J,)."""
-        c = self.config.cartesian
-        assert c is not None and self._site >= 0
-        hi = np.array([c.max_linear_velocity] * 3 + [c.max_angular_velocity] * 3)
-        twist = np.minimum(np.maximum(twist, -hi), hi)
-        self._kinematics(q)
-        mujoco.mj_jacSite(self.model, self.data, self._jac[:3], self._jac[3:], self._site)
-        jac = self._jac[:, self._dadr]
-        return resolved_rate(jac, twist, q, self._jlo, self._jhi, self._jvel, self.control_period,
-                             c.damping, c.joint_limit_margin)
-
-    def _integrate(self, qdot: np.ndarray, q: np.ndarray) -> np.ndarray:
-        c = self.config.cartesian
-        assert c is not None
-        if self._target is None:
-            self._target = self.codec.actuator_positions(q)
-        target = self._target.copy()
-        idx = self._cart_idx
-        target[self._cart_mask] = integrate_position_targets(target[self._cart_mask], qdot[idx], q[idx],
-                                                             self.control_period, c.max_tracking_error,
-                                                             self._cart_lo, self._cart_hi)
-        self._target = target
-        return target
 
     def advance(self) -> None:
         """Nothing to do: on hardware time passes by itself (the robot node's timer keeps the rate)."""

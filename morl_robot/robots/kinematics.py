@@ -1,4 +1,4 @@
-"""Resolved-rate Cartesian velocity control (pure numpy, no simulator).
+"""Resolved-rate Cartesian velocity control: the maths and the one controller both robot backends use.
 
 The Sawyer policy of the MO-MPO paper (section 6) acts in end-effector Cartesian velocity.  A
 twist ẋ = [v; ω] (6,) is turned into joint velocities with damped least squares
@@ -9,6 +9,13 @@ respecting joint limits: a joint that would cross ``[lower + margin, upper − m
 control period in the direction the solution drives it is frozen (its Jacobian column removed) and
 the system is solved again; then q̇ is scaled uniformly (direction kept) so that every
 |q̇_i| ≤ velocity_limit_i.
+
+:class:`CartesianController` is that control law on a robot: the site Jacobian from a MuJoCo
+model's kinematics (``mj_jacSite``: the simulation's own data in
+:class:`~morl_robot.robots.mujoco_robot.MujocoRobot`, a kinematics-only copy set to the measured
+joints in :class:`~morl_robot.robots.hardware.HardwareRobot`), the twist limited to the robot's
+Cartesian limits, and joint velocities integrated into position targets of the actuators that drive
+one arm joint each, leading the measured joints by at most ``max_tracking_error``.
 """
 from __future__ import annotations
 
@@ -16,6 +23,9 @@ import math
 
 import mujoco
 import numpy as np
+
+from morl_robot.robots.config import CartesianConfig
+from morl_robot.robots.spec import RobotSpec
 
 
 def damped_least_squares(jacobian: np.ndarray, twist: np.ndarray, damping: float) -> np.ndarray:
@@ -67,6 +77,75 @@ def resolved_rate(
     if ratio > 1.0:
         qdot = qdot / ratio
     return qdot
+
+
+def integrate_position_targets(target: np.ndarray, qdot: np.ndarray, q: np.ndarray, dt: float, lead: float,
+                               lower: np.ndarray, upper: np.ndarray) -> np.ndarray:
+    """Resolved-rate integration (n,): ``target + qdot·dt``, never leading the measured ``q`` by more
+    than ``lead`` (so a blocked arm does not wind up its targets) and kept within [lower, upper]."""
+    new = target + qdot * dt
+    new = np.minimum(np.maximum(new, q - lead), q + lead)
+    return np.minimum(np.maximum(new, lower), upper)
+
+
+class CartesianController:
+    """Twist (6,) [vx vy vz (m/s), wx wy wz (rad/s)] in the base frame → joint velocities (J,) →
+    actuator position targets (A,), for one robot (see the module docstring).
+
+    Args:
+        model: the robot's compiled MuJoCo model (only its kinematics are used).
+        config: the robot YAML's ``cartesian`` section (site, limits, damping, margins).
+        spec: the robot (joint order, limits; actuators driving one joint each take targets).
+        dt: the control period (s) a command lasts.
+    """
+
+    def __init__(self, model: mujoco.MjModel, config: CartesianConfig, spec: RobotSpec, dt: float) -> None:
+        self.model, self.config, self.dt = model, config, dt
+        self.site = mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_SITE, config.site)
+        jids = np.array([mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_JOINT, n) for n in spec.joint_names])
+        self.qadr = model.jnt_qposadr[jids].copy()  # (J,)
+        self.dadr = model.jnt_dofadr[jids].copy()  # (J,)
+        self._jac = np.zeros((6, model.nv))  # rows: translational (3), rotational (3)
+        self.lower = np.array([j.lower for j in spec.joints])  # (J,) rad
+        self.upper = np.array([j.upper for j in spec.joints])
+        self.velocity_limit = np.array([j.velocity_limit for j in spec.joints])  # (J,) rad/s
+        self.twist_limit = np.array([config.max_linear_velocity] * 3 + [config.max_angular_velocity] * 3)
+        # actuators driven straight by one arm joint take position targets; the others hold
+        act_joint = np.array([spec.joint_names.index(a.joints[0]) if len(a.joints) == 1 else -1
+                              for a in spec.actuators])
+        self.actuator_mask = act_joint >= 0  # (A,)
+        self.actuator_joint = act_joint[self.actuator_mask]  # (A',) joint index of each such actuator
+        half = config.joint_limit_margin * 0.5
+        self.target_lower = self.lower[self.actuator_joint] + half  # (A',)
+        self.target_upper = self.upper[self.actuator_joint] - half
+
+    def joint_velocities(self, data: mujoco.MjData, twist: np.ndarray) -> np.ndarray:
+        """q̇ (J,) realising ``twist`` (limited to the Cartesian limits) at ``data``'s joint positions;
+        ``data``'s kinematics must be current (after ``mj_step``/``mj_forward``, or ``mj_kinematics``
+        and ``mj_comPos``)."""
+        c = self.config
+        twist = np.minimum(np.maximum(twist, -self.twist_limit), self.twist_limit)
+        mujoco.mj_jacSite(self.model, data, self._jac[:3], self._jac[3:], self.site)
+        jac = self._jac[:, self.dadr]
+        q = data.qpos[self.qadr]
+        return resolved_rate(jac, twist, q, self.lower, self.upper, self.velocity_limit, self.dt, c.damping,
+                             c.joint_limit_margin)
+
+    def position_targets(self, target: np.ndarray, qdot: np.ndarray, q: np.ndarray) -> np.ndarray:
+        """The actuators' position targets (A,) after one period of ``qdot`` (J,) from ``target`` (A,)
+        at measured joints ``q`` (J,) (:func:`integrate_position_targets`; other actuators keep theirs)."""
+        out = target.copy()
+        idx = self.actuator_joint
+        out[self.actuator_mask] = integrate_position_targets(target[self.actuator_mask], qdot[idx], q[idx], self.dt,
+                                                             self.config.max_tracking_error, self.target_lower,
+                                                             self.target_upper)
+        return out
+
+    def actuator_velocities(self, qdot: np.ndarray, n_actuators: int) -> np.ndarray:
+        """Velocity targets (A,) of ``qdot`` (J,) for a velocity interface (others: 0)."""
+        out = np.zeros(n_actuators)
+        out[self.actuator_mask] = qdot[self.actuator_joint]
+        return out
 
 
 def quat_error(target_wxyz: np.ndarray, current_wxyz: np.ndarray) -> np.ndarray:

@@ -8,9 +8,9 @@ actuators in place (their gain/bias/ctrlrange), so no Python runs inside the sub
 * position: the MJCF position servos as written (kp, kv from the model)
 * velocity: velocity servos, force = kv_v (u − q̇), kv_v from the robot YAML
 * effort: direct motor torque, force = u (gravity compensation still routed through actuators)
-* cartesian_velocity: resolved-rate (:mod:`morl_robot.robots.kinematics`) at the control rate,
-  integrated into position-servo targets that lead the measured joints by at most
-  ``max_tracking_error``.
+* cartesian_velocity: resolved-rate (:class:`morl_robot.robots.kinematics.CartesianController`,
+  the hardware backend's controller too) at the control rate, integrated into position-servo
+  targets that lead the measured joints by at most ``max_tracking_error``.
 
 Determinism: the same model, seed and command sequence give the same trajectory.
 """
@@ -26,7 +26,7 @@ import numpy as np
 from morl_robot.errors import ConfigError, UnknownNameError
 from morl_robot.robots.base import Robot
 from morl_robot.robots.config import RobotConfig
-from morl_robot.robots.kinematics import resolved_rate
+from morl_robot.robots.kinematics import CartesianController
 from morl_robot.robots.model import build_spec, load_model, model_path, site_id
 from morl_robot.robots.spec import ControlMode, RobotState
 
@@ -83,9 +83,6 @@ class MujocoRobot(Robot):
         self._qadr = m.jnt_qposadr[self._jids].copy()
         self._dadr = m.jnt_dofadr[self._jids].copy()
         self._act = np.array([mujoco.mj_name2id(m, mujoco.mjtObj.mjOBJ_ACTUATOR, a) for a in self.spec.actuator_names])
-        self._jlo = np.array([j.lower for j in self.spec.joints])
-        self._jhi = np.array([j.upper for j in self.spec.joints])
-        self._jvel = np.array([j.velocity_limit for j in self.spec.joints])
 
         def sensor_slice(name: str) -> slice:
             sid = mujoco.mj_name2id(m, mujoco.mjtObj.mjOBJ_SENSOR, name)
@@ -101,21 +98,10 @@ class MujocoRobot(Robot):
             self._tactile = np.concatenate([np.arange(sensor_slice(s).start, sensor_slice(s).stop) for s in config.tactile.sensors])
         self._scene = {s.name: sensor_slice(s.name) for s in self.spec.sensors if s.kind == "scene"}
         self._site = None
+        self._cartesian: CartesianController | None = None
         if config.cartesian is not None:
             self._site = mujoco.mj_name2id(m, mujoco.mjtObj.mjOBJ_SITE, config.cartesian.site)
-            self._jac = np.zeros((6, m.nv))  # rows: translational (3), rotational (3)
-            c = config.cartesian
-            self._twist_hi = np.array([c.max_linear_velocity] * 3 + [c.max_angular_velocity] * 3)
-        # actuators driven straight by one arm joint (for the Cartesian mode's position targets)
-        self._act_joint = np.array(
-            [self.spec.joint_names.index(a.joints[0]) if len(a.joints) == 1 else -1 for a in self.spec.actuators]
-        )
-        self._cart_mask = self._act_joint >= 0
-        self._cart_idx = self._act_joint[self._cart_mask]
-        if config.cartesian is not None:
-            half = config.cartesian.joint_limit_margin * 0.5
-            self._cart_lo = self._jlo[self._cart_idx] + half
-            self._cart_hi = self._jhi[self._cart_idx] - half
+            self._cartesian = CartesianController(m, config.cartesian, self.spec, self.control_period)
 
     # --- modes ---------------------------------------------------------------------------
     def _on_mode_change(self, mode: ControlMode) -> None:
@@ -162,25 +148,12 @@ class MujocoRobot(Robot):
             self.data.ctrl[self._act] = command  # MuJoCo clamps to ctrlrange (the mode's limits)
 
     def _cartesian_targets(self, twist: np.ndarray) -> np.ndarray:
-        """Resolved-rate step: twist (6,) → joint position targets (A,)."""
-        assert self._site is not None and self.config.cartesian is not None
-        c = self.config.cartesian
-        hi = self._twist_hi
-        twist = np.minimum(np.maximum(twist, -hi), hi)
-        mujoco.mj_jacSite(self.model, self.data, self._jac[:3], self._jac[3:], self._site)
-        jac = self._jac[:, self._dadr]
-        q = self.data.qpos[self._qadr]
-        qdot = resolved_rate(jac, twist, q, self._jlo, self._jhi, self._jvel, self.control_period, c.damping, c.joint_limit_margin)
-        target = self._target.copy()
-        mask, idx = self._cart_mask, self._cart_idx
-        lead = c.max_tracking_error
-        new = target[mask] + qdot[idx] * self.control_period
-        qi = q[idx]
-        new = np.minimum(np.maximum(new, qi - lead), qi + lead)
-        new = np.minimum(np.maximum(new, self._cart_lo), self._cart_hi)
-        target[mask] = new
-        self._target = target
-        return target
+        """Resolved-rate step on the simulation's own kinematics: twist (6,) → position targets (A,)."""
+        cart = self._cartesian
+        assert cart is not None
+        qdot = cart.joint_velocities(self.data, twist)
+        self._target = cart.position_targets(self._target, qdot, self.data.qpos[self._qadr])
+        return self._target
 
     def advance(self) -> None:
         mujoco.mj_step(self.model, self.data, nstep=self.substeps)

@@ -10,8 +10,9 @@ import yaml
 from morl_robot.configuration import merge
 from morl_robot.resources import config_path
 from morl_robot.robots.config import load_robot_config
+from morl_robot.robots.driver_codec import DriverCommand
 from morl_robot.robots.emulation import DriverEmulatorCore
-from morl_robot.robots.hardware import DriverCommand, HardwareRobot
+from morl_robot.robots.hardware import HardwareRobot
 
 SAWYER_JOINTS = [f"right_j{i}" for i in range(7)]
 

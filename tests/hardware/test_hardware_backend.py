@@ -12,12 +12,11 @@ from hypothesis import strategies as st
 
 from morl_robot.errors import ConfigError, UnknownNameError
 from morl_robot.robots.config import HardwareConfig, load_robot_config
+from morl_robot.robots.driver_codec import DriverCommand, split_coupled
 from morl_robot.robots.hardware import (
-    DriverCommand,
     HardwareRobot,
     StaleStateError,
     load_hardware_robot,
-    split_coupled,
 )
 from morl_robot.robots.spec import ControlMode
 
