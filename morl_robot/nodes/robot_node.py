@@ -20,7 +20,7 @@ Timing (parameter ``timing``):
 
 Safety in two layers: the ``safety_monitor`` node supervises (latched e-stop, watchdogs, clamping,
 reset); inside this node's own loop the inner layer (:class:`~morl_robot.safety.inner.InnerSafety`,
-the stopping rules of the same safety YAML, parameter ``safety``) checks every command on the
+the stopping rules of the same safety YAML, ``config/safety/<robot>.yaml``) checks every command on the
 newest readings before it is actuated.  A command it forbids is not executed: the robot holds for
 that period, the violation is logged once when it begins, counted (``inner_holds``) and shown in
 ``/diagnostics`` while it lasts; in lockstep the newest ``task_step`` is re-sent so the actor goes on.
@@ -81,7 +81,6 @@ class RobotNode(ManagedNode):
         p("republish_period", 0.5)  # s (lockstep): re-send task_step while no command comes
         p("end_episode_on_estop", False)
         p("state_timeout", 5.0)  # s (hardware): wait for the first driver state at configure
-        p("safety", "")  # inner safety layer: safety YAML or robot name ("" = config/safety/<robot>.yaml)
         self.runner: TaskRunner | None = None
         self.robot: Robot | None = None
         self._link: Any = None
@@ -142,11 +141,11 @@ class RobotNode(ManagedNode):
     def _inner_layer(self, robot: Robot) -> Any:
         from morl_robot.safety.inner import InnerSafety
 
-        inner = InnerSafety.load(self._param("safety") or robot.spec.name)
+        inner = InnerSafety.load(robot.spec.name)  # config/safety/<robot>.yaml, the monitor's rules
         spec = inner.rules.spec
         if spec.joint_names != robot.spec.joint_names or inner.rules.tactile_labels != (
                 robot.spec.sensor("tactile").labels if robot.spec.has_sensor("tactile") else ()):
-            raise ConfigError(f"parameter safety: the rules of '{inner.rules.source}' are for robot '{spec.name}' "
+            raise ConfigError(f"inner safety layer: the rules of '{inner.rules.source}' are for robot '{spec.name}' "
                               f"(joints {list(spec.joint_names)}), not for this robot's joints "
                               f"{list(robot.spec.joint_names)} and sensors")
         return inner
