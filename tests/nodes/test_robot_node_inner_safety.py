@@ -89,3 +89,62 @@ def test_a_position_target_beyond_the_joint_limit_is_not_actuated(ros_session):
     moved = command(home[3] + 0.3)
     assert moved[3] - home[3] > 0.1
     _wait_status(s, diags, lambda m, v: "holding" not in m, "the hold cleared")
+
+
+def test_a_collision_force_from_the_driver_holds_the_real_robot(ros_session):
+    """The hardware backend in real time, its driver played by the probe (joint states at home, a
+    wrist wrench): while the wrench is at the 40 N collision level, the target the node is given
+    never reaches the driver (the node sends the hold: the measured positions); once the force drops,
+    the same target goes through."""
+    import threading
+    import time
+
+    from geometry_msgs.msg import WrenchStamped
+
+    s = ros_session
+    home = np.array([-0.27489, -0.74390, 0.04075, 1.62493, -0.04707, 0.69072, 3.12516])
+    driver_names = ["head_pan", *JOINTS, "torso_t0"]
+    force = [60.0]
+    stop = threading.Event()
+    pub_js = s.probe.publisher("/robot/joint_states", JointState, wire.SENSOR_QOS)
+    pub_w = s.probe.publisher("/wrist_ft/wrench", WrenchStamped, wire.SENSOR_QOS)
+    pub_cmd = s.probe.publisher(f"{NS}/command_safe", Float64MultiArray, wire.COMMAND_QOS)
+    driver = s.probe.subscribe("/forward_position_controller/commands", Float64MultiArray, wire.COMMAND_QOS)
+    diags = s.probe.subscribe("/diagnostics", DiagnosticArray, wire.EVENT_QOS)
+    target = home.copy()
+    target[0] += 0.2
+
+    def play_driver() -> None:
+        k = 0
+        while not stop.is_set():
+            now = time.time()
+            js = JointState(name=driver_names, position=[0.0, *home, 0.0], velocity=[0.0] * 9, effort=[0.0] * 9)
+            js.header.stamp.sec, js.header.stamp.nanosec = int(now), int((now % 1) * 1e9)
+            pub_js.publish(js)
+            w = WrenchStamped()
+            w.header.stamp = js.header.stamp
+            w.header.frame_id = "right_hand_ft"
+            w.wrench.force.z = -force[0]
+            pub_w.publish(w)
+            if k % 2 == 0:
+                pub_cmd.publish(wire.labelled_array(target, JOINTS))
+            k += 1
+            time.sleep(0.02)
+
+    thread = threading.Thread(target=play_driver, daemon=True)
+    thread.start()
+    try:
+        s.group.start(NodeSpec("robot_node", "robot_node", NS, {"robot": "sawyer", "backend": "hardware",
+                                                                "timing": "realtime", "command_timeout": 0.5}))
+        message, _ = _wait_status(s, diags, lambda m, v: int(v.get("inner_holds", "0")) >= 10, "inner holds")
+        assert "wrench.force_norm [norm]" in message and "collision" in message
+        held = [np.array(m.data) for _, m in driver]
+        assert held, "the node sent nothing to the driver while holding"
+        assert all(abs(v[0] - home[0]) < 0.01 for v in held), "the forbidden target reached the driver"
+        force[0] = 3.4  # the tool's weight: no violation
+        s.probe.wait_for(lambda: any(abs(m.data[0] - target[0]) < 1e-9 for _, m in driver), 10,
+                         "the target at the driver once the force dropped")
+        _wait_status(s, diags, lambda m, v: "holding" not in m, "the hold cleared")
+    finally:
+        stop.set()
+        thread.join(2)
