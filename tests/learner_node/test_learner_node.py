@@ -52,6 +52,7 @@ replay:
   min_size_to_sample: 32
   error_buffer: 64.0
 training:
+  checkpoint_every: {checkpoint_every}
   keep_checkpoints: 2
   log_every: 5
   tensorboard: false
@@ -61,13 +62,12 @@ training:
 class Learner:
     """One learner_node process plus the probe's view of it (diagnostics, snapshots)."""
 
-    def __init__(self, session, out_dir: Path, **params) -> None:
+    def __init__(self, session, out_dir: Path, checkpoint_every: int = 0, **params) -> None:
         config = out_dir.parent / "learner.yaml"
-        config.write_text(SMALL_CONFIG)
+        config.write_text(SMALL_CONFIG.format(checkpoint_every=checkpoint_every))  # the one cadence key
         self.session = session
         self.spec = NodeSpec("learner_node", "learner_node", NS, {
-            "task": TASK, "config": str(config), "out_dir": str(out_dir), "seed": 1, "snapshot_every": 10,
-            "checkpoint_every": 0, **params})
+            "task": TASK, "config": str(config), "out_dir": str(out_dir), "seed": 1, "snapshot_every": 10, **params})
         self.out_dir = out_dir
         probe = session.probe
         self.diags = probe.subscribe("/diagnostics", DiagnosticArray, wire.EVENT_QOS)
