@@ -41,6 +41,7 @@ from __future__ import annotations
 
 import copy
 import dataclasses
+import logging
 import math
 import time
 import uuid
@@ -82,8 +83,11 @@ Log = Callable[[str, str], None]
 
 
 def warnings_log(level: str, message: str) -> None:
-    """The default :data:`Log` of in-process training: problems as ``RuntimeWarning``\\ s."""
-    if level != "info":
+    """The default :data:`Log` of in-process training: problems as ``RuntimeWarning``\\ s, the
+    rest to the ``morl_robot.learning.session`` logger (Python :mod:`logging`, level INFO)."""
+    if level == "info":
+        logging.getLogger(__name__).info(message)
+    else:
         warnings.warn(message, RuntimeWarning, stacklevel=3)
 
 
@@ -293,15 +297,16 @@ class LearnerSession:
     def can_learn(self) -> bool:
         return not self.diverged and self.limiter.can_sample(self.config.batch_size)
 
-    def learn(self, deadline: float | None = None) -> int:
-        """Learner updates while the ratio allows (and ``time.monotonic() < deadline``, if given);
-        returns how many.  Statistics are logged every ``training.log_every`` updates, a new
+    def learn(self, deadline: float | None = None, max_updates: int | None = None) -> int:
+        """Learner updates while the ratio allows (and ``time.monotonic() < deadline`` and fewer
+        than ``max_updates``, if given); returns how many.  Statistics are logged every ``training.log_every`` updates, a new
         policy version is made every ``snapshot_every`` updates."""
         cfg = self.config
         done = 0
         if self._good_state is None:
             self._good_state = copy.deepcopy(self.learner.state_dict())
-        while self.can_learn() and (deadline is None or time.monotonic() < deadline):
+        while (self.can_learn() and (deadline is None or time.monotonic() < deadline)
+               and (max_updates is None or done < max_updates)):
             batch = self.replay.sample(cfg.batch_size, cfg.sequence_length)
             self.limiter.sample(cfg.batch_size)
             if self.normalizer is not None:  # raw [T+1, B, O(+K)] → the observation part normalised
