@@ -120,6 +120,8 @@ class LearnerSession:
         on_snapshot: ``(version, onnx_bytes)`` of every new policy version (e.g. publish it).
         keep_metrics: also keep the logged learner statistics in :attr:`metrics`.
         end_of_run_plots: write ``plots/`` at :meth:`finish`.
+        total_steps: env steps of the run (0: until stopped); caps :meth:`allowance`; past it the
+            session is :attr:`draining` (the driver takes no more experience).
     """
 
     def __init__(self, obs_dim: int, action_spec: ActionSpec, num_objectives: int, config: MPOConfig, *,
@@ -127,7 +129,7 @@ class LearnerSession:
                  normalization_setting: str = "training.observation_normalization",
                  contract: PolicyContract | None = None, snapshot_every: int = 0, relabeller: Any = None,
                  log: Log = warnings_log, on_snapshot: Callable[[int, bytes], None] | None = None,
-                 keep_metrics: bool = False, end_of_run_plots: bool = False) -> None:
+                 keep_metrics: bool = False, end_of_run_plots: bool = False, total_steps: int = 0) -> None:
         if snapshot_every < 0:
             raise ConfigError(f"snapshot_every: must be >= 0 learner updates, got {snapshot_every}")
         self.config, self.obs_dim, self.contract = config, int(obs_dim), contract
@@ -145,6 +147,7 @@ class LearnerSession:
         self.metrics: list[dict[str, float]] = []
         self.keep_metrics, self.end_of_run_plots = keep_metrics, end_of_run_plots
         self.snapshot_every, self.log, self.on_snapshot = int(snapshot_every), log, on_snapshot
+        self.total_steps = int(total_steps)
         self.logger: MetricsLogger | None = None
         self.resumed_from: Path | None = None
         self.diverged = ""
@@ -285,13 +288,18 @@ class LearnerSession:
         sends chunks of R transitions may overshoot it by R - 1: add ``R·spi / batch``)."""
         return math.ceil(self.limiter.max_backlog() / self.config.batch_size)
 
-    def allowance(self, total_steps: int = 0) -> tuple[int, int]:
+    def allowance(self) -> tuple[int, int]:
         """``(env steps received, env steps the ratio accepts now)``: actors in lockstep wait once
         the first reaches the second (capped at ``total_steps`` if > 0), so acting keeps pace with
         learning (Reverb's rate limiter blocks inserts the same way)."""
         received = self.counters["env_steps"]  # the limiter counts only this process's inserts (resumes)
         allowed = received + self.limiter.max_inserts() - self.limiter.inserts  # may be < received
-        return received, min(allowed, total_steps) if total_steps else allowed
+        return received, min(allowed, self.total_steps) if self.total_steps else allowed
+
+    @property
+    def draining(self) -> bool:
+        """``total_steps`` reached: no more experience; the owed updates are still learned."""
+        return bool(self.total_steps) and self.counters["env_steps"] >= self.total_steps
 
     # --- learning --------------------------------------------------------------------------------
     def can_learn(self) -> bool:
@@ -476,6 +484,19 @@ class LearnerSession:
                                          "(not an evaluation of the final policy)")
 
     # --- diagnostics -----------------------------------------------------------------------------
+    def status(self) -> tuple[str, str]:
+        """``(level, message)`` of the session: ``error`` once diverged, else what it is doing."""
+        min_size = self.config.replay.min_size_to_sample
+        if self.diverged:
+            return "error", self.diverged
+        if self._finished:
+            return "ok", "finished"
+        if self.draining:
+            return "ok", f"total_steps reached: finishing {self.updates_owed()} owed updates"
+        if self.limiter.inserts < min_size:
+            return "ok", f"waiting for experience ({self.limiter.inserts}/{min_size} transitions)"
+        return "ok", "learning"
+
     def statistics(self) -> dict[str, Any]:
         """The session's counters as named values (diagnostics)."""
         values: dict[str, Any] = {

@@ -3,10 +3,12 @@
 :func:`train` collects experience with the exploring (stochastic) online policy into a
 :class:`~morl_robot.learning.replay.SequenceReplay`, runs learner updates whenever the
 samples-per-insert limiter allows (so learning keeps the configured ratio to acting), evaluates the
-deterministic policy periodically, logs the learner statistics (``metrics.csv``, ``eval.csv``,
-TensorBoard) and checkpoints to ``out_dir``; calling it again with the same ``out_dir`` resumes
-from the newest readable checkpoint (a fresh episode is started: environment state is not
-checkpointed).
+deterministic policy periodically; the learning itself — restore, updates, checkpoints in
+``out_dir/checkpoints``, ``metrics.csv``/``eval.csv``/``episodes.csv``/TensorBoard — is the
+:class:`~morl_robot.learning.session.LearnerSession` the learner node drives too.  Calling it
+again with the same ``out_dir`` resumes from the newest readable checkpoint (a corrupt newer one
+is named in a ``RuntimeWarning`` and moved aside; a fresh episode is started: environment state is
+not checkpointed).
 
 Environments follow MO-Gymnasium: ``step`` returns a reward vector ``[K]``; ``reward_space`` gives
 K.  Observations are flattened to float32 (``Discrete`` observations one-hot); ``Box`` actions are

@@ -63,7 +63,7 @@ class LearnerNode(ManagedNode):
         p("update_period", 0.01)  # s between update ticks
         p("observation_normalization", True)
         self.session: Any = None
-        self.finished = self._active = self._draining = False
+        self.finished = self._active = False
         self._timers: list[Any] = []
         self._sub = self._pub_snapshot = self._pub_allowance = self._run_lock = self._diagnostics = None
         self._allowance_sent: tuple[int, int] | None = None
@@ -100,7 +100,8 @@ class LearnerNode(ManagedNode):
             task, self._param("task_config"), self._param("config"), seed=int(self._param("seed")), run_dir=out_dir,
             normalize_observations=bool(self._param("observation_normalization")),
             normalization_setting="parameter observation_normalization", snapshot_every=int(self._param("snapshot_every")),
-            log=self._log, on_snapshot=self._publish_snapshot, end_of_run_plots=True)
+            log=self._log, on_snapshot=self._publish_snapshot, end_of_run_plots=True,
+            total_steps=int(self._param("total_steps")))
         c = s.contract
         s.accept_experience(wire.experience_columns(c.input_labels, c.action_labels, c.objective_names))
         self._pub_snapshot = self.create_publisher(UInt8MultiArray, "policy_snapshot", wire.LATCHED_QOS)
@@ -119,10 +120,8 @@ class LearnerNode(ManagedNode):
         self._sub = self.create_subscription(Float64MultiArray, "experience", self._on_experience, wire.EXPERIENCE_QOS)
         self._timers.append(steady_timer(self, float(self._param("update_period")), self._on_tick))
         self._rate_mark = (time.monotonic(), s.counters["env_steps"], s.learner.num_updates)
-        total = int(self._param("total_steps"))
-        if total and s.counters["env_steps"] >= total:  # a finished run started again
-            self._draining = True
-            self.get_logger().info(f"the run already has {s.counters['env_steps']} of total_steps={total} "
+        if s.draining:  # a finished run started again
+            self.get_logger().info(f"the run already has {s.counters['env_steps']} of total_steps={s.total_steps} "
                                    "env steps: finishing")
         self._diagnostics = DiagnosticsPublisher(self, f"{self.get_fully_qualified_name()}: learner", self._status,
                                                  hardware_id="cpu")
@@ -163,7 +162,7 @@ class LearnerNode(ManagedNode):
         from morl_robot.learning.ingest import ExperienceError
 
         s = self.session
-        if not self._active or self.finished or self._draining:
+        if not self._active or self.finished or s.draining:
             return
         try:
             try:
@@ -186,23 +185,21 @@ class LearnerNode(ManagedNode):
             return
         if s.checkpoint_due():
             s.checkpoint()
-        total = int(self._param("total_steps"))
-        if total and s.counters["env_steps"] >= total:
-            self._draining = True
-            self.get_logger().info(f"reached total_steps={total} ({s.counters['env_steps']} env steps): finishing "
-                                   f"the {s.updates_owed()} updates the samples-per-insert ratio still allows, "
-                                   "then writing the final artefacts")
+        if s.draining:
+            self.get_logger().info(f"reached total_steps={s.total_steps} ({s.counters['env_steps']} env steps): "
+                                   f"finishing the {s.updates_owed()} updates the samples-per-insert ratio still "
+                                   "allows, then writing the final artefacts")
 
     def _on_tick(self) -> None:
         if not self._active or self.finished:
             return
         s = self.session
         s.learn(deadline=time.monotonic() + float(self._param("update_budget")))
-        now = s.allowance(int(self._param("total_steps")))
+        now = s.allowance()
         if now != self._allowance_sent and self._pub_allowance is not None:
             self._pub_allowance.publish(wire.labelled_array(now, wire.ALLOWANCE_LABELS))
             self._allowance_sent = now
-        if self._draining and not s.can_learn():
+        if s.draining and not s.can_learn():
             s.finish("total_steps reached", publish=True)
             self.finished = True  # run_node stops spinning and calls close()
 
@@ -229,17 +226,10 @@ class LearnerNode(ManagedNode):
             self._rates = ((steps - s0) / (now - t0), (updates - u0) / (now - t0))
             self._rate_mark = (now, steps, updates)
         values = {**s.statistics(), "transitions_per_s": self._rates[0], "updates_per_s": self._rates[1]}
-        if s.diverged:
-            return "error", s.diverged, values
-        if self.finished:
-            return "ok", "finished", values
-        if self._draining:
-            return "ok", f"total_steps reached: finishing {s.updates_owed()} owed updates", values
-        if now - self._last_rejection_time < 10.0:
+        level, message = s.status()
+        if level == "ok" and not s.draining and now - self._last_rejection_time < 10.0:
             return "warn", f"rejected experience: {s.ingest.last_rejection[:200]}", values
-        if s.limiter.inserts < s.config.replay.min_size_to_sample:
-            return "ok", f"waiting for experience ({s.limiter.inserts}/{s.config.replay.min_size_to_sample})", values
-        return "ok", "learning", values
+        return level, message, values
 
 
 def main(args: list[str] | None = None) -> int:
