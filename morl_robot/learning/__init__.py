@@ -13,6 +13,7 @@ Public API (stable; other packages import from here):
 * checkpoints (:mod:`.checkpoint`): ``save_checkpoint``, ``load_checkpoint``, ``latest_checkpoint``,
   ``CheckpointError``
 * logging (:mod:`.logging`): ``MetricsLogger``
+* the learner core both drivers share (:mod:`.session`): ``LearnerSession``
 * training (:mod:`.training`): ``train``, ``evaluate``, ``TrainResult``
 """
 from morl_robot.learning.config import MPOConfig, load_learner_config

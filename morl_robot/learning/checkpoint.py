@@ -23,6 +23,7 @@ import os
 import re
 import struct
 import warnings
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -155,12 +156,37 @@ def load_checkpoint(path: str | os.PathLike[str]) -> dict[str, Any]:
         raise bad(f"cannot decode checkpoint payload ({type(exc).__name__}: {exc})") from None
 
 
-def load_latest(directory: str | os.PathLike[str], fallback: bool = True) -> tuple[Path, dict[str, Any]] | None:
+def run_checkpoint_dir(run_dir: str | os.PathLike[str]) -> Path:
+    """Where a run directory keeps its checkpoints: ``<run_dir>/checkpoints`` (every driver of the
+    learner, :class:`~morl_robot.learning.session.LearnerSession`, writes there)."""
+    return Path(run_dir) / "checkpoints"
+
+
+def quarantine(path: Path) -> str:
+    """Move an unreadable checkpoint aside to ``<name>.corrupt`` (so it can no longer shadow the
+    checkpoints written after it, and stays for inspection); returns what happened, for the log."""
+    aside = path.with_name(path.name + ".corrupt")
+    try:
+        os.replace(path, aside)
+    except OSError as exc:
+        return f"could not move it aside ({exc})"
+    return f"moved aside to {aside.name}"
+
+
+def load_latest(directory: str | os.PathLike[str], fallback: bool = True, *, move_aside: bool = False,
+                log: Callable[[str], None] | None = None) -> tuple[Path, dict[str, Any]] | None:
     """The newest readable checkpoint in ``directory`` as ``(path, payload)``, or None if there is none.
 
-    With ``fallback`` a corrupt newest file is reported with a warning and the previous one is
-    tried; without it the :class:`CheckpointError` is raised.
+    With ``fallback`` a corrupt newest file is reported (``log``, default a ``RuntimeWarning``)
+    naming it, and the previous one is tried; with ``move_aside`` each corrupt file is also renamed
+    ``*.corrupt`` (:func:`quarantine`).  Without ``fallback`` the :class:`CheckpointError` is raised.
+    If there are checkpoints but none is readable, :class:`CheckpointError` names them all (never
+    a silent fresh start over a run's history).
     """
+    def warn(message: str) -> None:
+        warnings.warn(message, RuntimeWarning, stacklevel=3)
+
+    report = log or warn
     errors: list[str] = []
     for path in reversed(list_checkpoints(directory)):
         try:
@@ -169,7 +195,9 @@ def load_latest(directory: str | os.PathLike[str], fallback: bool = True) -> tup
             if not fallback:
                 raise
             errors.append(str(exc))
-            warnings.warn(f"skipping unreadable checkpoint: {exc}", RuntimeWarning, stacklevel=2)
+            moved = f"; {quarantine(path)}" if move_aside else ""
+            report(f"skipping unreadable checkpoint: {exc}{moved}")
     if errors:
-        raise CheckpointError(f"{directory}: no readable checkpoint: " + " | ".join(errors))
+        aside = " (moved aside to *.corrupt: the next start begins a new run)" if move_aside else ""
+        raise CheckpointError(f"{directory}: no readable checkpoint{aside}: " + " | ".join(errors))
     return None

@@ -121,7 +121,9 @@ class TrainingConfig:
 
     eval_every: int = 10_000  # environment steps between evaluations (0: only at the end)
     eval_episodes: int = 5
-    checkpoint_every: int = 10_000  # environment steps between checkpoints (0: only at the end)
+    #: environment steps between checkpoints (0: only at the end); the one checkpoint cadence of
+    #: both drivers of :class:`~morl_robot.learning.session.LearnerSession` (train() and learner_node)
+    checkpoint_every: int = 10_000
     keep_checkpoints: int = 2
     checkpoint_replay: bool = False
     log_every: int = 100  # learner updates between metric rows

@@ -234,6 +234,19 @@ class SampleToInsertRatio:
             n += 1
         return max(self.min_size_to_sample, n)
 
+    def samples_allowed(self) -> float:
+        """Items :meth:`can_sample` would let the learner sample now (0 before ``min_size_to_sample``
+        inserts): the learner's backlog, in sampled items."""
+        if self.inserts < self.min_size_to_sample:
+            return 0.0
+        return max(0.0, self._diff() - self.min_diff)
+
+    def max_backlog(self) -> float:
+        """The most :meth:`samples_allowed` can reach while inserts stop at :meth:`max_inserts`
+        (``2 · error_buffer``, plus ``spi`` per insert beyond it): the bound on the updates a
+        learner owes to actors that respect the allowance."""
+        return self.max_diff - self.min_diff
+
     def insert(self, n: int = 1) -> None:
         self.inserts += n
 

@@ -3,10 +3,12 @@
 :func:`train` collects experience with the exploring (stochastic) online policy into a
 :class:`~morl_robot.learning.replay.SequenceReplay`, runs learner updates whenever the
 samples-per-insert limiter allows (so learning keeps the configured ratio to acting), evaluates the
-deterministic policy periodically, logs the learner statistics (``metrics.csv``, ``eval.csv``,
-TensorBoard) and checkpoints to ``out_dir``; calling it again with the same ``out_dir`` resumes
-from the newest readable checkpoint (a fresh episode is started: environment state is not
-checkpointed).
+deterministic policy periodically; the learning itself — restore, updates, checkpoints in
+``out_dir/checkpoints``, ``metrics.csv``/``eval.csv``/``episodes.csv``/TensorBoard — is the
+:class:`~morl_robot.learning.session.LearnerSession` the learner node drives too.  Calling it
+again with the same ``out_dir`` resumes from the newest readable checkpoint (a corrupt newer one
+is named in a ``RuntimeWarning`` and moved aside; a fresh episode is started: environment state is
+not checkpointed).
 
 Environments follow MO-Gymnasium: ``step`` returns a reward vector ``[K]``; ``reward_space`` gives
 K.  Observations are flattened to float32 (``Discrete`` observations one-hot); ``Box`` actions are
@@ -26,16 +28,12 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-import torch
 
 from morl_robot.errors import ConfigError
-from morl_robot.learning.checkpoint import load_latest, save_checkpoint
-from morl_robot.learning.config import MPOConfig, config_to_dict, load_learner_config
+from morl_robot.learning.config import MPOConfig, load_learner_config
 from morl_robot.learning.learner import MOMPOLearner, PolicyActor
-from morl_robot.learning.metrics import MetricsLogger
 from morl_robot.learning.networks import ActionSpec
-from morl_robot.learning.normalization import RunningNormalizer
-from morl_robot.learning.replay import SampleToInsertRatio, SequenceReplay
+from morl_robot.learning.session import LearnerSession
 
 EnvFn = Callable[[], Any]
 
@@ -135,6 +133,8 @@ class TrainResult:
     objective_names: list[str] = field(default_factory=list)
     #: env steps at which ``training.stop_when_stable`` evaluations in a row agreed (None: not stopped)
     converged_at: int | None = None
+    #: why learning stopped early: non-finite learner statistics (rolled back; "" if it did not)
+    diverged: str = ""
 
 
 def stable_since(evaluations: Sequence[tuple[int, np.ndarray]], count: int, atol: float = 1e-9) -> int | None:
@@ -174,10 +174,6 @@ def evaluate(policy: Any, env_fn: EnvFn, episodes: int, seed: int, deterministic
         return totals.mean(axis=0)
     finally:
         env.close()
-
-
-def _rng_state() -> dict[str, Any]:
-    return {"torch": torch.get_rng_state()}
 
 
 def train(env_fn: EnvFn, config: MPOConfig | str | os.PathLike[str] | None, total_steps: int, seed: int = 0,
@@ -234,63 +230,28 @@ def _train(env_fn: EnvFn, config: MPOConfig | str | os.PathLike[str] | None, tot
     env_names = list(getattr(env, "objective_names", None) or getattr(env.unwrapped, "objective_names", []) or [])
     if not config.objective_names and len(env_names) == k:
         config = dataclasses.replace(config, objective_names=env_names)  # log under the env's names
-    learner = MOMPOLearner(enc.dim, spec, k, config, seed=seed)
-    relabeller = None
-    space = learner.preferences  # ε-conditioned: actors act under a preference drawn per episode
-    if space is not None and rcfg.crm:
+    if config.preferences is not None and rcfg.crm:
         raise ConfigError("preferences (ε-conditioned MO-MPO) and replay.crm cannot be combined yet: the "
                           "counterfactual relabelling rewrites the machine-state part of stored observations, "
                           "which the preference features would follow")
-    pref_rng = np.random.default_rng(seed + 7)
-    normalizer = RunningNormalizer(enc.dim) if tcfg.observation_normalization else None
+    relabeller = None
     if rcfg.crm:
         if not hasattr(env, "relabeller"):
             raise ConfigError("replay.crm is true but the environment has no reward machine (wrap it in "
                               "morl_robot.reward_machines.env.RewardMachineEnv)")
         relabeller = env.relabeller(rcfg.crm_fraction)
-    replay = SequenceReplay(rcfg.capacity, learner.input_dim, spec.dim, k, discrete=spec.is_discrete, seed=seed + 3,
-                            relabeller=relabeller)
+    session = LearnerSession(enc.dim, spec, k, config, seed=seed, run_dir=out_dir,
+                             normalize_observations=tcfg.observation_normalization, relabeller=relabeller,
+                             keep_metrics=True)
+    learner = session.learner
+    space = learner.preferences  # ε-conditioned: actors act under a preference drawn per episode
+    pref_rng = np.random.default_rng(seed + 7)
+    normalizer = session.normalizer
     # CRM adds one experience per non-terminal machine state (eq. 4): counted as that many inserts
     inserts_per_step = (len(relabeller.product.nonterminal_states)
                         if relabeller is not None and rcfg.crm_scale_updates else 1)
-    limiter = SampleToInsertRatio(rcfg.samples_per_insert, rcfg.min_size_to_sample, rcfg.error_buffer)
-    counters = {"env_steps": 0, "episodes": 0}
-    evaluations: list[tuple[int, np.ndarray]] = []
-    resumed_from: Path | None = None
-    run_dir = Path(out_dir) if out_dir is not None else None
-
-    if run_dir is not None:
-        found = load_latest(run_dir, fallback=True)
-        if found is not None:
-            resumed_from, payload = found
-            learner.load_state_dict(payload["learner"])
-            counters = {key: int(v) for key, v in payload["counters"].items()}
-            if payload.get("replay") is not None:
-                replay.load_state_dict(payload["replay"])
-                limiter.load_state_dict(payload["limiter"])
-            torch.set_rng_state(payload["rng"]["torch"])
-            if (payload.get("normalizer") is not None) != (normalizer is not None):
-                raise ConfigError(f"training.observation_normalization: {resumed_from} was trained with it "
-                                  f"{'on' if normalizer is None else 'off'}; resume with the same setting")
-            if normalizer is not None:
-                normalizer.load_state_dict(payload["normalizer"])
-            evaluations = [(int(s), np.asarray(r)) for s, r in payload.get("evaluations", [])]
-    logger = MetricsLogger(run_dir, tcfg.tensorboard, resume_step=counters["env_steps"]) if run_dir else None
-
-    def checkpoint() -> None:
-        if run_dir is None:
-            return
-        payload = {
-            "learner": learner.state_dict(),
-            "counters": dict(counters),
-            "replay": replay.state_dict() if tcfg.checkpoint_replay else None,
-            "limiter": limiter.state_dict(),
-            "rng": _rng_state(),
-            "config": config_to_dict(config),
-            "evaluations": [(s, torch.as_tensor(r)) for s, r in evaluations],
-            "normalizer": normalizer.state_dict() if normalizer is not None else None,
-        }
-        save_checkpoint(run_dir, counters["env_steps"], payload, keep=tcfg.keep_checkpoints)
+    resumed_from = session.start()
+    counters = session.counters  # restored
 
     def snapshot() -> PolicyActor:  # a frozen policy with a frozen copy of the normaliser
         frozen = learner.policy_snapshot()
@@ -303,12 +264,9 @@ def _train(env_fn: EnvFn, config: MPOConfig | str | os.PathLike[str] | None, tot
             returns = np.asarray(eval_fn(snapshot_), np.float64)
         else:
             returns = evaluate(snapshot_, env_fn, tcfg.eval_episodes, seed=seed + 1_000_000 + counters["env_steps"])
-        evaluations.append((counters["env_steps"], returns))
-        if logger is not None:
-            logger.log_eval(counters["env_steps"], {f"return/{n}": float(v) for n, v in zip(learner.objective_names, returns)})
+        session.record_evaluation(returns)
         return returns
 
-    metrics: list[dict[str, float]] = []
     converged_at: int | None = None
     actor = learner.actor()
     actor.normalizer = normalizer  # acts on the live statistics
@@ -349,67 +307,53 @@ def _train(env_fn: EnvFn, config: MPOConfig | str | os.PathLike[str] | None, tot
             next_obs, reward, terminated, truncated, info = env.step(dec(action))
             episode_return += np.asarray(reward, np.float64).reshape(-1)
             nx = enc(next_obs)
-            if normalizer is not None:
-                normalizer.update(x)
-            replay.add(actor.augment(x), action, np.asarray(reward, np.float32).reshape(-1), actor.augment(nx),
-                       bool(terminated), bool(truncated), log_mu,
-                       label=int(info.get("rm_label", -1)), env_terminated=info.get("env_terminated"))
             # (learning starts after min_size_to_sample real steps, with or without CRM)
-            limiter.insert(inserts_per_step if counters["env_steps"] >= rcfg.min_size_to_sample else 1)
-            counters["env_steps"] += 1
+            session.add_transition(actor.augment(x), action, np.asarray(reward, np.float32).reshape(-1),
+                                   actor.augment(nx), bool(terminated), bool(truncated), log_mu,
+                                   label=int(info.get("rm_label", -1)), env_terminated=info.get("env_terminated"),
+                                   inserts=inserts_per_step if counters["env_steps"] >= rcfg.min_size_to_sample else 1)
             if terminated or truncated:
-                counters["episodes"] += 1
-                if logger is not None:
-                    logger.log_episode(
-                        counters["env_steps"],
-                        {f"return/{n}": float(v) for n, v in zip(learner.objective_names, episode_return)},
-                        info.get("termination") if isinstance(info, dict) else None,
-                    )
+                session.record_episode(episode_return.copy(),
+                                       info.get("termination") if isinstance(info, dict) else None)
                 episode_return[:] = 0.0
                 obs, _ = env.reset(seed=seed + counters["episodes"])
                 x = enc(obs)
                 new_preference()
             else:
                 x = nx
-            while limiter.can_sample(config.batch_size):
-                batch = replay.sample(config.batch_size, config.sequence_length)
-                limiter.sample(config.batch_size)
-                if normalizer is not None:  # raw [T+1, B, O(+K)] → the observation part normalised
-                    o = batch.observations.copy()
-                    o[..., : enc.dim] = normalizer.normalize(o[..., : enc.dim])
-                    batch = dataclasses.replace(batch, observations=o.astype(np.float32))
-                stats = learner.update(batch)
-                if learner.num_updates % tcfg.log_every == 0:
-                    row = {"update": float(learner.num_updates), "env_steps": float(counters["env_steps"]), **stats}
-                    metrics.append(row)
-                    if logger is not None:
-                        logger.log_update(learner.num_updates, counters["env_steps"], stats)
-                    if bar is not None:
-                        bar.set_postfix({n: f"{stats[f'q_mean/{n}']:.3g}" for n in learner.objective_names[:3]}, refresh=False)
+            logged = len(session.metrics)
+            session.learn()
+            if session.diverged:
+                warnings.warn(f"training stopped at {counters['env_steps']} env steps: {session.diverged}",
+                              RuntimeWarning, stacklevel=2)
+                break
+            if bar is not None and len(session.metrics) > logged:
+                stats = session.metrics[-1]
+                bar.set_postfix({n: f"{stats[f'q_mean/{n}']:.3g}" for n in learner.objective_names[:3]}, refresh=False)
             step = counters["env_steps"]
             if tcfg.eval_every and step % tcfg.eval_every == 0 and step < total_steps:
                 run_eval()
-                if tcfg.stop_when_stable and (since := stable_since(evaluations, tcfg.stop_when_stable)) is not None:
+                if tcfg.stop_when_stable and (since := stable_since(session.evaluations, tcfg.stop_when_stable)) is not None:
                     converged_at = since
                     break
-            if tcfg.checkpoint_every and step % tcfg.checkpoint_every == 0 and step < total_steps:
-                checkpoint()
+            if session.checkpoint_due() and step < total_steps:
+                session.checkpoint()
             if bar is not None:
                 bar.update(1)
         if converged_at is not None:
-            final = evaluations[-1][1]  # stopped right after this evaluation: it is the final one
+            final = session.evaluations[-1][1]  # stopped right after this evaluation: it is the final one
         else:
             final = run_eval() if total_steps > 0 else None
-        checkpoint()
+        session.finish("end of training")
     finally:
         env.close()
         if bar is not None:
             bar.close()
-        if logger is not None:
-            logger.close()
+        session.close()
     return TrainResult(
-        policy=snapshot(), learner=learner, metrics=metrics, evaluations=evaluations,
+        policy=snapshot(), learner=learner, metrics=session.metrics, evaluations=session.evaluations,
         final_return=final, env_steps=counters["env_steps"], updates=learner.num_updates,
-        episodes=counters["episodes"], wall_time_s=time.monotonic() - start_time, out_dir=run_dir,
+        episodes=counters["episodes"], wall_time_s=time.monotonic() - start_time, out_dir=session.run_dir,
         resumed_from=resumed_from, objective_names=list(learner.objective_names), converged_at=converged_at,
+        diverged=session.diverged,
     )

@@ -213,7 +213,7 @@ def policy_from_checkpoint(payload: dict[str, Any], source: str = "checkpoint") 
     from morl_robot.learning.networks import GaussianPolicy
 
     for key in ("learner", "contract"):
-        if key not in payload:
+        if payload.get(key) is None:  # train() checkpoints have no contract (a generic environment)
             raise ExportError(f"{source}: payload lacks '{key}' (not a learner_node checkpoint?)")
     contract = PolicyContract.from_metadata(dict(payload["contract"]))
     learner = payload["learner"]

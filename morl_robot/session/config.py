@@ -28,7 +28,7 @@ NODE_PARAMETERS: dict[str, tuple[str, ...]] = {
                       "observation_timeout", "rate", "diagnostics_period", "realtime_priority", "back_pressure",
                       "preference"),
     "learner_node": ("autostart", "task", "task_config", "config", "out_dir", "seed", "total_steps",
-                     "snapshot_every", "checkpoint_every", "update_budget", "update_period",
+                     "snapshot_every", "update_budget", "update_period",
                      "observation_normalization"),
 }
 #: Largest step count any counter takes (a ROS integer parameter is 64-bit; floats are exact to 2^53).
@@ -37,7 +37,7 @@ MAX_STEPS = 2**53
 
 def check_learner_node_parameters(params: dict[str, Any], source: str = "", key: str = "learner_node") -> None:
     """The learner node's numeric parameters (the node checks them again at configure)."""
-    for name, low in (("total_steps", 0), ("snapshot_every", 1), ("checkpoint_every", 0)):
+    for name, low in (("total_steps", 0), ("snapshot_every", 1)):
         if name in params:
             value = params[name]
             if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= MAX_STEPS:

@@ -34,6 +34,7 @@ replay:
   min_size_to_sample: 48
   error_buffer: 64.0
 training:
+  checkpoint_every: 0
   keep_checkpoints: 1
   log_every: 5
   tensorboard: false
@@ -48,7 +49,7 @@ def test_conditioned_actor_feeds_a_conditioned_learner(ros_session, tmp_path: Pa
     s.probe.diagnostics()
     s.group.start(NodeSpec("learner_node", "learner_node", NS, {
         "task": TASK, "config": str(tmp_path / "learner.yaml"), "out_dir": str(tmp_path / "run"), "seed": 1,
-        "snapshot_every": 5, "checkpoint_every": 0}))
+        "snapshot_every": 5}))
     s.group.start(NodeSpec("robot_node", "robot_node", NS, {"task": TASK, "timing": "lockstep", "seed": 3}))
     s.group.start(NodeSpec("policy_server", "policy_server", NS, {"mode": "train", "timing": "lockstep",
                                                                   "chunk_size": 16, "seed": 4},

@@ -5,8 +5,8 @@
   with the wrong columns or layout are rejected and counted while the node keeps running;
 * SIGINT: exit 0 with a checkpoint, policy.onnx and plots; a restart resumes env steps, updates and
   the policy version;
-* SIGKILL after a periodic checkpoint: the restart resumes from it; a truncated newer checkpoint is
-  skipped with a log line and moved aside.
+* SIGKILL after a periodic checkpoint and a truncated newer checkpoint: in test_learner_drivers.py,
+  the same test for this node and for in-process ``train()``.
 """
 from __future__ import annotations
 
@@ -22,7 +22,6 @@ from std_msgs.msg import Float64MultiArray, UInt8MultiArray
 
 from morl_robot.learning.checkpoint import (
     checkpoint_path,
-    list_checkpoints,
     load_checkpoint,
 )
 from morl_robot.nodes import wire
@@ -52,6 +51,7 @@ replay:
   min_size_to_sample: 32
   error_buffer: 64.0
 training:
+  checkpoint_every: {checkpoint_every}
   keep_checkpoints: 2
   log_every: 5
   tensorboard: false
@@ -61,13 +61,12 @@ training:
 class Learner:
     """One learner_node process plus the probe's view of it (diagnostics, snapshots)."""
 
-    def __init__(self, session, out_dir: Path, **params) -> None:
+    def __init__(self, session, out_dir: Path, checkpoint_every: int = 0, **params) -> None:
         config = out_dir.parent / "learner.yaml"
-        config.write_text(SMALL_CONFIG)
+        config.write_text(SMALL_CONFIG.format(checkpoint_every=checkpoint_every))  # the one cadence key
         self.session = session
         self.spec = NodeSpec("learner_node", "learner_node", NS, {
-            "task": TASK, "config": str(config), "out_dir": str(out_dir), "seed": 1, "snapshot_every": 10,
-            "checkpoint_every": 0, **params})
+            "task": TASK, "config": str(config), "out_dir": str(out_dir), "seed": 1, "snapshot_every": 10, **params})
         self.out_dir = out_dir
         probe = session.probe
         self.diags = probe.subscribe("/diagnostics", DiagnosticArray, wire.EVENT_QOS)
@@ -226,40 +225,6 @@ def test_the_learner_exits_by_itself_at_total_steps_with_its_final_artefacts(ros
     again = s.group.start(learner.spec)
     s.probe.wait_for(lambda: not again.alive, 60, "the restarted learner of a finished run to exit")
     assert again.returncode == 0 and "already has 96 of total_steps=96" in again.log_text()
-
-
-def test_sigkill_resumes_from_the_periodic_checkpoint_and_skips_a_corrupt_one(ros_session, tmp_path):
-    s = ros_session
-    run = tmp_path / "run"
-    learner = Learner(s, run, checkpoint_every=64).start()
-    actor = RandomWalkActor(0, *_labels(learner), seed=6)
-    learner.feed(actor, 8)
-    ckpt = checkpoint_path(run / "checkpoints", 128)
-    learner.wait("a periodic checkpoint at 128 env steps", lambda: learner.value("env_steps") == 128 and ckpt.exists())
-    assert [p.name for p in list_checkpoints(run / "checkpoints")] == ["ckpt-000000000064.pt", "ckpt-000000000128.pt"]
-    saved = load_checkpoint(ckpt)["counters"]
-
-    learner.process.send_signal(signal.SIGKILL)
-    learner.process.proc.wait(10)
-    assert learner.process.returncode == -signal.SIGKILL
-    # a newer checkpoint that is truncated (e.g. a disk that filled up): must be skipped, not trusted
-    corrupt = checkpoint_path(run / "checkpoints", 999)
-    corrupt.write_bytes(ckpt.read_bytes()[: ckpt.stat().st_size // 2])
-
-    learner.snapshots.clear()
-    learner.start()
-    learner.wait("the resumed state", lambda: learner.value("env_steps") == 128)
-    log = learner.process.log_text()
-    assert "skipping unreadable checkpoint" in log and corrupt.name in log and "truncated" in log
-    assert f"resumed from {ckpt} at 128 env steps" in log
-    assert not corrupt.exists() and corrupt.with_name(corrupt.name + ".corrupt").exists()
-    assert int(learner.value("policy_version")) == saved["policy_version"]
-    assert int(learner.value("updates")) == saved["updates"]
-
-    learner.feed(actor, 4)
-    learner.wait("training continues", lambda: learner.value("env_steps") == 192)
-    learner.wait("the next periodic checkpoint", lambda: checkpoint_path(run / "checkpoints", 192).exists())
-    assert list_checkpoints(run / "checkpoints")[-1].name == "ckpt-000000000192.pt"
 
 
 def _labels(learner: Learner) -> tuple[list[str], list[str], list[str]]:

@@ -68,9 +68,10 @@ def release(session, namespaces):
 def test_two_actors_feed_one_learner_which_survives_sigint_and_sigkill(ros_session, tmp_path, tiny_config):
     s = ros_session
     out = tmp_path / "run"
+    every_400 = tmp_path / "learner_ckpt400.yaml"  # training.checkpoint_every: the one cadence key
+    every_400.write_text(TINY_LEARNER.replace("checkpoint_every: 0", "checkpoint_every: 400"))
     cfg = load_session_config("train", {"task": "sawyer_peg_in_hole", "actors": 2, "namespace": "t", "total_steps": 0,
-                                        "learner_node": {"config": str(tiny_config), "snapshot_every": 10,
-                                                         "checkpoint_every": 400}})
+                                        "learner_node": {"config": str(every_400), "snapshot_every": 10}})
     specs = train_nodes(cfg, out)
     learner_spec = specs[0]
     assert learner_spec.executable == "learner_node"

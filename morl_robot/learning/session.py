@@ -1,0 +1,549 @@
+"""The learner core every driver shares: one MO-MPO learning session in a run directory.
+
+MO-MPO (Abdolmaleki et al. 2020) learns off-policy from a replay that actors fill, at a fixed
+samples-per-insert ratio (Reverb's rate limiter, Cassirer et al. 2021).  :class:`LearnerSession`
+owns everything of a learner run that is not acting, so the in-process loop
+(:func:`morl_robot.learning.training.train`) and the distributed one
+(:mod:`morl_robot.nodes.learner_node`, which only translates messages to these calls) behave alike:
+
+* **restore** (:meth:`start`): the newest readable checkpoint of ``<run>/checkpoints``; an
+  unreadable newer one is named in the log, moved aside to ``*.corrupt`` and the previous one is
+  used (:func:`~morl_robot.learning.checkpoint.load_latest` with ``move_aside``); if none is
+  readable the start fails naming them (the next start begins a new run).
+* **experience**: one transition (:meth:`add_transition`, the in-process actor) or one decoded
+  chunk of a distributed actor (:meth:`add_chunk`, through
+  :class:`~morl_robot.learning.ingest.ExperienceIngest`); both count inserts in the
+  :class:`~morl_robot.learning.replay.SampleToInsertRatio`.
+* **learning** (:meth:`learn`): updates while the ratio allows (optionally until a deadline),
+  the sampled observations normalised with the current running statistics; a non-finite
+  statistic rolls the learner back to the newest policy version's state and stops learning
+  (:attr:`diverged`).
+* **updates owed and back-pressure**: :meth:`updates_owed` (the backlog the ratio allows now),
+  :meth:`allowance` (the transitions the ratio accepts; actors wait past it) and
+  :attr:`max_updates_owed` (the bound on the backlog while actors respect the allowance).
+* **checkpoints**: one payload schema (:data:`PAYLOAD_KEYS`) and one cadence,
+  ``training.checkpoint_every`` env steps of the learner YAML (:meth:`checkpoint_due`), plus one
+  at :meth:`finish`.  The newest ``training.keep_checkpoints`` files are kept.
+* **policy versions** (with a :class:`~morl_robot.serving.contract.PolicyContract`): every
+  ``snapshot_every`` updates the policy becomes a new version, exported as ONNX and handed to
+  ``on_snapshot(version, bytes)``; a checkpoint always holds the weights of its version, and its
+  policy is kept as ``snapshots/policy_<env_steps>.onnx`` (learning curves of deterministic
+  evaluations are measured on these).
+* **metrics**: ``metrics.csv`` (every ``training.log_every`` updates), ``episodes.csv`` (one row
+  per finished training episode), ``eval.csv`` and TensorBoard (:class:`MetricsLogger`).
+* **end of run** (:meth:`finish`): the final checkpoint and, with a contract, ``policy.onnx`` and
+  ``plots/`` (learning curves and the Pareto front of the newest training episodes).
+
+Counters (``env_steps``, ``updates``, ``episodes``, ``policy_version``, ``chunks``) are part of
+every checkpoint; a resumed session continues them.  No ROS here.
+"""
+from __future__ import annotations
+
+import copy
+import dataclasses
+import logging
+import math
+import time
+import uuid
+import warnings
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import torch
+
+from morl_robot.errors import ConfigError
+from morl_robot.learning.checkpoint import (
+    CheckpointError,
+    load_latest,
+    run_checkpoint_dir,
+    save_checkpoint,
+)
+from morl_robot.learning.config import MPOConfig, config_to_dict
+from morl_robot.learning.ingest import ExperienceIngest, IngestResult
+from morl_robot.learning.learner import MOMPOLearner
+from morl_robot.learning.metrics import MetricsLogger
+from morl_robot.learning.networks import ActionSpec
+from morl_robot.learning.normalization import RunningNormalizer
+from morl_robot.learning.replay import SampleToInsertRatio, SequenceReplay
+
+if TYPE_CHECKING:  # pragma: no cover - typing only
+    from morl_robot.serving.contract import PolicyContract
+
+#: the keys of every checkpoint payload (None where a session has no such part).
+PAYLOAD_KEYS = ("learner", "config", "contract", "normalizer", "counters", "limiter", "replay", "rng", "ingest",
+                "evaluations")
+COUNTERS = ("env_steps", "updates", "episodes", "policy_version", "chunks")
+#: the end-of-run Pareto plot shows the returns of this many newest finished episodes.
+RECENT_EPISODES = 200
+
+#: ``log(level, message)``; level is ``info``, ``warning`` or ``error``.
+Log = Callable[[str, str], None]
+
+
+def warnings_log(level: str, message: str) -> None:
+    """The default :data:`Log` of in-process training: problems as ``RuntimeWarning``\\ s, the
+    rest to the ``morl_robot.learning.session`` logger (Python :mod:`logging`, level INFO)."""
+    if level == "info":
+        logging.getLogger(__name__).info(message)
+    else:
+        warnings.warn(message, RuntimeWarning, stacklevel=3)
+
+
+def _to_numpy(obj: Any) -> Any:
+    """Tensors (as checkpoints store numpy arrays) back to numpy, recursively."""
+    if isinstance(obj, torch.Tensor):
+        return obj.numpy()
+    if isinstance(obj, dict):
+        return {k: _to_numpy(v) for k, v in obj.items()}
+    return obj
+
+
+class LearnerSession:
+    """One learner run: learner, replay, rate limiter, normaliser, counters and run directory.
+
+    Args:
+        obs_dim: observation width O (without preference features).
+        action_spec: the policy's actions.
+        num_objectives: K.
+        config: the learner configuration (``objective_names`` filled in).
+        seed: seeds the learner (networks, sampling) and the replay (``seed + 3``).
+        run_dir: checkpoints, metrics and artefacts go here; None: nothing is written or restored.
+        normalize_observations: keep running observation statistics and learn on normalised
+            observations (:class:`RunningNormalizer`).
+        normalization_setting: the setting's name in errors (``training.observation_normalization``).
+        contract: the policy's contract; enables policy versions, ONNX snapshots and ``policy.onnx``.
+        snapshot_every: learner updates between policy versions (0: a new version only at checkpoints).
+        relabeller: counterfactual relabelling for the replay (reward machines, CRM).
+        log: where messages go (default :func:`warnings_log`).
+        on_snapshot: ``(version, onnx_bytes)`` of every new policy version (e.g. publish it).
+        keep_metrics: also keep the logged learner statistics in :attr:`metrics`.
+        end_of_run_plots: write ``plots/`` at :meth:`finish`.
+        total_steps: env steps of the run (0: until stopped); caps :meth:`allowance`; past it the
+            session is :attr:`draining` (the driver takes no more experience).
+    """
+
+    def __init__(self, obs_dim: int, action_spec: ActionSpec, num_objectives: int, config: MPOConfig, *,
+                 seed: int = 0, run_dir: str | Path | None = None, normalize_observations: bool = False,
+                 normalization_setting: str = "training.observation_normalization",
+                 contract: PolicyContract | None = None, snapshot_every: int = 0, relabeller: Any = None,
+                 log: Log = warnings_log, on_snapshot: Callable[[int, bytes], None] | None = None,
+                 keep_metrics: bool = False, end_of_run_plots: bool = False, total_steps: int = 0) -> None:
+        if snapshot_every < 0:
+            raise ConfigError(f"snapshot_every: must be >= 0 learner updates, got {snapshot_every}")
+        self.config, self.obs_dim, self.contract = config, int(obs_dim), contract
+        self.run_dir = Path(run_dir) if run_dir is not None else None
+        self.learner = MOMPOLearner(obs_dim, action_spec, num_objectives, config, seed=seed)
+        rcfg = config.replay
+        self.replay = SequenceReplay(rcfg.capacity, self.learner.input_dim, action_spec.dim, num_objectives,
+                                     discrete=action_spec.is_discrete, seed=seed + 3, relabeller=relabeller)
+        self.limiter = SampleToInsertRatio(rcfg.samples_per_insert, rcfg.min_size_to_sample, rcfg.error_buffer)
+        self.normalizer = RunningNormalizer(obs_dim) if normalize_observations else None
+        self.normalization_setting = normalization_setting
+        self.ingest: ExperienceIngest | None = None
+        self.counters = dict.fromkeys(COUNTERS, 0)
+        self.evaluations: list[tuple[int, np.ndarray]] = []
+        self.metrics: list[dict[str, float]] = []
+        self.keep_metrics, self.end_of_run_plots = keep_metrics, end_of_run_plots
+        self.snapshot_every, self.log, self.on_snapshot = int(snapshot_every), log, on_snapshot
+        self.total_steps = int(total_steps)
+        self.logger: MetricsLogger | None = None
+        self.resumed_from: Path | None = None
+        self.diverged = ""
+        self.incomplete_episodes = 0
+        self.last_returns: np.ndarray | None = None
+        self._good_state: dict[str, Any] | None = None  # learner state of the newest policy version
+        self._snapshot_updates = 0
+        self._last_checkpoint_steps = 0
+        self._finished = False
+
+    @property
+    def objective_names(self) -> list[str]:
+        return list(self.learner.objective_names)
+
+    @property
+    def checkpoint_dir(self) -> Path | None:
+        return run_checkpoint_dir(self.run_dir) if self.run_dir is not None else None
+
+    def accept_experience(self, columns: Sequence[str]) -> ExperienceIngest:
+        """Take distributed actors' experience chunks with these ``columns`` (:meth:`add_chunk`);
+        before :meth:`start`, so the ingest's per-actor counters are restored too."""
+        self.ingest = ExperienceIngest(self.replay, columns, self.objective_names, self.normalizer)
+        return self.ingest
+
+    # --- restore ---------------------------------------------------------------------------------
+    def start(self) -> Path | None:
+        """Resume from the newest readable checkpoint (if any) and open the metric logs; returns
+        the checkpoint resumed from."""
+        if self.run_dir is not None:
+            found = load_latest(self.checkpoint_dir, fallback=True, move_aside=True,
+                                log=lambda message: self.log("warning", message))
+            if found is not None:
+                self._restore(*found)
+            self.logger = MetricsLogger(self.run_dir, self.config.training.tensorboard,
+                                        resume_step=self.counters["env_steps"])
+        self._snapshot_updates = self.learner.num_updates  # a checkpoint holds the weights of its version
+        self._last_checkpoint_steps = self.counters["env_steps"]
+        return self.resumed_from
+
+    def _restore(self, path: Path, payload: dict[str, Any]) -> None:
+        from morl_robot.serving.contract import ContractError, PolicyContract
+        from morl_robot.serving.contract import replace as replace_contract
+
+        saved = None
+        if self.contract is not None:
+            try:
+                saved = PolicyContract.from_metadata(dict(payload["contract"]))
+                saved.check_compatible(self.contract)
+            except (KeyError, TypeError, ContractError) as exc:
+                raise ContractError(f"{path} cannot be resumed for task '{self.contract.task}': {exc}") from None
+        had_normalizer = payload.get("normalizer") is not None
+        if had_normalizer != (self.normalizer is not None):
+            raise ConfigError(f"{self.normalization_setting}: {path} was trained with it "
+                              f"{'on' if had_normalizer else 'off'}; resume with the same setting")
+        try:
+            self.learner.load_state_dict(payload["learner"])
+            if self.normalizer is not None:
+                self.normalizer.load_state_dict(_to_numpy(payload["normalizer"]))
+            if payload.get("replay") is not None:
+                self.replay.load_state_dict(payload["replay"])
+                self.limiter.load_state_dict(payload["limiter"])
+            if self.ingest is not None and payload.get("ingest") is not None:
+                self.ingest.load_state_dict(payload["ingest"])
+            torch.set_rng_state(payload["rng"]["torch"])
+        except (KeyError, ValueError, RuntimeError) as exc:
+            raise CheckpointError(f"{path} does not fit this learner: {exc}") from None
+        self.counters = {key: int(payload["counters"].get(key, 0)) for key in COUNTERS}
+        self.counters["updates"] = self.learner.num_updates
+        self.evaluations = [(int(s), np.asarray(r)) for s, r in payload.get("evaluations") or []]
+        if saved is not None and self.contract is not None:
+            self.contract = replace_contract(self.contract, run_id=saved.run_id or self.contract.run_id)
+        self.resumed_from = path
+        replay_note = (f", replay of {len(self.replay)} transitions restored" if payload.get("replay") is not None
+                       else ", replay empty (learning resumes after min_size_to_sample new transitions)")
+        run = f", run {self.contract.run_id}" if self.contract is not None else ""
+        self.log("info", f"resumed from {path} at {self.counters['env_steps']} env steps (update "
+                 f"{self.learner.num_updates}, policy version {self.counters['policy_version']}{run}){replay_note}")
+
+    # --- experience ------------------------------------------------------------------------------
+    def add_transition(self, obs: np.ndarray, action: Any, reward: np.ndarray, next_obs: np.ndarray,
+                       terminated: bool, truncated: bool, behaviour_log_prob: float, *, label: int = -1,
+                       env_terminated: Any = None, inserts: int = 1) -> None:
+        """One environment step of an in-process actor.  ``obs``/``next_obs`` ``[O (+K)]`` as the
+        networks take them (ε-conditioned: the preference features after the O observations);
+        the first O update the observation statistics.  ``inserts``: what the step counts in the
+        samples-per-insert ratio (CRM: one per counterfactual experience)."""
+        if self.normalizer is not None:
+            self.normalizer.update(obs[: self.obs_dim])
+        self.replay.add(obs, action, reward, next_obs, terminated, truncated, behaviour_log_prob,
+                        label=label, env_terminated=env_terminated)
+        self.limiter.insert(inserts)
+        self.counters["env_steps"] += 1
+
+    def record_episode(self, returns: np.ndarray, termination: str | None,
+                       extra: dict[str, Any] | None = None) -> None:
+        """A finished training episode ``returns [K]`` (``episodes.csv``)."""
+        self.counters["episodes"] += 1
+        self.last_returns = np.asarray(returns)
+        if self.logger is not None:
+            self.logger.log_episode(self.counters["env_steps"],
+                                    {f"return/{n}": float(v) for n, v in zip(self.objective_names, returns)},
+                                    termination, extra)
+
+    def add_chunk(self, chunk: Any) -> IngestResult:
+        """A decoded experience chunk of a distributed actor (:meth:`accept_experience` first);
+        raises :class:`~morl_robot.learning.ingest.ExperienceError` (counted as rejected) if it
+        does not fit.  Episodes whose beginning was not seen are counted, not logged."""
+        if self.ingest is None:
+            raise RuntimeError("add_chunk before accept_experience")
+        result = self.ingest.add(chunk)
+        self.limiter.insert(result.transitions)
+        self.counters["env_steps"] += result.transitions
+        self.counters["chunks"] += 1
+        for rec in result.episodes:
+            if not rec.complete:
+                self.counters["episodes"] += 1
+                self.incomplete_episodes += 1
+                continue  # its beginning was not seen: its return would be wrong
+            self.record_episode(rec.returns, "terminated" if rec.terminated else "truncated",
+                                {"length": rec.length, "actor": rec.actor, "policy_version": rec.policy_version})
+        return result
+
+    def record_evaluation(self, returns: np.ndarray) -> None:
+        """A deterministic evaluation's mean returns ``[K]`` at the current env steps (``eval.csv``)."""
+        self.evaluations.append((self.counters["env_steps"], returns))
+        if self.logger is not None:
+            self.logger.log_eval(self.counters["env_steps"],
+                                 {f"return/{n}": float(v) for n, v in zip(self.objective_names, returns)})
+
+    # --- updates owed ----------------------------------------------------------------------------
+    def updates_owed(self) -> int:
+        """Learner updates the samples-per-insert ratio allows now (the learner's backlog)."""
+        return int(self.limiter.samples_allowed() // self.config.batch_size)
+
+    @property
+    def max_updates_owed(self) -> int:
+        """The bound on :meth:`updates_owed` while actors stop at :meth:`allowance` (an actor that
+        sends chunks of R transitions may overshoot it by R - 1: add ``R·spi / batch``)."""
+        return math.ceil(self.limiter.max_backlog() / self.config.batch_size)
+
+    def allowance(self) -> tuple[int, int]:
+        """``(env steps received, env steps the ratio accepts now)``: actors in lockstep wait once
+        the first reaches the second (capped at ``total_steps`` if > 0), so acting keeps pace with
+        learning (Reverb's rate limiter blocks inserts the same way)."""
+        received = self.counters["env_steps"]  # the limiter counts only this process's inserts (resumes)
+        allowed = received + self.limiter.max_inserts() - self.limiter.inserts  # may be < received
+        return received, min(allowed, self.total_steps) if self.total_steps else allowed
+
+    @property
+    def draining(self) -> bool:
+        """``total_steps`` reached: no more experience; the owed updates are still learned."""
+        return bool(self.total_steps) and self.counters["env_steps"] >= self.total_steps
+
+    # --- learning --------------------------------------------------------------------------------
+    def can_learn(self) -> bool:
+        return not self.diverged and self.limiter.can_sample(self.config.batch_size)
+
+    def learn(self, deadline: float | None = None, max_updates: int | None = None) -> int:
+        """Learner updates while the ratio allows (and ``time.monotonic() < deadline`` and fewer
+        than ``max_updates``, if given); returns how many.  Statistics are logged every ``training.log_every`` updates, a new
+        policy version is made every ``snapshot_every`` updates."""
+        cfg = self.config
+        done = 0
+        if self._good_state is None:
+            self._good_state = copy.deepcopy(self.learner.state_dict())
+        while (self.can_learn() and (deadline is None or time.monotonic() < deadline)
+               and (max_updates is None or done < max_updates)):
+            batch = self.replay.sample(cfg.batch_size, cfg.sequence_length)
+            self.limiter.sample(cfg.batch_size)
+            if self.normalizer is not None:  # raw [T+1, B, O(+K)] → the observation part normalised
+                o = batch.observations.copy()
+                o[..., : self.obs_dim] = self.normalizer.normalize(o[..., : self.obs_dim])
+                batch = dataclasses.replace(batch, observations=o.astype(np.float32))
+            stats = self.learner.update(batch)
+            done += 1
+            self.counters["updates"] = self.learner.num_updates
+            bad = [key for key, v in stats.items() if not np.isfinite(v)]
+            if bad:
+                self._roll_back(f"non-finite learner statistics at update {self.learner.num_updates}: {bad[:4]}")
+                break
+            if self.learner.num_updates % cfg.training.log_every == 0:
+                self._log_update(stats)
+            if self.snapshot_every and self.learner.num_updates - self._snapshot_updates >= self.snapshot_every:
+                self.snapshot(bump=True)
+        return done
+
+    def _log_update(self, stats: dict[str, float]) -> None:
+        steps = self.counters["env_steps"]
+        if self.keep_metrics:
+            self.metrics.append({"update": float(self.learner.num_updates), "env_steps": float(steps), **stats})
+        if self.logger is not None:
+            extra = {"policy_version": float(self.counters["policy_version"]), "replay_size": float(len(self.replay))}
+            if self.ingest is not None:
+                extra.update({f"actor/{a}/transitions": float(n["transitions"])
+                              for a, n in self.ingest.actor_counts().items()})
+            self.logger.log_update(self.learner.num_updates, steps, {**stats, **extra})
+
+    def _roll_back(self, reason: str) -> None:
+        self.diverged = reason
+        assert self._good_state is not None
+        self.learner.load_state_dict(self._good_state)
+        self.counters["updates"] = self._snapshot_updates = self.learner.num_updates
+        self.log("error", f"{reason}; rolled back to the state of policy version {self.counters['policy_version']} "
+                 f"(update {self.learner.num_updates}) and stopped updating")
+
+    # --- policy versions -------------------------------------------------------------------------
+    def snapshot(self, bump: bool, publish: bool = True) -> bytes | None:
+        """Make the current policy the next (``bump``) or the current version: the state a
+        divergence rolls back to; with a contract and ``publish``, its ONNX bytes go to
+        ``on_snapshot`` and are returned."""
+        if bump:
+            self.counters["policy_version"] += 1
+        self._snapshot_updates = self.learner.num_updates
+        self._good_state = copy.deepcopy(self.learner.state_dict())
+        if not publish or self.contract is None:
+            return None
+        data = self._export()
+        if self.on_snapshot is not None:
+            self.on_snapshot(self.counters["policy_version"], data)
+        return data
+
+    def publish_policy(self) -> None:
+        """The policy actors start from (at activation): version 1 of a new run, the checkpoint's
+        version of a resumed one, a new version if the weights changed since the last one; a
+        fresh run also keeps it as the first snapshot (the "before" of every learning curve)."""
+        if self.counters["policy_version"] == 0:
+            self.counters["policy_version"] = 1
+        self.snapshot(bump=self.learner.num_updates != self._snapshot_updates)
+        if self.learner.num_updates == 0 and self.counters["env_steps"] == 0:
+            self.keep_snapshot()
+
+    def _export(self, path: Path | None = None) -> bytes:
+        from morl_robot.serving.contract import replace as replace_contract
+        from morl_robot.serving.export import export_policy
+
+        assert self.contract is not None
+        contract = replace_contract(self.contract, policy_version=self.counters["policy_version"])
+        return export_policy(self.learner.policy, contract, path, normalizer=self.normalizer)
+
+    def keep_snapshot(self) -> None:
+        """Keep the current policy as ``snapshots/policy_<env_steps>.onnx`` (with a contract)."""
+        if self.contract is not None and self.run_dir is not None:
+            self._export(self.run_dir / "snapshots" / f"policy_{self.counters['env_steps']:08d}.onnx")
+
+    # --- checkpoints -----------------------------------------------------------------------------
+    def checkpoint_due(self) -> bool:
+        """Whether the env steps crossed a multiple of ``training.checkpoint_every`` since the last
+        checkpoint (0: checkpoints only at :meth:`finish`)."""
+        every = self.config.training.checkpoint_every
+        return bool(every) and self.counters["env_steps"] // every > self._last_checkpoint_steps // every
+
+    def checkpoint(self, publish: bool = True) -> Path | None:
+        """Write the checkpoint of the current env steps (None without a run directory).  The
+        policy becomes a new version first if it changed since the last one (``publish``: and
+        goes to ``on_snapshot``)."""
+        if self.run_dir is None:
+            return None
+        if self.learner.num_updates != self._snapshot_updates:
+            self.snapshot(bump=True, publish=publish)  # the checkpoint's weights get their own version
+        self.counters["updates"] = self.learner.num_updates
+        tcfg = self.config.training
+        payload = {
+            "learner": self.learner.state_dict(),
+            "config": config_to_dict(self.config),
+            "contract": self.contract.to_metadata() if self.contract is not None else None,
+            "normalizer": self.normalizer.state_dict() if self.normalizer is not None else None,
+            "counters": dict(self.counters),
+            "limiter": self.limiter.state_dict(),
+            "replay": self.replay.state_dict() if tcfg.checkpoint_replay else None,
+            "rng": {"torch": torch.get_rng_state()},
+            "ingest": self.ingest.state_dict() if self.ingest is not None else None,
+            "evaluations": [(s, torch.as_tensor(r)) for s, r in self.evaluations],
+        }
+        path = save_checkpoint(self.checkpoint_dir, self.counters["env_steps"], payload, keep=tcfg.keep_checkpoints)
+        self._last_checkpoint_steps = self.counters["env_steps"]
+        self.keep_snapshot()
+        if self.logger is not None:
+            self.logger.flush()
+        self.log("info", f"checkpoint {path.name}: {self.counters['env_steps']} env steps, "
+                 f"{self.learner.num_updates} updates, policy version {self.counters['policy_version']}")
+        return path
+
+    # --- end of run ------------------------------------------------------------------------------
+    def finish(self, reason: str, publish: bool = True) -> None:
+        """The final checkpoint and, with a contract, ``policy.onnx`` (and ``plots/``); once.
+        Each artefact that fails is logged and the others are still written."""
+        if self._finished:
+            return
+        self._finished = True
+        steps: list[tuple[str, Callable[[], Any]]] = [("checkpoint", lambda: self.checkpoint(publish=publish))]
+        if self.contract is not None and self.run_dir is not None:
+            steps.append(("policy.onnx", lambda: self._export(self.run_dir / "policy.onnx")))
+        if self.end_of_run_plots and self.run_dir is not None:
+            steps.append(("plots", self._plots))
+        for what, fn in steps:
+            try:
+                fn()
+            except Exception as exc:  # noqa: BLE001 - write whatever else can be written
+                self.log("error", f"{reason}: could not write the {what}: {type(exc).__name__}: {exc}")
+        if self.run_dir is not None:
+            self.log("info", f"{reason}: final artefacts in {self.run_dir}")
+
+    def close(self) -> None:
+        if self.logger is not None:
+            self.logger.close()
+            self.logger = None
+
+    def _plots(self) -> None:
+        from morl_robot.evaluation.plots import (
+            plot_learning_curves,
+            plot_pareto_fronts,
+            read_metrics_csv,
+        )
+
+        assert self.run_dir is not None
+        episodes_csv = self.run_dir / "episodes.csv"
+        if not episodes_csv.exists():
+            self.log("info", "no finished episode yet: no learning-curve plot")
+            return
+        names = self.objective_names
+        columns = [f"return/{n}" for n in names]
+        plots = self.run_dir / "plots"
+        plot_learning_curves(episodes_csv, plots / "learning_curves.png", step_column="env_steps",
+                             return_columns=columns,
+                             title="returns of finished training episodes (exploring policy, all actors)")
+        if len(names) >= 2:
+            data = read_metrics_csv(episodes_csv)
+            points = np.stack([data[c] for c in columns], axis=1)[-RECENT_EPISODES:]
+            points = points[np.all(np.isfinite(points), axis=1)]
+            if len(points):
+                plot_pareto_fronts({f"training episodes (last {len(points)})": points}, plots / "pareto_front.png",
+                                   objective_names=names,
+                                   title="per-objective returns of the exploring policy's last training episodes "
+                                         "(not an evaluation of the final policy)")
+
+    # --- diagnostics -----------------------------------------------------------------------------
+    def status(self) -> tuple[str, str]:
+        """``(level, message)`` of the session: ``error`` once diverged, else what it is doing."""
+        min_size = self.config.replay.min_size_to_sample
+        if self.diverged:
+            return "error", self.diverged
+        if self._finished:
+            return "ok", "finished"
+        if self.draining:
+            return "ok", f"total_steps reached: finishing {self.updates_owed()} owed updates"
+        if self.limiter.inserts < min_size:
+            return "ok", f"waiting for experience ({self.limiter.inserts}/{min_size} transitions)"
+        return "ok", "learning"
+
+    def statistics(self) -> dict[str, Any]:
+        """The session's counters as named values (diagnostics)."""
+        values: dict[str, Any] = {
+            "env_steps": self.counters["env_steps"], "updates": self.learner.num_updates,
+            "policy_version": self.counters["policy_version"], "episodes": self.counters["episodes"],
+            "chunks": self.counters["chunks"], "replay_size": len(self.replay),
+            "incomplete_episodes": self.incomplete_episodes, "updates_owed": self.updates_owed(),
+            "max_updates_owed": self.max_updates_owed,
+        }
+        if self.ingest is not None:
+            values["rejected_chunks"] = self.ingest.rejected
+            values["actors"] = len(self.ingest.actors)
+            for actor, counts in self.ingest.actor_counts().items():
+                for key in ("transitions", "episodes", "policy_version"):
+                    values[f"actor/{actor}/{key}"] = counts[key]
+            if self.ingest.last_rejection:
+                values["last_rejection"] = self.ingest.last_rejection[:300]
+        if self.last_returns is not None:
+            for name, v in zip(self.objective_names, self.last_returns):
+                values[f"return/{name}"] = float(v)
+        return values
+
+
+def session_for_task(task_name: str, task_config: str | None, config_file: str | Path, *, seed: int = 0,
+                     **options: Any) -> LearnerSession:
+    """A :class:`LearnerSession` for a robot task's policy (the distributed learner's): the
+    learner YAML resolved by name or path, the task's objectives, and the policy contract of the
+    task's robot (observation/action labels, units, bounds).  ``options``: see
+    :class:`LearnerSession`."""
+    from morl_robot.envs.mo_env import make_sim_robot
+    from morl_robot.learning.config import load_learner_config, resolve_learner_config
+    from morl_robot.serving.contract import contract_for_task
+    from morl_robot.tasks.registry import load_task
+
+    path = resolve_learner_config(str(config_file))
+    config = load_learner_config(path)
+    task = load_task(task_name, task_config or None)
+    objectives = list(task.objective_names)
+    if config.objective_names and list(config.objective_names) != objectives:
+        raise ConfigError(f"{path}: key 'objective_names': {config.objective_names} differ from the "
+                          f"objectives of task '{task_name}' {objectives} (leave it empty to use the task's)")
+    config.check_objectives(len(objectives), str(path))
+    config = dataclasses.replace(config, objective_names=objectives)
+    robot = make_sim_robot(task)  # only for the spec: labels, units, action bounds
+    try:
+        contract = contract_for_task(task, robot, config, policy_version=0, run_id=uuid.uuid4().hex[:12])
+    finally:
+        robot.close()
+    return LearnerSession(len(contract.observation_labels), ActionSpec.box(len(contract.action_labels)),
+                          len(objectives), config, seed=seed, contract=contract, **options)
