@@ -32,7 +32,13 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from morl_robot.acting.experience import Allowance, Emit, ExperienceWriter, Pending, experience_columns
+from morl_robot.acting.experience import (
+    Allowance,
+    Emit,
+    ExperienceWriter,
+    Pending,
+    experience_columns,
+)
 from morl_robot.acting.policy import validate_candidate
 from morl_robot.envs.mo_env import MORobotEnv
 from morl_robot.envs.task_runner import StepRecord, TaskRunner
