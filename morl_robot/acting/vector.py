@@ -12,7 +12,9 @@ policy once per step for all of them (the batched actors of Acme / Sample Factor
    YAML, the same file the ``safety_monitor`` node reads; watchdogs off, as in lockstep): a
    clamped command is executed clamped, a command violating a hold- or e-stop-level rule is
    replaced *inline* by the control mode's hold command, which the robot executes for that
-   control period (no task step is counted; the next step acts again); a latched e-stop ends the
+   control period (a zero twist for a Cartesian-velocity task is a task step, as on the graph;
+   another mode's hold command is not), and the sampled action, not executed, gives no
+   transition (the learner sees a sequence break); a latched e-stop ends the
    episode with termination ``safety`` (as the robot node's ``end_episode_on_estop``) and the
    next episode starts with a fresh, released monitor;
 3. each environment is a :class:`~morl_robot.envs.task_runner.TaskRunner` (the robot node's core):
@@ -148,16 +150,15 @@ class VectorActor:
             if shield.estopped:  # a latched stop ends the episode ('safety'); the robot did not move
                 rec = runner.end_episode("safety")
                 self.counters["safety_stops"] += 1
-            elif command is None or tuple(command.labels) != runner.action_labels:  # held inline
-                writer.pending = None
-                self.counters["held"] += 1
-                self.records[i] = runner.step(command.values, command.labels) if command is not None \
-                    else runner.hold()
-                shield.observe(self.records[i].state)
-                continue
             else:
-                rec = runner.step(command.values, command.labels)
+                if shield.held:  # the hold command replaces the policy's within this period
+                    writer.pending = None  # the sampled action was not executed: no transition
+                    self.counters["held"] += 1
+                rec = runner.step(command.values, command.labels) if command is not None else runner.hold()
                 shield.observe(rec.state)
+                if tuple(command.labels if command is not None else ()) != runner.action_labels:
+                    self.records[i] = rec  # a hold in the control mode's own command: no task step
+                    continue
             taken += 1
             assert rec.reward is not None and rec.observation is not None
             writer.observe(rec.episode, rec.step, rec.reward, rec.observation, rec.terminated, rec.truncated)

@@ -45,6 +45,7 @@ class SafetyShield:
         self._tactile_labels: tuple[str, ...] = ()
         # violations that began, newest last, for a caller that reports them as events (it clears them)
         self.recent: deque[Any] = deque(maxlen=256)
+        self.held = False  # whether the newest command was replaced by the hold command (or nothing)
 
     def begin(self, state: Any) -> None:
         """A new episode from ``state``: a fresh monitor, fed the start readings, then released."""
@@ -72,10 +73,14 @@ class SafetyShield:
         """What the monitor forwards to the robot for the policy's ``action`` (D,) in [-1, 1]: a
         :class:`~morl_robot.safety.monitor.Command` in robot units — the task's action components
         (possibly clamped), or the hold command of the control mode (its own labels) while a
-        hold- or e-stop-level rule holds — or None (nothing forwarded: the robot holds)."""
+        hold- or e-stop-level rule holds (then :attr:`held` is true) — or None (nothing forwarded:
+        the robot holds)."""
         assert self.monitor is not None, "call begin() first"
         values = scale_action(np.clip(np.asarray(action, np.float64), -1.0, 1.0), self.lower, self.upper)
-        return self._record(self.monitor.on_command(values, self.labels, now, self.monitor.command_period)).command
+        held = self.monitor.counters["held"]
+        command = self._record(self.monitor.on_command(values, self.labels, now, self.monitor.command_period)).command
+        self.held = self.monitor.counters["held"] > held
+        return command
 
     def filter(self, action: np.ndarray, now: float) -> np.ndarray:
         """The normalised action the robot executes for the policy's ``action`` (D,) in [-1, 1]."""
