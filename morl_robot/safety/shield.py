@@ -50,7 +50,12 @@ class SafetyShield:
     def begin(self, state: Any) -> None:
         """A new episode from ``state``: a fresh monitor, fed the start readings, then released."""
         self._fold_counters()
-        self.monitor = build_monitor(self.source, None, watchdogs=False, now=state.stamp, action_labels=self.labels)
+        m = self.monitor
+        if m is None:  # the first episode reads the YAML and the robot's model; later ones reuse them
+            self.monitor = build_monitor(self.source, None, watchdogs=False, now=state.stamp, action_labels=self.labels)
+        else:
+            self.monitor = SafetyMonitor(m.config, m.spec, m._kin, m.control_mode, watchdogs=False, now=state.stamp,
+                                         source=m.source, action_labels=self.labels)
         spec = self.env.robot.spec
         self._tactile_labels = tuple(spec.sensor("tactile").labels) if spec.has_sensor("tactile") else ()
         self.observe(state)
