@@ -92,7 +92,7 @@ TOPICS: tuple[Topic, ...] = (
     Topic("safety/violations", "diagnostic_msgs/msg/DiagnosticStatus", "EVENT_QOS", "safety_monitor",
           "one violation as it begins: name = rule; values rule, key, level, value, threshold, unit, response, "
           "sensor_stamp, decided_at, command_published_at"),
-    Topic("experience", "std_msgs/msg/Float64MultiArray", "EXPERIENCE_QOS", "policy_server (train)",
+    Topic("experience", "std_msgs/msg/Float64MultiArray", "EXPERIENCE_QOS", "policy_server (train), vector_actor",
           "experience chunk, a table: rows = transitions, columns = EXPERIENCE_COLUMNS + fields"),
     Topic("policy_snapshot", "std_msgs/msg/UInt8MultiArray", "LATCHED_QOS", "learner_node",
           "ONNX policy bytes; layout label 'policy_version=<n>'"),
