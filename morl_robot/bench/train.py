@@ -12,7 +12,7 @@ starts), each measured on the learner's own ``/diagnostics`` counters (``env_ste
 * **(c) vectorized, 2 actors** — two such processes feeding the one learner.
 
 The learner is the session's (``mo_mpo_cpu_small``) with a low samples-per-insert ratio
-(``--samples-per-insert``, default 1) and a small ``min_size_to_sample``, so that the actors are
+(``--samples-per-insert``, default 0.1) and a small ``min_size_to_sample``, so that the actors are
 measured rather than the learner's back-pressure (with the session's ratio of 16 every variant
 would act exactly as fast as the learner learns); all processes share this machine's cores.  The
 last line is ``vectorized/per-step ratio: X`` ((b) over (a); goal ≥ 3).
@@ -40,7 +40,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--repeats", type=int, default=1, help="sessions per variant (medians are printed)")
     parser.add_argument("--envs", type=int, default=8, help="environments per vectorized actor (B)")
     parser.add_argument("--learner-config", default="mo_mpo_cpu_small", help="learner YAML or name under config/learner/")
-    parser.add_argument("--samples-per-insert", type=float, default=1.0,
+    parser.add_argument("--samples-per-insert", type=float, default=0.1,
                         help="the learner's samples-per-insert ratio in the bench (low: actors are not held back)")
     parser.add_argument("--min-size-to-sample", type=int, default=256)
 

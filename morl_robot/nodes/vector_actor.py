@@ -23,6 +23,7 @@ model; otherwise the first ``policy_snapshot``), ``back_pressure`` (true), ``dia
 """
 from __future__ import annotations
 
+import os
 import sys
 import threading
 import time
@@ -115,6 +116,14 @@ class VectorActorNode(ManagedNode):
 
     # --- loop --------------------------------------------------------------------------------
     def _loop(self) -> None:
+        try:
+            self._run_loop()
+        except Exception as exc:  # noqa: BLE001 - a dead loop thread in a live process would look like a slow actor
+            print(f"[FATAL] [{self.get_name()}]: actor loop failed: {type(exc).__name__}: {exc}", file=sys.stderr,
+                  flush=True)
+            os._exit(70)
+
+    def _run_loop(self) -> None:
         core, waiting = self.core, False
         assert core is not None
         back_pressure = bool(self._param("back_pressure"))

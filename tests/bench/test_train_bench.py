@@ -23,7 +23,7 @@ def test_the_train_bench_measures_three_sessions_and_prints_the_ratio(domain_id)
     rates = {}
     for label in ("(a) per-step", "(b) vectorized, 1 actor", "(c) vectorized, 2 actors"):
         line = next(x for x in lines if label in x)
-        steps, updates = re.search(r"env steps/s\s+([\d.]+)\s+learner updates/s\s+([\d.]+)", line).groups()
+        steps, _updates = re.search(r"env steps/s\s+([\d.]+)\s+learner updates/s\s+([\d.]+)", line).groups()
         rates[label] = float(steps)
         assert float(steps) > 0, line  # every session stepped and its experience reached the learner
     ratio = re.fullmatch(r"vectorized/per-step ratio: ([\d.]+)", lines[-1])
