@@ -95,6 +95,7 @@ setup(
             "policy_server = morl_robot.nodes.policy_server:main",
             "safety_monitor = morl_robot.nodes.safety_monitor:main",
             "driver_emulator = morl_robot.nodes.driver_emulator:main",
+            "vector_actor = morl_robot.nodes.vector_actor:main",
         ],
     },
 )

@@ -1,4 +1,5 @@
-"""`ros2 launch morl_robot train.launch.py [task:=…] [backend:=sim|hardware] [actors:=N] [steps:=S]
+"""`ros2 launch morl_robot train.launch.py [task:=…] [backend:=sim|hardware] [actors:=N]
+[actors_kind:=per-step|vectorized] [envs:=B] [steps:=S]
 [seed:=N] [namespace:=…] [learner_config:=…] [out:=DIR] [use_sim_time:=true|false] [session:=FILE]`
 
 Starts the nodes of `config/sessions/train.yaml` (see morl_robot/session/launch_actions.py), the same graph as

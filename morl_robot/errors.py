@@ -23,3 +23,7 @@ class UnknownNameError(MorlRobotError, KeyError):
 
 class UsageError(MorlRobotError, ValueError):
     """A command-line argument is invalid; the message names the option and what is allowed."""
+
+
+class WireError(MorlRobotError, ValueError):
+    """A message or an experience table does not follow the wire contract (wrong layout, size or labels)."""

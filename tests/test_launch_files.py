@@ -85,8 +85,8 @@ def test_three_launch_files_exist_and_parse():
 
 
 EXPECTED_ARGUMENTS = {
-    "train.launch.py": {"session", "task", "backend", "actors", "steps", "seed", "namespace", "learner_config", "out",
-                        "use_sim_time"},
+    "train.launch.py": {"session", "task", "backend", "actors", "actors_kind", "envs", "steps", "seed", "namespace",
+                        "learner_config", "out", "use_sim_time"},
     "deploy.launch.py": {"session", "policy", "robot", "backend", "seed", "namespace", "release", "use_sim_time",
                          "preference"},
     "safety_test.launch.py": {"session", "robot", "backend", "seed", "namespace", "out", "use_sim_time"},
@@ -117,6 +117,8 @@ def policy(tmp_path_factory):
     ("train.launch.py", {"actors": "0"}, "actors:='0': must be >= 1"),
     ("train.launch.py", {"steps": "1e3"}, "steps:='1e3': expected a whole number"),
     ("train.launch.py", {"use_sim_time": "yes"}, "use_sim_time:='yes': expected true or false"),
+    ("train.launch.py", {"envs": "0"}, "envs:='0': must be >= 1"),
+    ("train.launch.py", {"actors_kind": "batched"}, "allowed values: 'per-step', 'vectorized'"),
     ("deploy.launch.py", {}, "needs policy:=FILE.onnx"),
     ("deploy.launch.py", {"release": "auto", "policy": "POLICY"}, "release:='auto': allowed values: operator, after_checks"),
     ("deploy.launch.py", {"release": "after_checks", "backend": "hardware", "policy": "POLICY"},
@@ -131,6 +133,14 @@ def test_bad_launch_arguments_are_clear_errors(fake_launch, policy, file, args, 
     args = {k: policy if v == "POLICY" else v for k, v in args.items()}
     with pytest.raises(MorlRobotError, match=re.escape(message)):
         _nodes(ROOT / "launch" / file, **args)
+
+
+def test_train_actors_kind_vectorized_starts_vector_actors(fake_launch):
+    nodes = _nodes(ROOT / "launch" / "train.launch.py", actors_kind="vectorized", envs="4", actors="2", namespace="v")
+    actors = [e for e in nodes if type(e).__name__ == "Node" and e.kwargs["executable"] == "vector_actor"]
+    assert [a.kwargs["namespace"] for a in actors] == ["/v/actor0", "/v/actor1"]
+    assert all(a.kwargs["parameters"][0]["envs"] == 4 for a in actors)
+    assert not [e for e in nodes if type(e).__name__ == "Node" and e.kwargs["executable"] == "robot_node"]
 
 
 def test_deploy_release_is_explicit_and_logged(fake_launch, policy):

@@ -11,6 +11,7 @@ import importlib
 BENCHMARKS = {
     "env": "environment steps/s per task vs. raw mujoco.mj_step",
     "learner": "MO-MPO learner updates/s and share of time in torch kernels",
+    "train": "env steps/s and learner updates/s of a training session: per-step graph vs vectorized actors",
     "graph": "env steps/s through the ROS graph (lockstep) vs. in-process; learner ingest rate",
     "safety": "safety trip latency (sensor stamp to stopped command) in-process and across processes",
     "serve": "policy inference latency (onnxruntime, torch, TorchScript) and through the policy server",

@@ -1,11 +1,14 @@
-"""``morl-robot train --task NAME [--backend sim|hardware] [--actors N] [--steps S] [--config FILE]
-[--out DIR]``: a training session as processes on the ROS graph (the nodes of
+"""``morl-robot train --task NAME [--backend sim|hardware] [--actors N] [--actors-kind per-step|vectorized]
+[--envs B] [--steps S] [--config FILE] [--out DIR]``: a training session as processes on the ROS graph (the nodes of
 ``config/sessions/train.yaml``, the same graph ``ros2 launch morl_robot train.launch.py`` starts).
 
 Shows a progress bar (env steps, updates, policy version, per-objective episode returns) read from
 the learner's ``/diagnostics``; Ctrl-C stops every node cleanly (the learner writes its
 checkpoint; running the same command again resumes).  ``--out`` receives checkpoints,
 ``metrics.csv``, TensorBoard logs, plots, ``policy.onnx``, ``session.yaml`` and ``logs/``.
+
+``--actors-kind vectorized`` (simulated training) runs each actor as one ``vector_actor`` process
+stepping ``--envs`` environments with one batched policy forward, the safety rules inside its loop.
 
 Distributed: ``--role learner`` on one machine and ``--role actors --first-actor K`` on others,
 with the same ``ROS_DOMAIN_ID`` and ``--discovery subnet``.
@@ -29,6 +32,10 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--task", default=None, help="task name (default: the session YAML's)")
     p.add_argument("--backend", choices=("sim", "hardware"), default=None)
     p.add_argument("--actors", type=int, default=None, help="actor pipelines (robot + monitor + policy server)")
+    p.add_argument("--actors-kind", choices=("per-step", "vectorized"), default=None,
+                   help="per-step: robot + monitor + policy server per actor (hardware, sim-to-sim); "
+                        "vectorized: one process per actor stepping --envs simulated environments")
+    p.add_argument("--envs", type=int, default=None, help="--actors-kind vectorized: environments per actor")
     p.add_argument("--steps", type=int, default=None, help="environment steps in total (a resumed run continues)")
     p.add_argument("--config", default="train", help="session YAML (default config/sessions/train.yaml)")
     p.add_argument("--learner-config", default=None, help="learner YAML or name under config/learner/")
@@ -104,15 +111,17 @@ def _check_before_start(cfg: Any) -> None:
 def run(args: argparse.Namespace) -> int:
     from morl_robot.session.config import load_session_config
 
-    for name in ("actors", "steps"):
+    for name in ("actors", "steps", "envs"):
         value = getattr(args, name)
-        if value is not None and value < (1 if name == "actors" else 0):
-            raise UsageError(f"--{name} must be at least {1 if name == 'actors' else 0}, got {value}")
+        if value is not None and value < (0 if name == "steps" else 1):
+            raise UsageError(f"--{name} must be at least {0 if name == 'steps' else 1}, got {value}")
     overrides: dict[str, Any] = {"task": args.task, "backend": args.backend, "actors": args.actors,
                                  "total_steps": args.steps, "seed": args.seed, "namespace": args.namespace,
-                                 "use_sim_time": args.use_sim_time or None}
+                                 "use_sim_time": args.use_sim_time or None, "actors_kind": args.actors_kind}
     if args.learner_config:
         overrides["learner_node"] = {"config": args.learner_config}
+    if args.envs is not None:
+        overrides["vector_actor"] = {"envs": args.envs}
     cfg = load_session_config(args.config, overrides)
     _check_before_start(cfg)  # every config read and checked before any node starts: rc 2 and one line
     out = Path(args.out or f"runs/{cfg.task}").resolve()
@@ -151,7 +160,8 @@ def _run_locked(args: argparse.Namespace, cfg: Any, out: Path) -> int:
             if "seed" in s.parameters:
                 s.parameters["seed"] = cfg.seed + SESSION_SEED_STRIDE * index + 1000 * (i + 1)
     ns = "/" + cfg.namespace.strip("/")
-    actor_ns = sorted({s.namespace for s in specs if s.executable == "robot_node"})
+    actor_ns = sorted({s.namespace for s in specs if s.executable in ("robot_node", "vector_actor")})
+    monitored = sorted({s.namespace for s in specs if s.executable == "safety_monitor"})
     runner = SessionRunner(specs, out / "logs", args.domain_id, localhost=args.discovery == "localhost")
     print(f"training {cfg.task} on {cfg.backend} with {len(actor_ns)} actor(s) here (role {args.role}); "
           f"ROS_DOMAIN_ID={runner.domain_id}; run directory {out}", file=sys.stderr)
@@ -162,8 +172,8 @@ def _run_locked(args: argparse.Namespace, cfg: Any, out: Path) -> int:
     try:
         runner.start()
         violations = _count_violations(runner.probe, actor_ns)
-        if actor_ns:
-            runner.release_safety(actor_ns)
+        if monitored:
+            runner.release_safety(monitored)
         if not args.no_progress and has_learner:
             from tqdm.auto import tqdm
 

@@ -11,7 +11,8 @@ Parameters:
 * ``mode`` — ``deploy`` (deterministic action) or ``train`` (samples ``clip(mean + std·ξ, −1, 1)``,
   records ``log μ(a|s)``, completes transitions from the next ``task_step`` and publishes
   ``experience`` chunks of ``chunk_size`` rows, and at every episode end; columns
-  :func:`morl_robot.nodes.wire.experience_columns`).
+  :func:`morl_robot.acting.experience.experience_columns`, written by its
+  :class:`~morl_robot.acting.experience.ExperienceWriter`).
 * ``timing`` — ``lockstep`` (act on each ``task_step`` as it arrives; a repeated (episode, step)
   gets the same command again; terminal steps get none: the robot resets) or ``realtime`` (a loop
   thread ticking at the contract's control rate, or ``rate`` Hz, acts on the newest observation;
@@ -50,7 +51,6 @@ inference latency p50/p99, receive-to-publish latency, deadline misses, holds an
 """
 from __future__ import annotations
 
-import hashlib
 import os
 import sys
 import threading
@@ -65,6 +65,8 @@ from rclpy.parameter import Parameter
 from std_msgs.msg import Float64MultiArray, Header, UInt8MultiArray
 from std_srvs.srv import Trigger
 
+from morl_robot.acting.experience import Allowance, ExperienceWriter, Pending
+from morl_robot.acting.policy import ModelLoader, is_serving, validate_candidate
 from morl_robot.errors import ConfigError
 from morl_robot.nodes import wire
 from morl_robot.nodes.base import (
@@ -97,18 +99,6 @@ RELOAD_POLL_PERIOD = 0.05
 
 def _percentile_ms(samples: deque[float], q: float) -> float:
     return float(np.percentile(np.fromiter(samples, float), q) * 1e3) if samples else float("nan")
-
-
-class _Pending:
-    """The half of a transition known after acting: (s, a, log μ(a|s)) at (episode, step)."""
-
-    __slots__ = ("action", "episode", "features", "log_prob", "obs", "step", "version")
-
-    def __init__(self, obs: np.ndarray, action: np.ndarray, log_prob: float, version: int, episode: int,
-                 step: int, features: np.ndarray) -> None:
-        self.obs, self.action, self.log_prob = obs, action, log_prob
-        self.version, self.episode, self.step = version, episode, step
-        self.features = features  # (K,) preference features of an ε-conditioned actor, else (0,)
 
 
 class PolicyServer(ManagedNode):
@@ -151,27 +141,20 @@ class PolicyServer(ManagedNode):
         # lockstep
         self._last_key: tuple[int, int] | None = None
         self._last_command: Float64MultiArray | None = None
-        # train
-        self._pending: _Pending | None = None
-        self._rows: list[np.ndarray] = []
-        self._columns: tuple[str, ...] = ()
+        # train: transitions → experience chunks (acting/experience.py)
+        self._writer: ExperienceWriter | None = None
         self._period = 0.0  # s between realtime ticks
-        # background loading of snapshots
-        self._load_lock = threading.Lock()
-        self._load_queue: tuple[bytes, str] | None = None
-        self._load_results: list[tuple[OnnxPolicy | None, str, str]] = []
-        self._loader_busy = False
+        # background loading of snapshots (acting/policy.py)
+        self._loader = ModelLoader(lambda: self.policy)
         self._reload_poll: Any = None
         # reporting
         self._inference: deque[float] = deque(maxlen=2000)
         self._latency: deque[float] = deque(maxlen=2000)
         self._counters = {"ticks": 0, "commands": 0, "repeated_commands": 0, "deadline_misses": 0, "held": 0,
                           **{f"held_{r}": 0 for r in HOLD_REASONS}, "reloads": 0, "rejected_models": 0,
-                          "transitions": 0, "dropped_transitions": 0, "chunks": 0,
                           "back_pressure_waits": 0}
-        # back-pressure (train + lockstep): (learner env_steps, allowed env_steps), transitions sent since
-        self._allowance: tuple[float, float] | None = None
-        self._sent_since_allowance = 0
+        # back-pressure (train + lockstep): the learner's experience_allowance
+        self._allowance = Allowance(slack=0)
         self._waiting: wire.TaskStep | None = None  # the step held back until the learner catches up
         self._holding = ""  # current hold reason ("" = serving)
         self._last_error = ""
@@ -218,6 +201,11 @@ class PolicyServer(ManagedNode):
         self._pub_heartbeat = self.create_publisher(Header, "heartbeat", wire.COMMAND_QOS)
         self._pub_experience = (self.create_publisher(Float64MultiArray, "experience", wire.EXPERIENCE_QOS)
                                 if mode == "train" else None)
+        if self._pub_experience is not None:
+            publish = self._pub_experience.publish
+            self._writer = ExperienceWriter(int(self._param("actor_id")), int(self._param("chunk_size")),
+                                            lambda table, columns: publish(wire.labelled_table(table, columns)))
+            self._allowance = Allowance(slack=int(self._param("chunk_size")))
         self._entities = [
             ("publisher", self._pub_command), ("publisher", self._pub_heartbeat),
             ("subscription", self.create_subscription(Float64MultiArray, "task_step", self._on_task_step,
@@ -259,8 +247,9 @@ class PolicyServer(ManagedNode):
             self._loop_thread.join(timeout=5.0)
             self._loop_thread = None
         with self._lock:
-            self._pending = None
-            self._flush()
+            if self._writer is not None:
+                self._writer.pending = None
+                self._writer.flush()
 
     def cleanup(self) -> None:
         if not self._configured:
@@ -276,7 +265,7 @@ class PolicyServer(ManagedNode):
             self._diagnostics = None
         self.policy = None
         self._latest, self._label_cache, self._verified, self._command_layout = None, None, None, None
-        self._last_key, self._last_command, self._pending, self._rows = None, None, None, []
+        self._last_key, self._last_command, self._writer = None, None, None
         self._preference_episode = None
         self._configured = False
 
@@ -326,10 +315,8 @@ class PolicyServer(ManagedNode):
             self._hold("bad_layout", f"task_step objectives {list(ts.objectives)} differ from the policy "
                                      f"contract's {c.objective_names}")
             return False
-        columns = wire.experience_columns(c.input_labels, c.action_labels, ts.objectives)
-        if columns != self._columns:
-            self._flush()  # the rows so far keep their columns
-            self._columns = columns
+        if self._writer is not None:  # the rows so far keep their columns
+            self._writer.set_columns(wire.experience_columns(c.input_labels, c.action_labels, ts.objectives))
         self._verified = (self._label_cache[0], c)
         return True
 
@@ -346,10 +333,8 @@ class PolicyServer(ManagedNode):
             return
         if self._timing == "lockstep":
             self._lockstep(ts, received)
-        elif self._pub_experience is not None:  # realtime training: complete transitions as steps arrive
+        elif self._writer is not None:  # realtime training: complete transitions as steps arrive
             self._complete(ts)
-            if ts.terminated or ts.truncated:
-                self._flush()
 
     def _lockstep(self, ts: wire.TaskStep, received: float) -> None:
         key = (ts.episode, ts.step)
@@ -360,12 +345,11 @@ class PolicyServer(ManagedNode):
             self._hold("no_model", "no policy yet (waiting for policy_snapshot)")
             return
         elif ts.terminated or ts.truncated:  # no command: the robot node resets and sends step 0
-            if self._pub_experience is not None:
+            if self._writer is not None:
                 self._complete(ts)
-                self._flush()
             self._last_key, self._last_command = key, None
         else:
-            if self._pub_experience is not None:
+            if self._writer is not None:
                 self._complete(ts)
                 if self._must_wait():
                     self._waiting = ts  # acted on when the learner's allowance grows (_on_allowance)
@@ -378,21 +362,16 @@ class PolicyServer(ManagedNode):
 
     # --- back-pressure -------------------------------------------------------------------------
     def _must_wait(self) -> bool:
-        """Whether this actor has used up the learner's ``experience_allowance``: the learner's
-        count, plus what this actor sent since that count and still holds in its chunk, reaches the
-        allowed count.  Without an allowance yet (no learner heard from), act freely."""
-        if self._allowance is None:
-            return False
-        received, allowed = self._allowance
-        return received + self._sent_since_allowance + len(self._rows) >= allowed + int(self._param("chunk_size"))
+        """Whether this actor has used up the learner's ``experience_allowance`` (:class:`Allowance`)."""
+        w = self._writer
+        return w is not None and self._allowance.must_wait(w.sent, len(w.rows))
 
     def _on_allowance(self, msg: Float64MultiArray) -> None:
         values, labels = wire.read_labelled(msg)
         if labels != wire.ALLOWANCE_LABELS:
             return
         with self._lock:
-            self._allowance = (float(values[0]), float(values[1]))
-            self._sent_since_allowance = 0
+            self._allowance.update(values[0], values[1], self._writer.sent if self._writer is not None else 0)
             ts = self._waiting
             if ts is not None and self._active and self.policy is not None and not self._must_wait():
                 self._waiting = None
@@ -479,11 +458,11 @@ class PolicyServer(ManagedNode):
         self._latency.append(time.monotonic() - received)
         self._counters["commands"] += 1
         self._last_command, self._last_key = msg, (ts.episode, ts.step)
-        if self._pub_experience is not None:
+        if self._writer is not None:
             features = (policy.preferences.features(policy.preference) if policy.preferences is not None
                         and policy.preference is not None else np.zeros(0, np.float32))
-            self._pending = _Pending(ts.observation, out.action, out.log_prob, policy.version, ts.episode, ts.step,
-                                     features.astype(np.float64))
+            self._writer.acted(Pending(ts.observation, out.action, out.log_prob, policy.version, ts.episode, ts.step,
+                                       features.astype(np.float64)))
         if self._holding:
             self.get_logger().info(f"serving again (was holding: {self._holding})")
             self._holding = ""
@@ -519,86 +498,29 @@ class PolicyServer(ManagedNode):
 
     # --- experience (train) --------------------------------------------------------------------
     def _complete(self, ts: wire.TaskStep) -> None:
-        """Close the pending transition with this step's reward and observation (if it follows it)."""
-        p, self._pending = self._pending, None
-        if p is None or ts.step == 0:
-            if p is not None:
-                self._counters["dropped_transitions"] += 1
-            return
-        if (ts.episode, ts.step) != (p.episode, p.step + 1) or not self._columns:
-            self._counters["dropped_transitions"] += 1
-            return
-        row = np.concatenate([[float(self._param("actor_id")), p.version, p.episode, p.step], p.obs, p.features,
-                              p.action, [p.log_prob], ts.reward, ts.observation, p.features,
-                              [float(ts.terminated), float(ts.truncated)]])
-        if row.size != len(self._columns):
-            self._counters["dropped_transitions"] += 1
-            return
-        self._rows.append(row)
-        self._counters["transitions"] += 1
-        if len(self._rows) >= int(self._param("chunk_size")):
-            self._flush()
-
-    def _flush(self) -> None:
-        if not self._rows or self._pub_experience is None:
-            self._rows = []
-            return
-        self._pub_experience.publish(wire.labelled_table(np.stack(self._rows), self._columns))
-        self._counters["chunks"] += 1
-        self._sent_since_allowance += len(self._rows)
-        self._rows = []
+        """Close the pending transition with this step (acting/experience.py's writer)."""
+        assert self._writer is not None
+        self._writer.observe(ts.episode, ts.step, ts.reward, ts.observation, ts.terminated, ts.truncated)
 
     # --- hot reload ----------------------------------------------------------------------------
     def _on_snapshot(self, msg: UInt8MultiArray) -> None:
         label = msg.layout.dim[0].label if msg.layout.dim else ""
         data = bytes(msg.data)
-        if self.policy is not None and len(data) == self.policy.info.size_bytes \
-                and hashlib.sha256(data).hexdigest() == self.policy.digest:
-            return  # the model already serving (a latched re-delivery)
-        self._request_load(data, f"policy_snapshot ({label or 'no version label'})")
-
-    def _request_load(self, data: bytes, source: str) -> None:
-        """Load on a worker thread (newest request wins); the executor installs the result."""
-        with self._load_lock:
-            self._load_queue = (data, source)
-            if self._loader_busy:
-                return
-            self._loader_busy = True
-        threading.Thread(target=self._loader, name="policy_loader", daemon=True).start()
-
-    def _loader(self) -> None:
-        while True:
-            with self._load_lock:
-                item, self._load_queue = self._load_queue, None
-                if item is None:
-                    self._loader_busy = False
-                    return
-            data, source = item
-            running = self.policy
-            try:
-                result: tuple[OnnxPolicy | None, str, str] = (
-                    OnnxPolicy.from_bytes(data, running.contract if running is not None else None), source, "")
-            except (PolicyLoadError, ContractError) as exc:
-                result = (None, source, str(exc))
-            except Exception as exc:  # noqa: BLE001 - the worker must survive anything a bad model provokes
-                result = (None, source, f"{type(exc).__name__}: {exc}")
-            with self._load_lock:
-                self._load_results.append(result)
+        if not is_serving(self.policy, data):
+            self._loader.request(data, f"policy_snapshot ({label or 'no version label'})")
 
     def _on_models_loaded(self) -> None:
-        if not self._load_results:
+        if not self._loader.ready():
             return
         with self._lock:
             self._install_loaded()
 
     def _install_loaded(self) -> None:
-        with self._load_lock:
-            results, self._load_results = self._load_results, []
-        for candidate, source, error in results:
-            if candidate is None:
-                self._reject(source, error)
+        for loaded in self._loader.take():
+            if loaded.policy is None:
+                self._reject(loaded.source, loaded.error)
             else:
-                self._install(candidate, source)
+                self._install(loaded.policy, loaded.source)
         ts = self._latest
         if (self._active and self.policy is not None and ts is not None and self._timing == "lockstep"
                 and (ts.episode, ts.step) != self._last_key):
@@ -607,21 +529,12 @@ class PolicyServer(ManagedNode):
     def _install(self, candidate: OnnxPolicy, source: str) -> bool:
         """Make ``candidate`` the running model if it is compatible and acts finitely on the newest
         observation; returns whether it was accepted."""
-        if self.policy is not None:
-            try:
-                self.policy.contract.check_compatible(candidate.contract)
-            except ContractError as exc:
-                self._reject(source, str(exc))
-                return False
         ts = self._latest
-        if ts is not None and ts.observation_labels == tuple(candidate.contract.observation_labels):
-            try:
-                candidate.act(ts.observation, deterministic=True)
-            except NonFiniteOutput as exc:
-                self._reject(source, f"non-finite output on the newest observation: {exc}")
-                return False
-            except NonFiniteInput:
-                pass  # the observation is bad, not the model
+        why = validate_candidate(self.policy, candidate, ts.observation if ts is not None and ts.observation_labels
+                                 == tuple(candidate.contract.observation_labels) else None)
+        if why:
+            self._reject(source, why)
+            return False
         try:
             if self.policy is not None and self.policy.preference is not None:
                 candidate.set_preference(self.policy.preference)  # compatible: the same preference box
@@ -770,6 +683,9 @@ class PolicyServer(ManagedNode):
             "receive_to_publish_p50_ms": _percentile_ms(self._latency, 50),
             "receive_to_publish_p99_ms": _percentile_ms(self._latency, 99),
             **self._counters,
+            "transitions": self._writer.transitions if self._writer is not None else 0,
+            "dropped_transitions": self._writer.dropped_transitions if self._writer is not None else 0,
+            "chunks": self._writer.chunks if self._writer is not None else 0,
             "holding": self._holding, "last_error": self._last_error,
         }
         if self.policy is not None and self.policy.preferences is not None and self.policy.preference is not None:

@@ -28,12 +28,14 @@ from rclpy.qos import (
 )
 from std_msgs.msg import Float64MultiArray, MultiArrayDimension, MultiArrayLayout
 
-from morl_robot.errors import MorlRobotError
-
-
-class WireError(MorlRobotError, ValueError):
-    """A message does not follow the contract (wrong layout, size or labels)."""
-
+# the experience table format lives in the actor core; re-exported here for the nodes
+from morl_robot.acting.experience import (  # noqa: F401
+    EXPERIENCE_COLUMNS,
+    ExperienceChunk,
+    experience_columns,
+    split_experience,
+)
+from morl_robot.errors import WireError
 
 # --- QoS -----------------------------------------------------------------------------------
 #: Sensor streams (joint_states, wrench, tactile, task_step): every sample matters to the safety
@@ -90,7 +92,7 @@ TOPICS: tuple[Topic, ...] = (
     Topic("safety/violations", "diagnostic_msgs/msg/DiagnosticStatus", "EVENT_QOS", "safety_monitor",
           "one violation as it begins: name = rule; values rule, key, level, value, threshold, unit, response, "
           "sensor_stamp, decided_at, command_published_at"),
-    Topic("experience", "std_msgs/msg/Float64MultiArray", "EXPERIENCE_QOS", "policy_server (train)",
+    Topic("experience", "std_msgs/msg/Float64MultiArray", "EXPERIENCE_QOS", "policy_server (train), vector_actor",
           "experience chunk, a table: rows = transitions, columns = EXPERIENCE_COLUMNS + fields"),
     Topic("policy_snapshot", "std_msgs/msg/UInt8MultiArray", "LATCHED_QOS", "learner_node",
           "ONNX policy bytes; layout label 'policy_version=<n>'"),
@@ -253,71 +255,6 @@ def split_task_step(values: np.ndarray, labels: Sequence[str]) -> TaskStep:
         stamp=float(values[4]), reward=values[h:h + k].copy(), observation=values[h + k:].copy(),
         objectives=tuple(lab[len("reward/"):] for lab in labels[h:h + k]),
         observation_labels=tuple(labels[h + k:]),
-    )
-
-
-#: Leading columns of an experience chunk; then ``obs/<label>``…, ``action/<label>``…,
-#: ``log_prob``, ``reward/<objective>``…, ``next_obs/<label>``…, ``terminated``, ``truncated``.
-EXPERIENCE_COLUMNS = ("actor", "policy_version", "episode", "step")
-
-
-def experience_columns(observation_labels: Sequence[str], action_labels: Sequence[str],
-                       objectives: Sequence[str]) -> tuple[str, ...]:
-    return (
-        EXPERIENCE_COLUMNS
-        + tuple(f"obs/{o}" for o in observation_labels)
-        + tuple(f"action/{a}" for a in action_labels)
-        + ("log_prob",)
-        + tuple(f"reward/{o}" for o in objectives)
-        + tuple(f"next_obs/{o}" for o in observation_labels)
-        + ("terminated", "truncated")
-    )
-
-
-@dataclass(frozen=True)
-class ExperienceChunk:
-    """A decoded experience chunk: R consecutive transitions of one actor."""
-
-    actor: int
-    policy_version: np.ndarray  # (R,)
-    episode: np.ndarray  # (R,)
-    step: np.ndarray  # (R,)
-    obs: np.ndarray  # (R, O)
-    action: np.ndarray  # (R, D) normalised to [-1, 1]
-    log_prob: np.ndarray  # (R,) behaviour log-probability log μ(a|s)
-    reward: np.ndarray  # (R, K)
-    next_obs: np.ndarray  # (R, O)
-    terminated: np.ndarray  # (R,) bool
-    truncated: np.ndarray  # (R,) bool
-    objectives: tuple[str, ...]
-
-
-def split_experience(table: np.ndarray, columns: Sequence[str]) -> ExperienceChunk:
-    """Decode an experience table (see :func:`experience_columns`)."""
-    cols = list(columns)
-    if tuple(cols[:4]) != EXPERIENCE_COLUMNS:
-        raise WireError(f"experience must start with columns {EXPERIENCE_COLUMNS}, got {tuple(cols[:4])}")
-
-    def block(prefix: str) -> list[int]:
-        return [i for i, c in enumerate(cols) if c.startswith(prefix)]
-
-    try:
-        lp, te, tr = cols.index("log_prob"), cols.index("terminated"), cols.index("truncated")
-    except ValueError as exc:
-        raise WireError(f"experience chunk lacks a column: {exc}") from None
-    o, a, r, n = block("obs/"), block("action/"), block("reward/"), block("next_obs/")
-    if len(o) != len(n) or not o or not r:
-        raise WireError(f"experience chunk has {len(o)} obs, {len(n)} next_obs and {len(r)} reward columns")
-    if not table.size:
-        raise WireError("empty experience chunk")
-    actors = np.unique(table[:, 0])
-    if actors.size != 1:
-        raise WireError(f"one chunk must come from one actor, got actors {actors.tolist()}")
-    return ExperienceChunk(
-        actor=int(actors[0]), policy_version=table[:, 1], episode=table[:, 2], step=table[:, 3],
-        obs=table[:, o], action=table[:, a], log_prob=table[:, lp], reward=table[:, r], next_obs=table[:, n],
-        terminated=table[:, te] > 0.5, truncated=table[:, tr] > 0.5,
-        objectives=tuple(cols[i][len("reward/"):] for i in r),
     )
 
 

@@ -16,7 +16,7 @@ session does with ``safety/reset``), so episode i's outcome does not depend on t
 """
 from __future__ import annotations
 
-from collections import Counter
+from collections import Counter, deque
 from typing import Any
 
 import numpy as np
@@ -45,6 +45,9 @@ class SafetyShield:
         self.events: Counter[str] = Counter()  # violations that began, "rule/level"
         self.counters: Counter[str] = Counter()  # commands, clamped, held, forwarded (all episodes)
         self._tactile_labels: tuple[str, ...] = ()
+        # violations that began, newest last, for a caller that reports them as events (it clears them)
+        self.recent: deque[Any] = deque(maxlen=256)
+        self.held = False  # whether the newest command was replaced by the hold command (or nothing)
 
     def begin(self, state: Any) -> None:
         """A new episode from ``state``: a fresh monitor, fed the start readings, then released."""
@@ -68,14 +71,24 @@ class SafetyShield:
         if state.tactile is not None and self._tactile_labels:
             self._record(m.on_tactile(state.tactile, self._tactile_labels, t, t))
 
-    def filter(self, action: np.ndarray, now: float) -> np.ndarray:
-        """The normalised action the robot executes for the policy's ``action`` (D,) in [-1, 1]."""
+    def command(self, action: np.ndarray, now: float) -> Any:
+        """What the monitor forwards to the robot for the policy's ``action`` (D,) in [-1, 1]: a
+        :class:`~morl_robot.safety.monitor.Command` in robot units — the task's action components
+        (possibly clamped), or the hold command of the control mode (its own labels) while a
+        hold- or e-stop-level rule holds (then :attr:`held` is true) — or None (nothing forwarded:
+        the robot holds)."""
         assert self.monitor is not None, "call begin() first"
         values = scale_action(np.clip(np.asarray(action, np.float64), -1.0, 1.0), self.lower, self.upper)
-        outcome = self._record(self.monitor.on_command(values, self.labels, now, self.monitor.command_period))
-        command = outcome.command
+        held = self.monitor.counters["held"]
+        command = self._record(self.monitor.on_command(values, self.labels, now, self.monitor.command_period)).command
+        self.held = self.monitor.counters["held"] > held
+        return command
+
+    def filter(self, action: np.ndarray, now: float) -> np.ndarray:
+        """The normalised action the robot executes for the policy's ``action`` (D,) in [-1, 1]."""
+        command = self.command(action, now)
         if command is None or tuple(command.labels) != self.labels:
-            return np.zeros_like(values)  # nothing forwarded: the robot node holds
+            return np.zeros_like(self.lower)  # nothing forwarded: the robot node holds
         return np.clip(2.0 * (command.values - self.lower) / self._span - 1.0, -1.0, 1.0)
 
     @property
@@ -91,6 +104,7 @@ class SafetyShield:
     def _record(self, outcome: Any) -> Any:
         for v in outcome.violations:
             self.events[f"{v.rule}/{v.level}"] += 1
+        self.recent.extend(outcome.violations)
         return outcome
 
     def _fold_counters(self) -> None:

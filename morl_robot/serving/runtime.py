@@ -275,12 +275,37 @@ class OnnxPolicy:
             a = np.clip(mean[0].astype(np.float64), -1.0, 1.0)
             return PolicyOutput(command=action[0].astype(np.float64), action=a, log_prob=0.0)
         self._check_outputs(mean=mean, log_std=log_std)
-        mu = mean[0].astype(np.float64)
-        std = np.exp(log_std[0].astype(np.float64))
-        gen = rng if rng is not None else self._rng
-        a = np.clip(mu + std * gen.standard_normal(self.action_dim), -1.0, 1.0)
+        a, log_prob = self._explore(mean, log_std, rng if rng is not None else self._rng)
+        return PolicyOutput(command=scale_action(a[0], self._low, self._high), action=a[0], log_prob=float(log_prob[0]))
+
+    def explore_batch(self, observations: np.ndarray, rng: np.random.Generator,
+                      preferences: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+        """Exploring actions for B observations in one forward pass: ``(a [B, D] normalised,
+        log μ(a|s) [B])``, sampled as :meth:`act` does (``preferences`` [B, K] of a conditioned
+        model, checked by the caller; default the current preference).  Non-finite observations
+        or outputs raise as in :meth:`act`."""
+        obs = np.asarray(observations, dtype=np.float32)
+        if obs.ndim != 2 or obs.shape[1] != self.obs_dim:
+            raise ContractError(f"observations have shape {obs.shape}; the policy's contract needs (B, {self.obs_dim})")
+        if not math.isfinite(float(obs.sum(dtype=np.float64))):
+            b, i = (int(x[0]) for x in np.nonzero(~np.isfinite(obs)))
+            raise NonFiniteInput(f"observation {b} value at index {i} ('{self.contract.observation_labels[i]}') "
+                                 "is not finite (in float32)")
+        pref = None if preferences is None else np.asarray(preferences, dtype=np.float32)
+        _, mean, log_std = self.infer(obs, pref)
+        self._check_outputs(mean=mean, log_std=log_std)
+        return self._explore(mean, log_std, rng)
+
+    def _explore(self, mean: np.ndarray, log_std: np.ndarray,
+                 rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
+        """``a = clip(mean + std·ξ, −1, 1)`` and ``log μ(a|s) = Σ_d log N(a_d; mean_d, std_d)`` at the
+        clipped sample, for mean, log_std [B, D]: ``(a [B, D], log_prob [B])``, float64."""
+        mu = mean.astype(np.float64)
+        std = np.exp(log_std.astype(np.float64))
+        a = np.clip(mu + std * rng.standard_normal(mu.shape), -1.0, 1.0)
         z = (a - mu) / std
-        log_prob = float(np.sum(-0.5 * z * z - np.log(std) - _LOG_SQRT_2PI))
-        if not math.isfinite(log_prob):
-            raise NonFiniteOutput(f"log-probability of the sampled action is {log_prob} (policy version {self.version})")
-        return PolicyOutput(command=scale_action(a, self._low, self._high), action=a, log_prob=log_prob)
+        log_prob = np.sum(-0.5 * z * z - np.log(std) - _LOG_SQRT_2PI, axis=1)
+        if not np.all(np.isfinite(log_prob)):
+            raise NonFiniteOutput(f"log-probability of the sampled action is {log_prob[~np.isfinite(log_prob)][0]} "
+                                  f"(policy version {self.version})")
+        return a, log_prob

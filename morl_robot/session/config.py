@@ -15,6 +15,10 @@ from morl_robot.configuration import fail, load_config
 from morl_robot.resources import config_path
 
 SESSIONS = ("train", "deploy", "safety_test")
+#: How a training session acts: ``per-step`` (robot_node + safety_monitor + policy_server per actor:
+#: hardware, deployment, sim-to-sim checks) or ``vectorized`` (vector_actor processes, B simulated
+#: environments each: simulated training).
+ACTORS_KINDS = ("per-step", "vectorized")
 
 #: The parameters each node declares (a test checks these against the nodes themselves), so a
 #: typo in a session YAML's node section is an error naming the allowed keys, not silently ignored.
@@ -30,6 +34,8 @@ NODE_PARAMETERS: dict[str, tuple[str, ...]] = {
     "learner_node": ("autostart", "task", "task_config", "config", "out_dir", "seed", "total_steps",
                      "snapshot_every", "update_budget", "update_period",
                      "observation_normalization"),
+    "vector_actor": ("autostart", "task", "task_config", "envs", "actor_id", "seed", "chunk_size", "safety",
+                     "policy", "back_pressure", "diagnostics_period"),
 }
 #: Largest step count any counter takes (a ROS integer parameter is 64-bit; floats are exact to 2^53).
 MAX_STEPS = 2**53
@@ -64,6 +70,8 @@ class SessionConfig:
     safety_monitor: dict[str, Any] = field(default_factory=dict)
     policy_server: dict[str, Any] = field(default_factory=dict)
     learner_node: dict[str, Any] = field(default_factory=dict)
+    actors_kind: Literal["per-step", "vectorized"] = "per-step"  # training: ACTORS_KINDS
+    vector_actor: dict[str, Any] = field(default_factory=dict)
 
     def validate(self) -> None:
         if self.actors < 1:
@@ -88,6 +96,12 @@ class SessionConfig:
                 if name not in allowed:
                     fail("", f"{node}.{name}", f"{node} has no parameter '{name}'; allowed: {', '.join(allowed)}")
         check_learner_node_parameters(self.learner_node)
+        if self.actors_kind == "vectorized" and self.backend != "sim":
+            fail("", "actors_kind", f"vectorized actors step simulated environments: needs backend sim "
+                 f"(backend is '{self.backend}')")
+        envs = self.vector_actor.get("envs", 1)
+        if isinstance(envs, bool) or not isinstance(envs, int) or envs < 1:
+            fail("", "vector_actor.envs", f"must be a whole number >= 1, got {envs!r}")
         if "preference" in self.policy_server:
             self.policy_server["preference"] = preference_values(self.policy_server["preference"],
                                                                  "", "policy_server.preference")

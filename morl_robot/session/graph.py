@@ -4,8 +4,10 @@ One function per session kind, used by the CLI (as processes) and by the launch 
 ``launch_ros.actions.Node``), so both start exactly the same graph:
 
 * **train** — in ``/<ns>``: ``learner_node``; per actor i in ``/<ns>/actor<i>``: ``robot_node``,
-  ``safety_monitor`` and ``policy_server`` (mode train, ``actor_id`` i), with ``policy_snapshot``,
-  ``experience`` and ``experience_allowance`` remapped to the learner's ``/<ns>/…`` topics.
+  ``safety_monitor`` and ``policy_server`` (mode train, ``actor_id`` i) (``actors_kind: per-step``)
+  or one ``vector_actor`` (``actors_kind: vectorized``: B simulated environments, their experience
+  actor ids ``i·B + b``), with ``policy_snapshot``, ``experience`` and ``experience_allowance``
+  remapped to the learner's ``/<ns>/…`` topics.
 * **deploy** — in ``/<ns>``: ``robot_node``, ``safety_monitor``, ``policy_server`` (mode deploy).
 * **safety_test** — per phase (control mode) in ``/<ns>/<mode>``: ``robot_node`` (bare robot) and
   ``safety_monitor``; later phases start unconfigured.
@@ -69,6 +71,12 @@ def train_nodes(cfg: SessionConfig, out_dir: str | os.PathLike[str], session_ind
         actor_ns = f"{ns}/actor{i}"
         remap = {"policy_snapshot": f"{ns}/policy_snapshot", "experience": f"{ns}/experience",
                  "experience_allowance": f"{ns}/experience_allowance"}
+        if cfg.actors_kind == "vectorized":
+            params = {"task": cfg.task, **cfg.vector_actor, "actor_id": i, "seed": base + 1000 * (i + 1)}
+            if cfg.learner_node.get("task_config"):
+                params.setdefault("task_config", cfg.learner_node["task_config"])
+            nodes.append(NodeSpec("vector_actor", "vector_actor", actor_ns, params, remap))
+            continue
         nodes += [
             NodeSpec("robot_node", "robot_node", actor_ns, _robot_params(cfg, base + 1000 * (i + 1))),
             NodeSpec("safety_monitor", "safety_monitor", actor_ns, _safety_params(cfg, robot)),

@@ -45,6 +45,9 @@ ARGUMENT_TEXT = {
     "task": ("", "task name (morl-robot tasks)"),
     "backend": ("", "sim | hardware"),
     "actors": ("", "number of actor pipelines (robot + safety monitor + policy server), >= 1"),
+    "actors_kind": ("", ("per-step (robot + safety monitor + policy server per actor) | vectorized (one "
+                         "vector_actor process per actor, simulated environments)")),
+    "envs": ("", "actors_kind:=vectorized: simulated environments per actor, >= 1"),
     "steps": ("", "environment steps in total; the launch ends when the learner reaches them (0 = until stopped)"),
     "seed": ("", "random seed of the session"),
     "namespace": ("", "ROS namespace of the session"),
@@ -59,7 +62,7 @@ ARGUMENT_TEXT = {
 }
 #: Which arguments each launch file declares.
 ARGUMENTS = {
-    "train": ("session", "task", "backend", "actors", "steps", "seed", "namespace", "learner_config", "out",
+    "train": ("session", "task", "backend", "actors", "actors_kind", "envs", "steps", "seed", "namespace", "learner_config", "out",
               "use_sim_time"),
     "deploy": ("session", "policy", "robot", "backend", "seed", "namespace", "release", "use_sim_time",
                "preference"),
@@ -106,6 +109,10 @@ def session_overrides(kind: str, args: dict[str, str]) -> dict[str, Any]:
     overrides: dict[str, Any] = {key: args.get(key) or None for key in ("robot", "task", "backend", "namespace")}
     if args.get("actors"):
         overrides["actors"] = whole_number("actors", args["actors"], 1)
+    if args.get("actors_kind"):
+        overrides["actors_kind"] = args["actors_kind"]  # checked with the session YAML (allowed values)
+    if args.get("envs"):
+        overrides["vector_actor"] = {"envs": whole_number("envs", args["envs"], 1)}
     if args.get("steps"):
         overrides["total_steps"] = whole_number("steps", args["steps"], 0)
     if args.get("seed"):

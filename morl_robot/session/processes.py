@@ -20,7 +20,7 @@ from typing import Any, Self
 import yaml
 
 #: Executables (console scripts in setup.py, modules in morl_robot.nodes).
-EXECUTABLES = ("robot_node", "learner_node", "policy_server", "safety_monitor", "driver_emulator")
+EXECUTABLES = ("robot_node", "learner_node", "policy_server", "safety_monitor", "driver_emulator", "vector_actor")
 
 
 def pick_domain_id() -> int:

@@ -53,13 +53,15 @@ def test_every_node_declares_exactly_the_parameters_the_session_schema_allows():
     from morl_robot.nodes.policy_server import PolicyServer
     from morl_robot.nodes.robot_node import RobotNode
     from morl_robot.nodes.safety_monitor import SafetyMonitorNode
+    from morl_robot.nodes.vector_actor import VectorActorNode
     from morl_robot.session.config import NODE_PARAMETERS
 
     context = rclpy.Context()
     rclpy.init(context=context, domain_id=0)
     try:
         for name, cls in (("robot_node", RobotNode), ("safety_monitor", SafetyMonitorNode),
-                          ("policy_server", PolicyServer), ("learner_node", LearnerNode)):
+                          ("policy_server", PolicyServer), ("learner_node", LearnerNode),
+                          ("vector_actor", VectorActorNode)):
             node = cls(context=context)
             try:
                 declared = {p for p in node._parameters  # minus the ones rclpy declares on every node

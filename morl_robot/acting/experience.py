@@ -1,0 +1,196 @@
+"""Experience as actors send it to the learner: the table format, the writer, the allowance.
+
+An experience chunk is a table of R consecutive transitions of one actor (one simulated
+environment of a vectorized actor is one actor id), columns (:func:`experience_columns`)::
+
+    actor, policy_version, episode, step, obs/<o>…, action/<a>…, log_prob, reward/<k>…,
+    next_obs/<o>…, terminated, truncated
+
+``step`` is the step the action was taken at (0 = the episode's first observation), ``action``
+the normalised action in [-1, 1] and ``log_prob`` its behaviour log-probability log μ(a|s), which
+Retrace's importance weights need (Munos et al. 2016).  On the wire the table is a labelled
+``Float64MultiArray`` (``nodes/wire.py``: :func:`labelled_table` / :func:`read_table`); the learner
+decodes it with :func:`split_experience` and inserts it (``learning/ingest.py``), cutting the
+sequence at a chunk's end (a bootstrapped break: ``truncated``, not ``terminated``).
+
+:class:`ExperienceWriter` completes a transition when the step after the acted one arrives (its
+reward, next observation and end flags) and emits a chunk every ``chunk_size`` rows and at every
+episode end.  :class:`Allowance` is the actor's side of the learner's samples-per-insert limit
+(``experience_allowance``): an actor waits once what it sent reaches what the learner accepts.
+"""
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from morl_robot.errors import WireError
+
+#: Leading columns of an experience chunk; then ``obs/<label>``…, ``action/<label>``…,
+#: ``log_prob``, ``reward/<objective>``…, ``next_obs/<label>``…, ``terminated``, ``truncated``.
+EXPERIENCE_COLUMNS = ("actor", "policy_version", "episode", "step")
+
+
+def experience_columns(observation_labels: Sequence[str], action_labels: Sequence[str],
+                       objectives: Sequence[str]) -> tuple[str, ...]:
+    return (
+        EXPERIENCE_COLUMNS
+        + tuple(f"obs/{o}" for o in observation_labels)
+        + tuple(f"action/{a}" for a in action_labels)
+        + ("log_prob",)
+        + tuple(f"reward/{o}" for o in objectives)
+        + tuple(f"next_obs/{o}" for o in observation_labels)
+        + ("terminated", "truncated")
+    )
+
+
+@dataclass(frozen=True)
+class ExperienceChunk:
+    """A decoded experience chunk: R consecutive transitions of one actor."""
+
+    actor: int
+    policy_version: np.ndarray  # (R,)
+    episode: np.ndarray  # (R,)
+    step: np.ndarray  # (R,)
+    obs: np.ndarray  # (R, O)
+    action: np.ndarray  # (R, D) normalised to [-1, 1]
+    log_prob: np.ndarray  # (R,) behaviour log-probability log μ(a|s)
+    reward: np.ndarray  # (R, K)
+    next_obs: np.ndarray  # (R, O)
+    terminated: np.ndarray  # (R,) bool
+    truncated: np.ndarray  # (R,) bool
+    objectives: tuple[str, ...]
+
+
+def split_experience(table: np.ndarray, columns: Sequence[str]) -> ExperienceChunk:
+    """Decode an experience table (see :func:`experience_columns`)."""
+    cols = list(columns)
+    if tuple(cols[:4]) != EXPERIENCE_COLUMNS:
+        raise WireError(f"experience must start with columns {EXPERIENCE_COLUMNS}, got {tuple(cols[:4])}")
+
+    def block(prefix: str) -> list[int]:
+        return [i for i, c in enumerate(cols) if c.startswith(prefix)]
+
+    try:
+        lp, te, tr = cols.index("log_prob"), cols.index("terminated"), cols.index("truncated")
+    except ValueError as exc:
+        raise WireError(f"experience chunk lacks a column: {exc}") from None
+    o, a, r, n = block("obs/"), block("action/"), block("reward/"), block("next_obs/")
+    if len(o) != len(n) or not o or not r:
+        raise WireError(f"experience chunk has {len(o)} obs, {len(n)} next_obs and {len(r)} reward columns")
+    if not table.size:
+        raise WireError("empty experience chunk")
+    actors = np.unique(table[:, 0])
+    if actors.size != 1:
+        raise WireError(f"one chunk must come from one actor, got actors {actors.tolist()}")
+    return ExperienceChunk(
+        actor=int(actors[0]), policy_version=table[:, 1], episode=table[:, 2], step=table[:, 3],
+        obs=table[:, o], action=table[:, a], log_prob=table[:, lp], reward=table[:, r], next_obs=table[:, n],
+        terminated=table[:, te] > 0.5, truncated=table[:, tr] > 0.5,
+        objectives=tuple(cols[i][len("reward/"):] for i in r),
+    )
+
+
+@dataclass
+class Pending:
+    """The half of a transition known after acting: (s, a, log μ(a|s)) at (episode, step)."""
+
+    obs: np.ndarray  # (O,)
+    action: np.ndarray  # (D,) normalised
+    log_prob: float
+    version: int
+    episode: int
+    step: int
+    features: np.ndarray  # (K,) preference features of an ε-conditioned actor, else (0,)
+
+
+#: ``emit(table (R, C), columns)``: send one chunk.
+Emit = Callable[[np.ndarray, tuple[str, ...]], None]
+
+
+@dataclass
+class ExperienceWriter:
+    """Transitions of one actor id, completed step by step and emitted in chunks.
+
+    Call :meth:`acted` after choosing an action on a step and :meth:`observe` with the step that
+    follows; a step that does not follow the acted one (another episode, a skipped step) drops the
+    pending transition (counted).  Rows go out through ``emit`` every ``chunk_size`` rows and at
+    every episode end (:meth:`flush`).
+    """
+
+    actor_id: int
+    chunk_size: int
+    emit: Emit
+    columns: tuple[str, ...] = ()
+    pending: Pending | None = None
+    rows: list[np.ndarray] = field(default_factory=list)
+    transitions: int = 0
+    dropped_transitions: int = 0
+    chunks: int = 0
+    sent: int = 0  # rows emitted
+
+    def __post_init__(self) -> None:
+        if self.chunk_size < 1:
+            raise ValueError(f"chunk_size must be >= 1, got {self.chunk_size}")
+
+    def set_columns(self, columns: tuple[str, ...]) -> None:
+        """The table columns from now on (a new policy contract); the rows so far keep theirs."""
+        if columns != self.columns:
+            self.flush()
+            self.columns = columns
+
+    def acted(self, pending: Pending) -> None:
+        self.pending = pending
+
+    def observe(self, episode: int, step: int, reward: np.ndarray, next_obs: np.ndarray, terminated: bool,
+                truncated: bool) -> bool:
+        """Close the pending transition with this step's reward and observation (if it follows it);
+        returns whether a row was added.  An episode end flushes."""
+        p, self.pending = self.pending, None
+        added = False
+        if p is not None and step != 0 and (episode, step) == (p.episode, p.step + 1) and self.columns:
+            row = np.concatenate([[float(self.actor_id), p.version, p.episode, p.step], p.obs, p.features,
+                                  p.action, [p.log_prob], reward, next_obs, p.features,
+                                  [float(terminated), float(truncated)]])
+            if row.size == len(self.columns):
+                self.rows.append(row)
+                self.transitions += 1
+                added = True
+        if p is not None and not added:
+            self.dropped_transitions += 1
+        if len(self.rows) >= self.chunk_size or terminated or truncated:
+            self.flush()
+        return added
+
+    def flush(self) -> None:
+        """Emit the rows held (one chunk), if any."""
+        if self.rows:
+            self.emit(np.stack(self.rows), self.columns)
+            self.chunks += 1
+            self.sent += len(self.rows)
+        self.rows = []
+
+
+class Allowance:
+    """The learner's ``experience_allowance`` (transitions it received, and accepted before acting
+    must wait for learning) as one actor sees it.  Without an allowance yet (no learner heard
+    from) acting is free."""
+
+    def __init__(self, slack: int) -> None:
+        self.slack = int(slack)  # rows an actor may run ahead (a chunk it holds)
+        self.value: tuple[float, float] | None = None
+        self._sent_at_update = 0
+
+    def update(self, received: float, allowed: float, sent: int) -> None:
+        """A new allowance; ``sent`` = the rows this actor had emitted so far."""
+        self.value = (float(received), float(allowed))
+        self._sent_at_update = int(sent)
+
+    def must_wait(self, sent: int, held: int) -> bool:
+        """Whether the learner's count, plus what this actor emitted since (``sent`` rows in all)
+        and still holds (``held``), reaches the allowed count (+ ``slack``)."""
+        if self.value is None:
+            return False
+        received, allowed = self.value
+        return received + (sent - self._sent_at_update) + held >= allowed + self.slack

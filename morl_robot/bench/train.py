@@ -1,0 +1,134 @@
+"""``morl-robot bench train``: env steps/s and learner updates/s of a simulated training session,
+per-step graph versus vectorized actors, measured in one run.
+
+Three sessions of :func:`morl_robot.session.graph.train_nodes` (the graph ``morl-robot train``
+starts), each measured on the learner's own ``/diagnostics`` counters (``env_steps`` it received,
+``updates`` it made) over ``--duration`` s after a warm-up:
+
+* **(a) per-step** — one actor pipeline: ``robot_node`` (lockstep) → ``policy_server`` →
+  ``safety_monitor`` → ``robot_node``, three processes and three DDS hops per step;
+* **(b) vectorized, 1 actor** — one ``vector_actor`` stepping ``--envs`` (8) environments with one
+  batched policy forward per step, the safety rules inside its loop;
+* **(c) vectorized, 2 actors** — two such processes feeding the one learner.
+
+The learner is the session's (``mo_mpo_cpu_small``) with a low samples-per-insert ratio
+(``--samples-per-insert``, default 0.1) and a small ``min_size_to_sample``, so that the actors are
+measured rather than the learner's back-pressure (with the session's ratio of 16 every variant
+would act exactly as fast as the learner learns); all processes share this machine's cores.  The
+last line is ``vectorized/per-step ratio: X`` ((b) over (a); goal ≥ 3).
+"""
+from __future__ import annotations
+
+import argparse
+import statistics
+import tempfile
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+TASK = "sawyer_peg_in_hole"
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--task", default=TASK)
+    parser.add_argument("--duration", type=float, default=15.0, help="seconds measured per session")
+    parser.add_argument("--warmup", type=int, default=600,
+                        help="env steps the learner must have received before measuring")
+    parser.add_argument("--repeats", type=int, default=1, help="sessions per variant (medians are printed)")
+    parser.add_argument("--envs", type=int, default=8, help="environments per vectorized actor (B)")
+    parser.add_argument("--learner-config", default="mo_mpo_cpu_small", help="learner YAML or name under config/learner/")
+    parser.add_argument("--samples-per-insert", type=float, default=0.1,
+                        help="the learner's samples-per-insert ratio in the bench (low: actors are not held back)")
+    parser.add_argument("--min-size-to-sample", type=int, default=256)
+
+
+def bench_learner_config(name: str, samples_per_insert: float, min_size: int, path: Path) -> Path:
+    """The learner YAML ``name`` with the bench's replay ratio, no evaluation, checkpoints or TensorBoard."""
+    from morl_robot.learning.config import resolve_learner_config
+
+    data = yaml.safe_load(Path(resolve_learner_config(name)).read_text())
+    data.setdefault("replay", {}).update(samples_per_insert=float(samples_per_insert), min_size_to_sample=int(min_size))
+    data.setdefault("training", {}).update(eval_every=0, checkpoint_every=0, tensorboard=False)
+    path.write_text(yaml.safe_dump(data, sort_keys=False))
+    return path
+
+
+def session_rates(task: str, kind: str, actors: int, envs: int, learner_config: Path, duration: float,
+                  warmup: int, work: Path) -> tuple[float, float]:
+    """(env steps/s, updates/s) of one training session, from the learner's diagnostics."""
+    from diagnostic_msgs.msg import DiagnosticArray
+
+    from morl_robot.nodes import wire
+    from morl_robot.session.config import load_session_config
+    from morl_robot.session.graph import train_nodes
+    from morl_robot.session.runner import SessionRunner
+
+    cfg = load_session_config("train", {
+        "task": task, "actors": actors, "actors_kind": kind, "namespace": "bench", "total_steps": 0,
+        "vector_actor": {"envs": envs},
+        "learner_node": {"config": str(learner_config), "checkpoint_every": 0, "snapshot_every": 200}})
+    out = work / "run"
+    specs = train_nodes(cfg, out)
+    runner = SessionRunner(specs, work / "logs")
+    samples: list[tuple[float, float, float]] = []  # (received at, env_steps, updates)
+    lock = threading.Lock()
+
+    def on_diag(msg: Any) -> None:
+        for s in msg.status:
+            if "learner" in s.name:
+                values = {kv.key: kv.value for kv in s.values}
+                with lock:
+                    samples.append((time.monotonic(), float(values.get("env_steps", 0) or 0),
+                                    float(values.get("updates", 0) or 0)))
+
+    try:
+        runner.start()
+        runner.probe.subscribe("/diagnostics", DiagnosticArray, wire.EVENT_QOS, callback=on_diag)
+        monitors = sorted({s.namespace for s in specs if s.executable == "safety_monitor"})
+        if monitors:
+            runner.release_safety(monitors)
+        runner.probe.wait_for(lambda: bool(samples) and samples[-1][1] >= warmup, 300,
+                              f"the learner to receive {warmup} env steps")
+        runner.check_alive()
+        with lock:
+            start = len(samples) - 1
+        time.sleep(duration)
+        runner.probe.wait_for(lambda: len(samples) > start + 1, 30, "learner diagnostics")
+        runner.check_alive()
+        with lock:
+            (t0, e0, u0), (t1, e1, u1) = samples[start], samples[-1]
+        dt = max(t1 - t0, 1e-9)
+        return (e1 - e0) / dt, (u1 - u0) / dt
+    finally:
+        runner.stop()
+
+
+def run(args: argparse.Namespace) -> int:
+    from morl_robot.errors import UsageError
+
+    if args.envs < 1 or args.repeats < 1 or not args.duration > 0:
+        raise UsageError("--envs and --repeats must be >= 1 and --duration > 0")
+    work = Path(tempfile.mkdtemp(prefix="bench_train_"))
+    learner = bench_learner_config(args.learner_config, args.samples_per_insert, args.min_size_to_sample,
+                                   work / "learner.yaml")
+    print(f"bench train: task {args.task}, learner {args.learner_config} (samples per insert "
+          f"{args.samples_per_insert:g}, min size {args.min_size_to_sample}), {args.duration:g} s per session after "
+          f"{args.warmup} env steps, {args.repeats} repeat(s); logs in {work}")
+    variants = [("(a) per-step graph, 1 actor", "per-step", 1),
+                (f"(b) vectorized, 1 actor x {args.envs} envs", "vectorized", 1),
+                (f"(c) vectorized, 2 actors x {args.envs} envs", "vectorized", 2)]
+    medians: list[float] = []
+    for i, (label, kind, actors) in enumerate(variants):
+        rates = [session_rates(args.task, kind, actors, args.envs, learner, args.duration, args.warmup,
+                               work / f"{i}_{r}") for r in range(args.repeats)]
+        steps = statistics.median(r[0] for r in rates)
+        updates = statistics.median(r[1] for r in rates)
+        medians.append(steps)
+        print(f"  {label:36s} env steps/s {steps:8.1f}   learner updates/s {updates:7.2f}   "
+              f"{[round(r[0]) for r in rates]}", flush=True)
+    print(f"vectorized/per-step ratio: {medians[1] / medians[0]:.2f}" if medians[0] > 0 else
+          "vectorized/per-step ratio: inf (the per-step graph took no steps)")
+    return 0

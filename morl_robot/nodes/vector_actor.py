@@ -1,0 +1,206 @@
+"""``vector_actor``: a vectorized simulated actor on the ROS graph (training only).
+
+A thin shell around :class:`~morl_robot.acting.vector.VectorActor` (B MuJoCo task environments,
+one batched policy forward per step, every command through the robot's safety rules before the
+simulated robot executes it).  Its loop runs on its own thread while the node is active; the
+executor thread handles the topics:
+
+* ``experience`` (``wire.EXPERIENCE_QOS``) — chunks in the format ``policy_server`` sends
+  (:func:`morl_robot.acting.experience.experience_columns`); environment b's actor id is
+  ``actor_id·envs + b``;
+* ``policy_snapshot`` (latched) — learner snapshots, opened on a worker thread and installed
+  between steps if valid (:mod:`morl_robot.acting.policy`); otherwise rejected with the reason;
+* ``experience_allowance`` (latched) — the learner's back-pressure: the loop waits while this
+  actor's transitions reach the allowance (``back_pressure``);
+* ``safety/violations`` — each violation of the in-loop safety rules as it begins (the
+  ``safety_monitor``'s event layout: name = rule; values rule, level, env);
+* ``/diagnostics`` — env steps, holds, safety stops, episodes, chunks, waits, policy version.
+
+Parameters: ``task``, ``task_config``, ``envs`` (8), ``actor_id``, ``seed`` (environment b's
+episode e resets with ``seed + b·10000 + e``), ``chunk_size`` (64), ``safety`` (robot name or safety
+YAML; default the task's robot, the file the monitor node reads), ``policy`` (optional first ONNX
+model; otherwise the first ``policy_snapshot``), ``back_pressure`` (true), ``diagnostics_period``.
+"""
+from __future__ import annotations
+
+import os
+import sys
+import threading
+import time
+from typing import Any
+
+from diagnostic_msgs.msg import DiagnosticStatus, KeyValue
+from std_msgs.msg import Float64MultiArray, UInt8MultiArray
+
+from morl_robot.acting.policy import ModelLoader, is_serving
+from morl_robot.acting.vector import VectorActor, VectorActorConfig
+from morl_robot.nodes import wire
+from morl_robot.nodes.base import DiagnosticsPublisher, ManagedNode, run_node
+from morl_robot.serving.runtime import OnnxPolicy
+
+#: s the loop sleeps while it has no model or the learner's allowance is used up.
+IDLE_PERIOD = 0.005
+
+
+class VectorActorNode(ManagedNode):
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__("vector_actor", **kwargs)
+        for name, default in (("task", ""), ("task_config", ""), ("envs", 8), ("actor_id", 0), ("seed", 0),
+                              ("chunk_size", 64), ("safety", ""), ("policy", ""), ("back_pressure", True),
+                              ("diagnostics_period", 1.0)):
+            self.declare_parameter(name, default)
+        self.core: VectorActor | None = None
+        self._loader = ModelLoader(lambda: self.core.policy if self.core is not None else None)
+        self._lock = threading.Lock()  # the core: loop thread vs executor (allowance, diagnostics)
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._entities: list[tuple[str, Any]] = []
+        self._diagnostics: DiagnosticsPublisher | None = None
+        self._counters = {"reloads": 0, "rejected_models": 0, "back_pressure_waits": 0, "chunks": 0}
+        self._last_error = ""
+
+    def _param(self, name: str) -> Any:
+        return self.get_parameter(name).value
+
+    def configure(self) -> None:
+        cfg = VectorActorConfig(task=str(self._param("task")), envs=int(self._param("envs")),
+                                actor_index=int(self._param("actor_id")), seed=int(self._param("seed")),
+                                chunk_size=int(self._param("chunk_size")), safety=str(self._param("safety")),
+                                task_config=str(self._param("task_config")))
+        pub = self.create_publisher(Float64MultiArray, "experience", wire.EXPERIENCE_QOS)
+        self._pub_events = self.create_publisher(DiagnosticStatus, "safety/violations", wire.EVENT_QOS)
+        self.core = VectorActor(cfg, lambda table, columns: self._emit(pub, table, columns))
+        if self._param("policy"):
+            self._install(OnnxPolicy.from_file(str(self._param("policy"))), f"file {self._param('policy')}")
+        self._entities = [
+            ("publisher", pub), ("publisher", self._pub_events),
+            ("subscription", self.create_subscription(UInt8MultiArray, "policy_snapshot", self._on_snapshot,
+                                                      wire.LATCHED_QOS)),
+            ("subscription", self.create_subscription(Float64MultiArray, "experience_allowance", self._on_allowance,
+                                                      wire.LATCHED_QOS)),
+        ]
+        self._diagnostics = DiagnosticsPublisher(self, f"{self.get_name()}: vector actor", self._status,
+                                                 period=float(self._param("diagnostics_period")))
+        self.get_logger().info(f"{cfg.envs} {cfg.task} environments, actor ids {cfg.actor_index * cfg.envs}.."
+                               f"{cfg.actor_index * cfg.envs + cfg.envs - 1}")
+
+    def activate(self) -> None:
+        self._stop.clear()
+        self._thread = threading.Thread(target=self._loop, name="vector_actor_loop", daemon=True)
+        self._thread.start()
+
+    def deactivate(self) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(timeout=10.0)
+            self._thread = None
+        if self.core is not None:
+            with self._lock:
+                self.core.flush()
+
+    def cleanup(self) -> None:
+        for kind, entity in self._entities:
+            getattr(self, f"destroy_{kind}")(entity)
+        self._entities = []
+        if self._diagnostics is not None:
+            self._diagnostics.destroy()
+            self._diagnostics = None
+        if self.core is not None:
+            self.core.close()
+            self.core = None
+
+    def close(self) -> None:
+        if self._thread is not None:
+            self.deactivate()
+        self.cleanup()
+
+    # --- loop --------------------------------------------------------------------------------
+    def _loop(self) -> None:
+        try:
+            self._run_loop()
+        except Exception as exc:  # noqa: BLE001 - a dead loop thread in a live process would look like a slow actor
+            print(f"[FATAL] [{self.get_name()}]: actor loop failed: {type(exc).__name__}: {exc}", file=sys.stderr,
+                  flush=True)
+            os._exit(70)
+
+    def _run_loop(self) -> None:
+        core, waiting = self.core, False
+        assert core is not None
+        back_pressure = bool(self._param("back_pressure"))
+        while not self._stop.is_set():
+            for loaded in (self._loader.take() if self._loader.ready() else ()):
+                if loaded.policy is None:
+                    self._reject(loaded.source, loaded.error)
+                else:
+                    with self._lock:
+                        self._install(loaded.policy, loaded.source)
+            with self._lock:
+                idle = core.policy is None or (back_pressure and core.must_wait())
+                if idle and core.policy is not None and not waiting:
+                    self._counters["back_pressure_waits"] += 1
+                waiting = idle
+                if not idle:
+                    core.step()
+                    self._publish_violations(core)
+            if idle:
+                time.sleep(IDLE_PERIOD)
+
+    def _emit(self, pub: Any, table: Any, columns: tuple[str, ...]) -> None:
+        pub.publish(wire.labelled_table(table, columns))
+        self._counters["chunks"] += 1
+
+    def _publish_violations(self, core: VectorActor) -> None:
+        for i, shield in enumerate(core.shields):
+            while shield.recent:
+                v = shield.recent.popleft()
+                self._pub_events.publish(DiagnosticStatus(name=v.rule, message=v.describe(), values=[
+                    KeyValue(key="rule", value=v.rule), KeyValue(key="level", value=v.level),
+                    KeyValue(key="key", value=v.key), KeyValue(key="env", value=str(i))]))
+
+    # --- models and back-pressure ------------------------------------------------------------
+    def _on_snapshot(self, msg: UInt8MultiArray) -> None:
+        data = bytes(msg.data)
+        if not is_serving(self.core.policy if self.core is not None else None, data):
+            label = msg.layout.dim[0].label if msg.layout.dim else ""
+            self._loader.request(data, f"policy_snapshot ({label or 'no version label'})")
+
+    def _install(self, candidate: OnnxPolicy, source: str) -> None:
+        assert self.core is not None
+        old = self.core.policy.version if self.core.policy is not None else None
+        why = self.core.install(candidate)
+        if why:
+            self._reject(source, why)
+            return
+        self._counters["reloads"] += 1
+        self.get_logger().info(f"policy version {candidate.version} from {source} now acting (was {old})")
+
+    def _reject(self, source: str, why: str) -> None:
+        self._counters["rejected_models"] += 1
+        self._last_error = f"rejected model from {source}: {why}"
+        self.get_logger().error(self._last_error)
+
+    def _on_allowance(self, msg: Float64MultiArray) -> None:
+        values, labels = wire.read_labelled(msg)
+        if labels == wire.ALLOWANCE_LABELS and self.core is not None:
+            with self._lock:
+                self.core.allowance.update(values[0], values[1], self.core.sent)
+
+    def _status(self) -> tuple[str, str, dict[str, Any]]:
+        core = self.core
+        if core is None:
+            return "warn", "not configured", {}
+        values: dict[str, Any] = {**core.counters, **self._counters, "envs": len(core.runners),
+                                  "transitions": core.sent,
+                                  "policy_version": core.policy.version if core.policy is not None else -1,
+                                  "last_error": self._last_error}
+        if core.policy is None:
+            return "warn", "no policy yet (waiting for policy_snapshot)", values
+        return "ok", f"acting with policy version {core.policy.version} in {len(core.runners)} environments", values
+
+
+def main(args: list[str] | None = None) -> int:
+    return run_node(lambda: VectorActorNode(), args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

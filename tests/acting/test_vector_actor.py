@@ -1,0 +1,143 @@
+"""The vectorized simulated actor's core (no ROS): B environments reset and step independently,
+with per-environment seeds and episode boundaries in the experience it writes, and every command
+through the robot's safety rules (a hard-rule violation is held within the same step)."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import yaml
+
+from morl_robot.acting.experience import split_experience
+from morl_robot.acting.vector import ENV_SEED_STRIDE, VectorActor, VectorActorConfig
+from morl_robot.envs.mo_env import MORobotEnv
+from morl_robot.errors import ConfigError
+from morl_robot.resources import config_path
+from morl_robot.serving.runtime import OnnxPolicy
+
+TASK = "sawyer_peg_in_hole"
+
+
+@pytest.fixture(scope="module")
+def policy_file(tmp_path_factory):
+    from morl_robot.bench.graph import _export_policy
+
+    path = tmp_path_factory.mktemp("policy") / "policy.onnx"
+    _export_policy(TASK, path)
+    return path
+
+
+@pytest.fixture(scope="module")
+def short_task(tmp_path_factory):
+    """The peg task with 0.5 s episodes (10 steps at 20 Hz): several episodes per environment."""
+    data = yaml.safe_load(config_path(f"tasks/{TASK}.yaml").read_text())
+    data["episode_duration"] = 0.5
+    path = tmp_path_factory.mktemp("task") / "short.yaml"
+    path.write_text(yaml.safe_dump(data))
+    return path
+
+
+def run(actor: VectorActor, steps: int) -> None:
+    for _ in range(steps):
+        actor.step()
+    actor.flush()
+
+
+def test_environments_reset_and_step_independently_with_their_seeds_in_the_experience(policy_file, short_task):
+    chunks = []
+    cfg = VectorActorConfig(TASK, envs=3, actor_index=2, seed=7, chunk_size=8, task_config=str(short_task))
+    actor = VectorActor(cfg, lambda table, columns: chunks.append(split_experience(table, columns)))
+    assert actor.install(OnnxPolicy.from_file(policy_file)) == ""
+    run(actor, 35)
+    by_actor: dict[int, list] = {}
+    for c in chunks:
+        by_actor.setdefault(c.actor, []).append(c)
+    assert sorted(by_actor) == [6, 7, 8]  # actor ids actor_index·B + b
+    reference = MORobotEnv(TASK, config_file=short_task)
+    try:
+        first_obs = {}
+        for b, actor_id in enumerate(sorted(by_actor)):
+            rows = by_actor[actor_id]
+            episode = np.concatenate([c.episode for c in rows]).astype(int)
+            step = np.concatenate([c.step for c in rows]).astype(int)
+            obs = np.concatenate([c.obs for c in rows])
+            next_obs = np.concatenate([c.next_obs for c in rows])
+            done = np.concatenate([c.terminated | c.truncated for c in rows])
+            assert list(np.unique(episode)) == [1, 2, 3, 4], "35 steps of 10-step episodes: 3 done, a 4th begun"
+            for e in (1, 2, 3):  # each finished episode: steps 0..n-1 in order, the last one ends it
+                mine = np.flatnonzero(episode == e)
+                assert list(step[mine]) == list(range(len(mine)))
+                assert done[mine[-1]] and not done[mine[:-1]].any()
+                assert np.allclose(obs[mine[1:]], next_obs[mine[:-1]])  # consecutive transitions
+                # the episode started from the reset with its seed: seed + b·stride + e
+                seed = cfg.seed + b * ENV_SEED_STRIDE + e
+                assert actor.episode_seed(actor_id, e) == seed
+                o0, _ = reference.reset(seed=seed)
+                assert np.allclose(obs[mine[0]], o0), (actor_id, e)
+            first_obs[actor_id] = obs[0]
+        # independent environments: different seeds, different starts
+        assert not np.allclose(first_obs[6], first_obs[7]) and not np.allclose(first_obs[7], first_obs[8])
+    finally:
+        reference.close()
+        actor.close()
+
+
+def test_a_command_violating_a_hard_rule_is_held_in_the_same_step(policy_file, tmp_path):
+    # the wrist reading at rest holds the tool's weight (3.4 N): with a 1 N collision level that
+    # holds (instead of latching), every command violates the hard force rule
+    data = yaml.safe_load(config_path("safety/sawyer.yaml").read_text())
+    data["wrench"] = {"force_norm": {"contact": 0.5, "collision": 1.0, "unit": "N", "on_contact": "clamp",
+                                     "on_collision": "hold"}}
+    safety = tmp_path / "strict.yaml"
+    safety.write_text(yaml.safe_dump(data))
+    chunks = []
+    actor = VectorActor(VectorActorConfig(TASK, envs=2, safety=str(safety)), lambda t, c: chunks.append(t))
+    try:
+        assert actor.install(OnnxPolicy.from_file(policy_file)) == ""
+        start = [r.state.position.copy() for r in actor.records]
+        for _ in range(5):
+            actor.step()
+        assert actor.counters["held"] == 10
+        for rec, q0 in zip(actor.records, start):
+            # the peg task's hold command is a zero twist (a task step, as the robot node executes
+            # it): the arm stays where it was instead of following the policy
+            assert rec.step == 5
+            assert np.allclose(rec.state.velocity, 0.0, atol=0.05)
+            assert np.allclose(rec.state.position, q0, atol=0.02)
+        for shield in actor.shields:
+            assert shield.monitor is not None and shield.monitor.counters["held"] == 5
+            assert any(v.rule.startswith("wrench") for v in shield.recent)
+        actor.flush()
+        assert chunks == []  # a held command is no transition
+    finally:
+        actor.close()
+
+
+def test_the_safety_rules_clamp_what_the_policy_commands(policy_file):
+    actor = VectorActor(VectorActorConfig(TASK, envs=2), lambda t, c: None)
+    try:
+        actor.install(OnnxPolicy.from_file(policy_file))
+        for _ in range(10):
+            assert actor.step() == 2
+        assert sum(s.summary()["commands"] for s in actor.shields) == 20
+    finally:
+        actor.close()
+
+
+def test_bad_settings_and_incompatible_models_are_named(policy_file):
+    with pytest.raises(ConfigError, match="envs"):
+        VectorActor(VectorActorConfig(TASK, envs=0), lambda t, c: None)
+    from morl_robot.bench.graph import _export_policy
+
+    actor = VectorActor(VectorActorConfig(TASK, envs=1), lambda t, c: None)
+    try:
+        assert actor.install(OnnxPolicy.from_file(policy_file)) == ""
+        with pytest.raises(RuntimeError, match="no policy"):
+            VectorActor(VectorActorConfig(TASK, envs=1), lambda t, c: None).step()
+        import tempfile
+        from pathlib import Path
+
+        other = Path(tempfile.mkdtemp()) / "touch.onnx"
+        _export_policy("shadow_touch", other)
+        assert "differ" in actor.install(OnnxPolicy.from_file(other))
+    finally:
+        actor.close()
