@@ -69,7 +69,7 @@ def session_rates(task: str, kind: str, actors: int, envs: int, learner_config: 
     cfg = load_session_config("train", {
         "task": task, "actors": actors, "actors_kind": kind, "namespace": "bench", "total_steps": 0,
         "vector_actor": {"envs": envs},
-        "learner_node": {"config": str(learner_config), "checkpoint_every": 0, "snapshot_every": 200}})
+        "learner_node": {"config": str(learner_config), "snapshot_every": 200}})
     out = work / "run"
     specs = train_nodes(cfg, out)
     runner = SessionRunner(specs, work / "logs")
