@@ -109,6 +109,11 @@ def from_mapping(cls: type[T], data: Any, source: str = "", prefix: str = "") ->
             validate()
         except ConfigError as exc:
             msg = str(exc)
+            if prefix and msg.startswith("key '") and not msg.startswith(f"key '{prefix}"):
+                # a nested dataclass's validate() names its own keys: put them under its key path
+                msg = f"key '{prefix}.{msg[len('key '):].lstrip(chr(39))}"
+                if not source:
+                    raise ConfigError(msg) from None
             if source and not msg.startswith(source):
                 raise ConfigError(f"{source}: {msg}") from None
             raise
