@@ -72,6 +72,7 @@ from morl_robot.nodes.base import (
     run_node,
     steady_timer,
 )
+from morl_robot.session.config import LearnerNodeSettings
 
 #: the end-of-run Pareto plot shows the returns of this many newest finished episodes.
 RECENT_EPISODES = 200
@@ -89,18 +90,7 @@ def _to_numpy(obj: Any) -> Any:
 class LearnerNode(ManagedNode):
     def __init__(self, **kwargs: Any) -> None:
         super().__init__("learner_node", **kwargs)
-        p = self.declare_parameter
-        p("task", "")  # task name (config/tasks/<task>.yaml)
-        p("task_config", "")  # optional task YAML
-        p("config", "mo_mpo_cpu_small")  # learner YAML path or name under config/learner/
-        p("out_dir", "")  # run directory
-        p("seed", 0)
-        p("total_steps", 0)  # env steps, then final artefacts and exit; 0 = until stopped
-        p("snapshot_every", 50)  # learner updates between policy snapshots
-        p("checkpoint_every", 2000)  # env steps between checkpoints (0: only at shutdown)
-        p("update_budget", 0.05)  # s of learner updates per timer tick
-        p("update_period", 0.01)  # s between update ticks
-        p("observation_normalization", True)
+        self.declare_settings(LearnerNodeSettings)
         self.finished = False
         self._configured = False
         self._active = False
@@ -120,49 +110,38 @@ class LearnerNode(ManagedNode):
         self._draining = False  # total_steps reached: no more experience, finishing the owed updates
         self._incomplete_episodes = 0
 
-    def _param(self, name: str) -> Any:
-        return self.get_parameter(name).value
-
     # --- lifecycle -----------------------------------------------------------------------------
     def configure(self) -> None:
         from morl_robot.envs.mo_env import make_sim_robot
-        from morl_robot.learning.config import (
-            load_learner_config,
-            resolve_learner_config,
-        )
+        from morl_robot.learning.config import load_learner_config
         from morl_robot.learning.ingest import ExperienceIngest
         from morl_robot.learning.learner import MOMPOLearner
         from morl_robot.learning.metrics import MetricsLogger
         from morl_robot.learning.networks import ActionSpec
         from morl_robot.learning.normalization import RunningNormalizer
         from morl_robot.learning.replay import SampleToInsertRatio, SequenceReplay
+        from morl_robot.resources import resolve_config
         from morl_robot.serving.contract import contract_for_task
         from morl_robot.tasks.registry import load_task
 
         torch.set_num_threads(1)
-        task_name, out = self._param("task"), self._param("out_dir")
+        task_name, out = self.settings.task, self.settings.out_dir
         if not task_name:
             raise ConfigError("parameter task: a task name is needed (e.g. sawyer_peg_in_hole)")
         if not out:
             raise ConfigError("parameter out_dir: a run directory is needed (checkpoints, metrics, policy.onnx)")
-        for name, low in (("total_steps", 0), ("snapshot_every", 1), ("checkpoint_every", 0)):
-            if int(self._param(name)) < low:
-                raise ConfigError(f"parameter {name}: must be >= {low}, got {self._param(name)}")
-        for name in ("update_budget", "update_period"):
-            if not float(self._param(name)) > 0:
-                raise ConfigError(f"parameter {name}: must be > 0 s, got {self._param(name)}")
         self.out_dir = Path(out).expanduser().resolve()
         self.checkpoint_dir = self.out_dir / "checkpoints"
-        seed = int(self._param("seed"))
+        seed = self.settings.seed
         from morl_robot.learning.run_lock import RunLock
 
         self._run_lock = RunLock.acquire(self.out_dir, "learner_node", allow_parent=True)  # one writer per run
         if self._run_lock.stale:
             self.get_logger().warning(f"took over the stale lock of {self._run_lock.stale} on {self.out_dir}")
 
-        config_file = resolve_learner_config(str(self._param("config")))
+        config_file = resolve_config("learner", self.settings.config)
         config = load_learner_config(config_file)
-        task = load_task(task_name, self._param("task_config") or None)
+        task = load_task(task_name, self.settings.task_config or None)
         objectives = list(task.objective_names)
         if config.objective_names and list(config.objective_names) != objectives:
             raise ConfigError(f"{config_file}: key 'objective_names': {config.objective_names} differ from the "
@@ -181,7 +160,7 @@ class LearnerNode(ManagedNode):
         # ε-conditioned: the actors' experience carries the preference features after the observation
         self.replay = SequenceReplay(rcfg.capacity, self.learner.input_dim, act_dim, k, seed=seed + 3)
         self.limiter = SampleToInsertRatio(rcfg.samples_per_insert, rcfg.min_size_to_sample, rcfg.error_buffer)
-        self.normalizer = RunningNormalizer(obs_dim) if self._param("observation_normalization") else None
+        self.normalizer = RunningNormalizer(obs_dim) if self.settings.observation_normalization else None
         self.columns = wire.experience_columns(c.input_labels, c.action_labels, c.objective_names)
         self.ingest = ExperienceIngest(self.replay, self.columns, c.objective_names, self.normalizer)
         self.counters = {"env_steps": 0, "updates": 0, "episodes": 0, "policy_version": 0, "chunks": 0}
@@ -250,7 +229,7 @@ class LearnerNode(ManagedNode):
                 self.ingest.load_state_dict(payload["ingest"])
             torch.set_rng_state(payload["rng"]["torch"])
         except (KeyError, ValueError, RuntimeError) as exc:
-            raise CheckpointError(f"{path} does not fit this learner (config {self._param('config')}): {exc}") from None
+            raise CheckpointError(f"{path} does not fit this learner (config {self.settings.config}): {exc}") from None
         self.counters = {key: int(payload["counters"].get(key, 0)) for key in self.counters}
         self.contract = replace_contract(self.contract, run_id=saved.run_id or self.contract.run_id)
         replay_note = (f", replay of {len(self.replay)} transitions restored" if payload.get("replay") is not None
@@ -269,9 +248,9 @@ class LearnerNode(ManagedNode):
             self._keep_snapshot()  # the initial policy: the "before" of every learning curve
         self._sub = self.create_subscription(Float64MultiArray, "experience", self._on_experience,
                                              wire.EXPERIENCE_QOS)
-        self._loop_timers.append(steady_timer(self, float(self._param("update_period")), self._on_tick))
+        self._loop_timers.append(steady_timer(self, self.settings.update_period, self._on_tick))
         self._rate_mark = (time.monotonic(), self.counters["env_steps"], self.learner.num_updates)
-        total = int(self._param("total_steps"))
+        total = self.settings.total_steps
         if total and self.counters["env_steps"] >= total:  # a finished run started again
             self._draining = True
             self.get_logger().info(f"the run already has {self.counters['env_steps']} of total_steps={total} "
@@ -354,11 +333,11 @@ class LearnerNode(ManagedNode):
                 {f"return/{n}": float(v) for n, v in zip(names, rec.returns)},
                 "terminated" if rec.terminated else "truncated",
                 {"length": rec.length, "actor": rec.actor, "policy_version": rec.policy_version})
-        every = int(self._param("checkpoint_every"))
+        every = self.settings.checkpoint_every
         steps = self.counters["env_steps"]
         if every and steps // every > self._last_checkpoint_steps // every:
             self._checkpoint()
-        total = int(self._param("total_steps"))
+        total = self.settings.total_steps
         if total and steps >= total:
             self._draining = True
             self.get_logger().info(f"reached total_steps={total} ({steps} env steps): finishing the "
@@ -378,7 +357,7 @@ class LearnerNode(ManagedNode):
         """Tell the actors how many transitions the samples-per-insert ratio accepts now
         (``experience_allowance``); actors in lockstep wait past it, so acting keeps pace with
         learning instead of running ahead (Reverb's rate limiter blocks inserts the same way)."""
-        total = int(self._param("total_steps"))
+        total = self.settings.total_steps
         received = self.counters["env_steps"]  # the limiter counts only this process's inserts (resumes)
         allowed = received + self.limiter.max_inserts() - self.limiter.inserts  # may be < received
         if total:
@@ -402,7 +381,7 @@ class LearnerNode(ManagedNode):
         """Learner updates while the ratio allows, for at most ``update_budget`` seconds."""
         cfg = self.config
         obs_dim = len(self.contract.observation_labels)
-        deadline = time.monotonic() + float(self._param("update_budget"))
+        deadline = time.monotonic() + self.settings.update_budget
         while self.limiter.can_sample(cfg.batch_size) and time.monotonic() < deadline:
             batch = self.replay.sample(cfg.batch_size, cfg.sequence_length)
             self.limiter.sample(cfg.batch_size)
@@ -426,7 +405,7 @@ class LearnerNode(ManagedNode):
                 extra.update({f"actor/{a}/transitions": float(n["transitions"])
                               for a, n in self.ingest.actor_counts().items()})
                 self.logger.log_update(self.learner.num_updates, self.counters["env_steps"], {**stats, **extra})
-            if self.learner.num_updates - self._snapshot_updates >= int(self._param("snapshot_every")):
+            if self.learner.num_updates - self._snapshot_updates >= self.settings.snapshot_every:
                 self._publish_snapshot(bump=True)
 
     def _publish_snapshot(self, bump: bool, publish: bool = True) -> bytes | None:

@@ -99,12 +99,15 @@ class PolicyServerSettings(ManagedNodeSettings):
             fail("", "chunk_size", f"must be >= 1, got {self.chunk_size}")
         _positive(self, "observation_timeout")
         _positive(self, "diagnostics_period")
-        if self.rate < 0:
-            fail("", "rate", f"must be >= 0 Hz (0 = the policy's control rate), got {self.rate}")
+        if not 0 <= self.rate <= 1000:
+            fail("", "rate", f"must be 0 (the contract's control rate) or in (0, 1000] Hz, got {self.rate}")
         if not 0 <= self.realtime_priority <= 99:
             fail("", "realtime_priority", f"must be in 0..99, got {self.realtime_priority}")
         if not all(v > 0 for v in self.preference):
             fail("", "preference", f"must be positive numbers (ε per objective), got {self.preference}")
+        if self.mode == "train" and self.preference:
+            fail("", "preference", "mode train samples a preference per episode (log-uniform in the policy's "
+                 "ranges); leave it empty")
 
 
 @dataclass
@@ -147,13 +150,9 @@ class DriverEmulatorSettings:
     reorder_delay: float = 0.03  # s a reordered message is held
     seed: int = 0
 
-    def validate(self) -> None:
-        for name in ("rate", "latency", "jitter", "reorder_delay"):
-            if getattr(self, name) < 0:
-                fail("", name, f"must be >= 0, got {getattr(self, name)}")
-        for name in ("drop", "reorder"):
-            if not 0 <= getattr(self, name) <= 1:
-                fail("", name, f"must be a probability in [0, 1], got {getattr(self, name)}")
+    def validate(self) -> None:  # the link faults are checked by robots.emulation.LinkFaults
+        if self.rate < 0:
+            fail("", "rate", f"must be >= 0 Hz, got {self.rate}")
 
 
 #: The settings dataclass of each node executable.
