@@ -191,6 +191,9 @@ class ManagedNode(LifecycleNode):
 
     def start(self) -> None:
         """Walk to *active* if ``autostart`` (call once after construction)."""
+        if not hasattr(self, "settings"):
+            raise TypeError(f"{type(self).__name__} declares no settings: call self.declare_settings(<its settings "
+                            "dataclass>) in its constructor")
         if self.settings.autostart:
             if self.trigger_configure() != TransitionCallbackReturn.SUCCESS:
                 raise SystemExit(2)
