@@ -112,14 +112,15 @@ def from_mapping(cls: type[T], data: Any, source: str = "", prefix: str = "") ->
         try:
             validate()
         except ConfigError as exc:
-            msg = str(exc)
-            if prefix and msg.startswith("key '") and not msg.startswith(f"key '{prefix}"):
+            msg = opening = str(exc)
+            head = "key '"
+            if prefix and msg.startswith(head) and not msg.startswith(f"{head}{prefix}"):
                 # a nested dataclass's validate() names its own keys: put them under its key path
-                msg = f"key '{prefix}.{msg[len('key '):].lstrip(chr(39))}"
-                if not source:
-                    raise ConfigError(msg) from None
+                msg = f"{head}{prefix}.{msg[len(head):]}"
             if source and not msg.startswith(source):
-                raise ConfigError(f"{source}: {msg}") from None
+                msg = f"{source}: {msg}"
+            if msg != opening:
+                raise ConfigError(msg) from None
             raise
     return obj
 
