@@ -247,9 +247,6 @@ class RobotConfig:
             self.hardware.check_robot(self)
 
 
-ROBOTS = ("sawyer", "shadow_hand")
-
-
 def load_robot_config(name_or_path: str | os.PathLike[str]) -> RobotConfig:
     """Load a robot's YAML by robot name (``sawyer``, ``shadow_hand``) or by file path
     (:func:`~morl_robot.resources.resolve_config`)."""
