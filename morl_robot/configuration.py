@@ -1,7 +1,10 @@
 """YAML configuration loaded into typed dataclasses, with errors that name the file and the key.
 
-Every config in ``config/`` (robots, tasks, learner, sessions) is read through :func:`load_config`
-or :func:`from_mapping`.  Type checking follows the dataclass annotations:
+Every config in ``config/`` (robots, tasks, learner, sessions, safety, reward machines) is found
+by :func:`morl_robot.resources.resolve_config` (a name or a path, one contract for every kind) and
+read through :func:`load_config` or :func:`from_mapping`; the nodes' ROS parameters are checked by
+the same machinery (:func:`morl_robot.nodes.base.declare_settings`).  Type checking follows the
+dataclass annotations:
 
 * ``int``, ``float`` (ints accepted), ``str``, ``bool`` (strictly ``true``/``false``),
 * ``list[T]`` / ``tuple[T, ...]`` / ``dict[str, T]``, nested dataclasses,
@@ -9,7 +12,8 @@ or :func:`from_mapping`.  Type checking follows the dataclass annotations:
 
 Unknown keys are errors that list the allowed keys; missing keys without a default are errors.
 Extra checks live in a dataclass's ``validate()`` method, which raises :class:`ConfigError` via
-:func:`fail` so that the message carries the file and key path.
+:func:`fail` so that the message carries the file and key path (a nested dataclass's key is put
+under the key path it was read at, unless its message already names it).
 """
 from __future__ import annotations
 
@@ -108,9 +112,15 @@ def from_mapping(cls: type[T], data: Any, source: str = "", prefix: str = "") ->
         try:
             validate()
         except ConfigError as exc:
-            msg = str(exc)
+            msg = opening = str(exc)
+            head = "key '"
+            if prefix and msg.startswith(head) and not msg.startswith(f"{head}{prefix}"):
+                # a nested dataclass's validate() names its own keys: put them under its key path
+                msg = f"{head}{prefix}.{msg[len(head):]}"
             if source and not msg.startswith(source):
-                raise ConfigError(f"{source}: {msg}") from None
+                msg = f"{source}: {msg}"
+            if msg != opening:
+                raise ConfigError(msg) from None
             raise
     return obj
 

@@ -239,7 +239,7 @@ def across_processes(robot: str, trips: int, increment: float, sample_period: fl
 
     from morl_robot.nodes import wire
     from morl_robot.nodes.probe import GraphProbe
-    from morl_robot.resources import config_path
+    from morl_robot.resources import resolve_config
     from morl_robot.safety.monitor import build_monitor
     from morl_robot.session.processes import (
         NodeProcess,
@@ -252,7 +252,7 @@ def across_processes(robot: str, trips: int, increment: float, sample_period: fl
     ramp = _Ramp(robot, spec)
     labels, cmd = _command_labels(robot, spec)
     threshold = collision_threshold(robot)
-    cfg = yaml.safe_load(Path(config_path(f"safety/{robot}.yaml")).read_text())
+    cfg = yaml.safe_load(resolve_config("safety", robot).read_text())
     cfg["watchdogs"] = {}  # no wall-clock deadlines: the ramp pauses between trips
     cfg.setdefault("opt_out", {})["watchdogs"] = "bench safety: the sensor ramp pauses between trips"
     config = work / f"{robot}_no_deadlines.yaml"

@@ -47,9 +47,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def bench_learner_config(name: str, samples_per_insert: float, min_size: int, path: Path) -> Path:
     """The learner YAML ``name`` with the bench's replay ratio, no evaluation, checkpoints or TensorBoard."""
-    from morl_robot.learning.config import resolve_learner_config
+    from morl_robot.resources import resolve_config
 
-    data = yaml.safe_load(Path(resolve_learner_config(name)).read_text())
+    data = yaml.safe_load(resolve_config("learner", name).read_text())
     data.setdefault("replay", {}).update(samples_per_insert=float(samples_per_insert), min_size_to_sample=int(min_size))
     data.setdefault("training", {}).update(eval_every=0, checkpoint_every=0, tensorboard=False)
     path.write_text(yaml.safe_dump(data, sort_keys=False))

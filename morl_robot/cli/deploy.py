@@ -123,7 +123,7 @@ def run(args: argparse.Namespace) -> int:
 
     from morl_robot.nodes import wire
     from morl_robot.serving.runtime import OnnxPolicy
-    from morl_robot.session.config import load_session_config
+    from morl_robot.session.config import load_session_config, node_parameters
     from morl_robot.session.graph import deploy_nodes
     from morl_robot.session.processes import NodeSpec
     from morl_robot.session.runner import SessionRunner
@@ -164,8 +164,8 @@ def run(args: argparse.Namespace) -> int:
     if args.emulate is not None:
         if args.backend != "hardware":
             raise UsageError("--emulate stands in for the robot's driver: use it with --backend hardware")
-        specs.insert(0, NodeSpec("driver_emulator", "driver_emulator", "/",
-                                 {"robot": contract.robot, **_faults(args.emulate)}))
+        emulator = node_parameters(cfg.driver_emulator, {"robot": contract.robot})  # the session YAML's section
+        specs.insert(0, NodeSpec("driver_emulator", "driver_emulator", "/", {**emulator, **_faults(args.emulate)}))
     runner = SessionRunner(specs, out / "logs", args.domain_id)
     print(f"deploying {policy_path.name} (task {contract.task}, robot {contract.robot}, version "
           f"{contract.policy_version}) on {args.backend}, {timing}"

@@ -542,7 +542,7 @@ def _run_phases(probe: Any, cfg: Any, robot: str, bodies: dict[str, Callable[[Ha
     from morl_robot.safety.testing import SAFETY_TEST_PHASES
 
     phases = SAFETY_TEST_PHASES[robot]
-    period = float(cfg.robot_node.get("control_period", 0.05))
+    period = cfg.robot_node.control_period
     root = "/" + cfg.namespace.strip("/")
     checks: list[Any] = []
     for i, mode in enumerate(phases):

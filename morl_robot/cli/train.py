@@ -98,13 +98,14 @@ def merge_violations(previous: dict[str, Any] | None, session: dict[str, Any], i
 
 def _check_before_start(cfg: Any) -> None:
     """The task and the learner YAML the learner node will load, checked here first."""
-    from morl_robot.learning.config import load_learner_config, resolve_learner_config
+    from morl_robot.learning.config import load_learner_config
+    from morl_robot.resources import resolve_config
     from morl_robot.tasks.registry import load_task
 
     if not cfg.task:
         raise UsageError("training needs a task (--task)")
-    task = load_task(cfg.task, cfg.learner_node.get("task_config") or None)
-    config_file = resolve_learner_config(str(cfg.learner_node.get("config", "mo_mpo_cpu_small")))
+    task = load_task(cfg.task, cfg.learner_node.task_config or None)
+    config_file = resolve_config("learner", cfg.learner_node.config)
     load_learner_config(config_file).check_objectives(task.num_objectives, str(config_file))
 
 

@@ -40,7 +40,6 @@ from morl_robot.evaluation.records import write_json_atomic
 from morl_robot.learning.config import (
     MPOConfig,
     load_learner_config,
-    resolve_learner_config,
 )
 
 METHODS = ("conditioned", "sweep", "capql")
@@ -117,7 +116,7 @@ def _reference(cfg: ConditionedExperiment, k: int) -> list[float]:
 
 
 def _learner_config(cfg: ConditionedExperiment) -> MPOConfig:
-    config = load_learner_config(resolve_learner_config(cfg.learner))
+    config = load_learner_config(cfg.learner)
     if config.preferences is None:
         raise ConfigError(f"learner config {cfg.learner!r} has no 'preferences' section: the conditioned "
                           "experiment needs an ε-conditioned config (e.g. config/learner/conditioned.yaml)")

@@ -100,7 +100,6 @@ def train_and_evaluate(setting: Any, out: str, cfg: dict[str, Any]) -> list[floa
         scripted_policy,
     )
     from morl_robot.learning import load_learner_config, train
-    from morl_robot.resources import config_path
     from morl_robot.serving.contract import contract_for_task
     from morl_robot.serving.export import export_policy
     from morl_robot.tasks.registry import load_task
@@ -113,10 +112,7 @@ def train_and_evaluate(setting: Any, out: str, cfg: dict[str, Any]) -> list[floa
         done = json.loads(eval_path.read_text())
         if done.get("env_steps") == sweep.steps and done.get("episodes") == sweep.eval_episodes:
             return [done["objectives"][n]["mean"] for n in done["objective_names"]]
-    learner_path = Path(sweep.learner_config)
-    if not learner_path.is_file():
-        learner_path = config_path(sweep.learner_config)
-    config = load_learner_config(learner_path, {"epsilons": [sweep.eps_task, eps_force]})
+    config = load_learner_config(sweep.learner_config, {"epsilons": [sweep.eps_task, eps_force]})
     # learner YAML training.demonstrations.episodes > 0: those episodes are acted by the scripted
     # insertion controller (with noise), the rest by the learning policy
     demonstrator = scripted_policy(TASK).act if config.training.demonstrations.episodes else None
@@ -155,12 +151,7 @@ def conditioned_dir(out: Path, seed: int) -> Path:
 
 def _learner_config(sweep: FrontSweepConfig, overrides: dict[str, Any]) -> Any:
     from morl_robot.learning import load_learner_config
-    from morl_robot.resources import config_path
-
-    learner_path = Path(sweep.learner_config)
-    if not learner_path.is_file():
-        learner_path = config_path(sweep.learner_config)
-    return load_learner_config(learner_path, overrides)
+    return load_learner_config(sweep.learner_config, overrides)
 
 
 def train_and_evaluate_conditioned(setting: Any, out: str, cfg: dict[str, Any]) -> list[float]:

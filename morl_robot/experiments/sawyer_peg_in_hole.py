@@ -18,7 +18,7 @@ import numpy as np
 
 from morl_robot.evaluation.plots import plot_learning_curves
 from morl_robot.evaluation.records import write_json_atomic
-from morl_robot.resources import config_path
+from morl_robot.resources import resolve_config
 
 TASK = "sawyer_peg_in_hole"
 
@@ -45,7 +45,7 @@ def run(
     from morl_robot.learning import load_learner_config, train
 
     out = Path(out_dir)
-    cfg_path = Path(learner_config) if learner_config else config_path("learner/mo_mpo_cpu_small.yaml")
+    cfg_path = resolve_config("learner", learner_config or "mo_mpo_cpu_small")
     overrides = {"epsilons": list(epsilons)} if epsilons else None
     config = load_learner_config(cfg_path, overrides)
     start = time.monotonic()

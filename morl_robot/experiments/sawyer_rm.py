@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from morl_robot.evaluation.records import write_json_atomic
-from morl_robot.resources import config_path
+from morl_robot.resources import resolve_config
 
 SPEC = "sawyer/peg_touch_then_insert"
 TASK = "sawyer_peg_in_hole"
@@ -50,9 +50,7 @@ def run(out_dir: str | os.PathLike[str], steps: int = 40_000, crm: bool = True, 
 
     out = Path(out_dir)
     _, product, _ = load_rm_task(SPEC)
-    cfg_path = Path(learner_config) if learner_config else config_path("learner/mo_mpo_cpu_small.yaml")
-    if not cfg_path.is_file():
-        cfg_path = config_path(str(learner_config))
+    cfg_path = resolve_config("learner", learner_config or "mo_mpo_cpu_small")
     replay: dict[str, Any] = {"crm": crm}
     if crm_scale_updates is not None:
         replay["crm_scale_updates"] = crm_scale_updates

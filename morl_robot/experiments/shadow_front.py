@@ -114,11 +114,11 @@ class ShadowFrontConfig:
                              f"and {self.task} has none (tasks with one: {', '.join(SCRIPTED_TASKS)})")
 
     def learner_path(self) -> Path:
-        """The learner YAML: a path, or a name under ``config/``."""
-        from morl_robot.resources import config_path
+        """The learner YAML: a name under ``config/learner/`` or a path (``learner/x.yaml`` is
+        looked up under ``config/``)."""
+        from morl_robot.resources import resolve_config
 
-        path = Path(self.learner_config)
-        return path if path.is_file() else config_path(self.learner_config)
+        return resolve_config("learner", self.learner_config)
 
 
 def setting_label(algorithm: str, value: float) -> str:

@@ -15,12 +15,12 @@ import dataclasses
 import math
 import os
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any, Literal
 
 from morl_robot.configuration import fail, from_mapping, load_config, to_mapping
 from morl_robot.errors import ConfigError
 from morl_robot.learning.preferences import PreferenceConfig
+from morl_robot.resources import resolve_config
 
 
 @dataclass
@@ -286,9 +286,10 @@ class MPOConfig:
         return new
 
 
-def load_learner_config(path: str | os.PathLike[str], overrides: dict[str, Any] | None = None) -> MPOConfig:
-    """Load ``config/learner/<name>.yaml`` into :class:`MPOConfig` (errors name file and key)."""
-    return load_config(MPOConfig, path, overrides)
+def load_learner_config(name_or_path: str | os.PathLike[str], overrides: dict[str, Any] | None = None) -> MPOConfig:
+    """Load a learner YAML (a name under ``config/learner/`` or a path:
+    :func:`~morl_robot.resources.resolve_config`) into :class:`MPOConfig` (errors name file and key)."""
+    return load_config(MPOConfig, resolve_config("learner", name_or_path), overrides)
 
 
 def config_from_dict(data: dict[str, Any], source: str = "<dict>") -> MPOConfig:
@@ -297,19 +298,3 @@ def config_from_dict(data: dict[str, Any], source: str = "<dict>") -> MPOConfig:
 
 def config_to_dict(config: MPOConfig) -> dict[str, Any]:
     return to_mapping(config)
-
-
-def resolve_learner_config(name_or_path: str) -> Path:
-    """A learner YAML: an existing path, or a name under ``config/learner/`` (with or without ``.yaml``)."""
-    from morl_robot.resources import config_path
-
-    candidate = Path(name_or_path).expanduser()
-    if candidate.is_file():
-        return candidate
-    stem = name_or_path.removesuffix(".yaml")
-    named = config_path(f"learner/{stem}.yaml")
-    if "/" not in name_or_path and named.is_file():
-        return named
-    known = sorted(p.stem for p in named.parent.glob("*.yaml"))
-    raise ConfigError(f"parameter config: '{name_or_path}' is neither a file nor a learner config name; "
-                      f"known names: {', '.join(known)}")

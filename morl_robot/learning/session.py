@@ -527,11 +527,12 @@ def session_for_task(task_name: str, task_config: str | None, config_file: str |
     task's robot (observation/action labels, units, bounds).  ``options``: see
     :class:`LearnerSession`."""
     from morl_robot.envs.mo_env import make_sim_robot
-    from morl_robot.learning.config import load_learner_config, resolve_learner_config
+    from morl_robot.learning.config import load_learner_config
+    from morl_robot.resources import resolve_config
     from morl_robot.serving.contract import contract_for_task
     from morl_robot.tasks.registry import load_task
 
-    path = resolve_learner_config(str(config_file))
+    path = resolve_config("learner", config_file)
     config = load_learner_config(path)
     task = load_task(task_name, task_config or None)
     objectives = list(task.objective_names)

@@ -9,22 +9,29 @@ lifecycle set``.
 """
 from __future__ import annotations
 
+import dataclasses
 import os
 import signal
 import sys
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import Any, TypeVar
 
 import rclpy
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
+from rcl_interfaces.msg import ParameterDescriptor, SetParametersResult
 from rclpy.clock import Clock, ClockType
 from rclpy.executors import ExternalShutdownException, SingleThreadedExecutor
 from rclpy.lifecycle import LifecycleNode, TransitionCallbackReturn
 from rclpy.node import Node
 from rclpy.signals import SignalHandlerOptions
 
-from morl_robot.errors import MorlRobotError
+from morl_robot.configuration import from_mapping
+from morl_robot.errors import ConfigError, MorlRobotError
 from morl_robot.nodes.wire import EVENT_QOS
+
+S = TypeVar("S")
+#: Parameters rclpy itself declares or reads on every node (not part of a node's settings).
+ROS_OWN_PARAMETERS = ("use_sim_time", "start_type_description_service")
 
 LEVELS = {"ok": DiagnosticStatus.OK, "warn": DiagnosticStatus.WARN, "error": DiagnosticStatus.ERROR,
           "stale": DiagnosticStatus.STALE}
@@ -99,21 +106,95 @@ def log_at(logger: Any, level: str, message: str) -> None:
         logger.fatal(message)
 
 
+def declare_settings(node: Node, cls: type[S]) -> S:
+    """Declare one ROS parameter per field of the settings dataclass ``cls`` (its default, its
+    type and comment in the description) and return the populated, validated settings.
+
+    The values given to the node (``-p name:=value``, a params file, launch ``parameters``) are
+    checked with :func:`morl_robot.configuration.from_mapping`, as a session YAML's node section is:
+    a parameter the node does not have is an error listing the allowed names, a wrong type or a
+    value its ``validate()`` refuses is an error naming the parameter
+    (:class:`~morl_robot.errors.ConfigError`).  Parameters are declared with dynamic typing so
+    that ``rate:=50`` fills a float field; the type check is ours.  Later changes
+    (``ros2 param set``) are checked the same way (refused with the reason) and update the
+    returned object in place, so ``settings.x`` is always the parameter's current value.
+    """
+    where = f"parameters of {node.get_fully_qualified_name()}"
+    fields = [f for f in dataclasses.fields(cls) if f.init]  # type: ignore[arg-type]
+    names = {f.name for f in fields}
+    # every override the node was started with (rclpy keeps no public list of them)
+    given = getattr(node, "_parameter_overrides", {})
+    unknown = sorted(n for n in given if n not in names and n not in ROS_OWN_PARAMETERS
+                     and not n.startswith("qos_overrides."))
+    if unknown:
+        raise ConfigError(f"{where}: unknown parameter '{unknown[0]}'; allowed: {', '.join(sorted(names))}")
+    for f in fields:
+        default = f.default if f.default is not dataclasses.MISSING else f.default_factory()  # type: ignore[misc]
+        node.declare_parameter(f.name, default, ParameterDescriptor(
+            dynamic_typing=True, description=f"{getattr(f.type, '__name__', f.type)} (default {default!r})"))
+    current = {n: node.get_parameter(n).value for n in names}
+    settings = from_mapping(cls, _ros_values(current, fields), source=where)
+
+    def check(params: list[Any]) -> SetParametersResult:
+        changed = {p.name: p.value for p in params if p.name in names}
+        if changed:
+            try:
+                from_mapping(cls, _ros_values({**current, **changed}, fields), source=where)
+            except ConfigError as exc:
+                return SetParametersResult(successful=False, reason=str(exc))
+        return SetParametersResult(successful=True)
+
+    def update(params: list[Any]) -> None:
+        changed = {p.name: p.value for p in params if p.name in names}
+        if changed:
+            current.update(changed)
+            fresh = from_mapping(cls, _ros_values(current, fields), source=where)
+            for name in names:
+                setattr(settings, name, getattr(fresh, name))
+
+    node.add_on_set_parameters_callback(check)
+    node.add_post_set_parameters_callback(update)
+    return settings
+
+
+def _ros_values(values: Mapping[str, Any], fields: list[Any]) -> dict[str, Any]:
+    """ROS parameter values as YAML would give them: arrays as lists; an unset (``None``) list
+    parameter (``-p name:=[]`` has no type) as the empty list."""
+    out = {}
+    for f in fields:
+        value = values[f.name]
+        if value is None and isinstance(f.default_factory() if f.default_factory is not dataclasses.MISSING
+                                        else f.default, list):
+            value = []
+        elif not isinstance(value, (str, bytes)) and hasattr(value, "__len__"):
+            value = list(value)
+        out[f.name] = value
+    return out
+
+
 class ManagedNode(LifecycleNode):
     """A lifecycle node with ``autostart`` and errors reported by name instead of tracebacks.
 
-    Subclasses implement :meth:`configure`, :meth:`activate`, :meth:`deactivate` and
+    Subclasses declare their parameters with :meth:`declare_settings` (a dataclass deriving from
+    :class:`~morl_robot.session.config.ManagedNodeSettings`, which has ``autostart``) in their
+    constructor and implement :meth:`configure`, :meth:`activate`, :meth:`deactivate` and
     :meth:`cleanup`; raising :class:`~morl_robot.errors.MorlRobotError` there fails the
     transition with the message logged.
     """
 
-    def __init__(self, name: str, **kwargs: Any) -> None:
-        super().__init__(name, **kwargs)
-        self.declare_parameter("autostart", True)
+    settings: Any
+
+    def declare_settings(self, cls: type[S]) -> S:
+        """:func:`declare_settings` for this node; the result is also kept as ``self.settings``."""
+        self.settings = declare_settings(self, cls)
+        return self.settings
 
     def start(self) -> None:
         """Walk to *active* if ``autostart`` (call once after construction)."""
-        if self.get_parameter("autostart").value:
+        if not hasattr(self, "settings"):
+            raise TypeError(f"{type(self).__name__} declares no settings: call self.declare_settings(<its settings "
+                            "dataclass>) in its constructor")
+        if self.settings.autostart:
             if self.trigger_configure() != TransitionCallbackReturn.SUCCESS:
                 raise SystemExit(2)
             if self.trigger_activate() != TransitionCallbackReturn.SUCCESS:

@@ -22,41 +22,31 @@ import time
 from typing import Any
 
 from geometry_msgs.msg import WrenchStamped
-from rcl_interfaces.msg import ParameterDescriptor
 from rclpy.node import Node
 from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64MultiArray
 from trajectory_msgs.msg import JointTrajectory
 
 from morl_robot.nodes import wire
-from morl_robot.nodes.base import run_node, steady_timer
+from morl_robot.nodes.base import declare_settings, run_node, steady_timer
 from morl_robot.nodes.hardware_link import stamp_seconds
 from morl_robot.robots.config import load_robot_config
 from morl_robot.robots.emulation import DriverEmulatorCore, FaultyLink, LinkFaults
+from morl_robot.session.config import DriverEmulatorSettings
 
 
 class DriverEmulator(Node):
     def __init__(self, **kwargs: Any) -> None:
         super().__init__("driver_emulator", **kwargs)
-        p = self.declare_parameter
-        p("robot", "sawyer")
-        p("config", "")
-        p("scene", "")
-        number = ParameterDescriptor(dynamic_typing=True)  # 50 and 50.0 both fine on the command line
-        for name, default in (("rate", 0.0), ("latency", 0.0), ("jitter", 0.0), ("drop", 0.0), ("reorder", 0.0),
-                              ("reorder_delay", 0.03)):
-            p(name, default, number)
-        p("seed", 0)
-        v = lambda name: self.get_parameter(name).value
-        source = v("config") or v("robot")
+        s = self.settings = declare_settings(self, DriverEmulatorSettings)
+        source = s.config or s.robot
         config = load_robot_config(source)
-        rate = float(v("rate"))
-        self.core = DriverEmulatorCore(config, scene=v("scene") or None, period=1.0 / rate if rate > 0 else None,
+        self.core = DriverEmulatorCore(config, scene=s.scene or None, period=1.0 / s.rate if s.rate > 0 else None,
                                        source=source)
         hw = self.core.hardware
-        faults = LinkFaults(latency=float(v("latency")), jitter=float(v("jitter")), drop=float(v("drop")),
-                            reorder=float(v("reorder")), reorder_delay=float(v("reorder_delay")))
-        seed = int(v("seed"))
+        faults = LinkFaults(latency=s.latency, jitter=s.jitter, drop=s.drop, reorder=s.reorder,
+                            reorder_delay=s.reorder_delay)
+        seed = s.seed
         # publishers as the real driver's (reliable, newest 10) and their faulty links
         self._streams: list[tuple[Any, FaultyLink[Any]]] = []
         self._pub_js = self.create_publisher(JointState, hw.state.topic, wire.SENSOR_QOS)

@@ -46,22 +46,13 @@ from morl_robot.nodes.base import (
     run_node,
     steady_timer,
 )
+from morl_robot.session.config import LearnerNodeSettings
 
 
 class LearnerNode(ManagedNode):
     def __init__(self, **kwargs: Any) -> None:
         super().__init__("learner_node", **kwargs)
-        p = self.declare_parameter  # --- the node's parameters (all of them) ---
-        p("task", "")  # task name (config/tasks/<task>.yaml)
-        p("task_config", "")  # optional task YAML
-        p("config", "mo_mpo_cpu_small")  # learner YAML path or name; training.checkpoint_every sets the cadence
-        p("out_dir", "")  # run directory
-        p("seed", 0)
-        p("total_steps", 0)  # env steps, then final artefacts and exit; 0 = until stopped
-        p("snapshot_every", 50)  # learner updates between policy versions
-        p("update_budget", 0.05)  # s of learner updates per timer tick
-        p("update_period", 0.01)  # s between update ticks
-        p("observation_normalization", True)
+        self.declare_settings(LearnerNodeSettings)  # the node's parameters (session/config.py)
         self.session: Any = None
         self.finished = self._active = False
         self._timers: list[Any] = []
@@ -69,9 +60,6 @@ class LearnerNode(ManagedNode):
         self._allowance_sent: tuple[int, int] | None = None
         self._rate_mark, self._rates = (time.monotonic(), 0, 0), (0.0, 0.0)
         self._last_rejection_time = -1e9
-
-    def _param(self, name: str) -> Any:
-        return self.get_parameter(name).value
 
     # --- lifecycle -----------------------------------------------------------------------------
     def configure(self) -> None:
@@ -81,27 +69,21 @@ class LearnerNode(ManagedNode):
         from morl_robot.learning.session import session_for_task
 
         torch.set_num_threads(1)
-        task, out = self._param("task"), self._param("out_dir")
+        task, out = self.settings.task, self.settings.out_dir
         if not task:
             raise ConfigError("parameter task: a task name is needed (e.g. sawyer_peg_in_hole)")
         if not out:
             raise ConfigError("parameter out_dir: a run directory is needed (checkpoints, metrics, policy.onnx)")
-        for name, low in (("total_steps", 0), ("snapshot_every", 1)):
-            if int(self._param(name)) < low:
-                raise ConfigError(f"parameter {name}: must be >= {low}, got {self._param(name)}")
-        for name in ("update_budget", "update_period"):
-            if not float(self._param(name)) > 0:
-                raise ConfigError(f"parameter {name}: must be > 0 s, got {self._param(name)}")
         out_dir = Path(out).expanduser().resolve()
         self._run_lock = RunLock.acquire(out_dir, "learner_node", allow_parent=True)  # one writer per run
         if self._run_lock.stale:
             self.get_logger().warning(f"took over the stale lock of {self._run_lock.stale} on {out_dir}")
         s = self.session = session_for_task(
-            task, self._param("task_config"), self._param("config"), seed=int(self._param("seed")), run_dir=out_dir,
-            normalize_observations=bool(self._param("observation_normalization")),
-            normalization_setting="parameter observation_normalization", snapshot_every=int(self._param("snapshot_every")),
+            task, self.settings.task_config, self.settings.config, seed=self.settings.seed, run_dir=out_dir,
+            normalize_observations=self.settings.observation_normalization,
+            normalization_setting="parameter observation_normalization", snapshot_every=self.settings.snapshot_every,
             log=self._log, on_snapshot=self._publish_snapshot, end_of_run_plots=True,
-            total_steps=int(self._param("total_steps")))
+            total_steps=self.settings.total_steps)
         c = s.contract
         s.accept_experience(wire.experience_columns(c.input_labels, c.action_labels, c.objective_names))
         self._pub_snapshot = self.create_publisher(UInt8MultiArray, "policy_snapshot", wire.LATCHED_QOS)
@@ -110,7 +92,7 @@ class LearnerNode(ManagedNode):
         r = s.config.replay
         self.get_logger().info(
             f"{c.task} on {c.robot}: {len(c.observation_labels)} observations, {len(c.action_labels)} actions, "
-            f"objectives {c.objective_names}; {s.config.algorithm} ({self._param('config')}), batch "
+            f"objectives {c.objective_names}; {s.config.algorithm} ({self.settings.config}), batch "
             f"{s.config.batch_size}×{s.config.sequence_length}, updates after {r.min_size_to_sample} transitions at "
             f"{r.samples_per_insert:g} samples/insert; run directory {out_dir}")
 
@@ -118,7 +100,7 @@ class LearnerNode(ManagedNode):
         s, self._active = self.session, True
         s.publish_policy()
         self._sub = self.create_subscription(Float64MultiArray, "experience", self._on_experience, wire.EXPERIENCE_QOS)
-        self._timers.append(steady_timer(self, float(self._param("update_period")), self._on_tick))
+        self._timers.append(steady_timer(self, self.settings.update_period, self._on_tick))
         self._rate_mark = (time.monotonic(), s.counters["env_steps"], s.learner.num_updates)
         if s.draining:  # a finished run started again
             self.get_logger().info(f"the run already has {s.counters['env_steps']} of total_steps={s.total_steps} "
@@ -194,7 +176,7 @@ class LearnerNode(ManagedNode):
         if not self._active or self.finished:
             return
         s = self.session
-        s.learn(deadline=time.monotonic() + float(self._param("update_budget")))
+        s.learn(deadline=time.monotonic() + self.settings.update_budget)
         now = s.allowance()
         if now != self._allowance_sent and self._pub_allowance is not None:
             self._pub_allowance.publish(wire.labelled_array(now, wire.ALLOWANCE_LABELS))

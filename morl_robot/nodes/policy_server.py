@@ -60,7 +60,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from rcl_interfaces.msg import ParameterDescriptor, SetParametersResult
+from rcl_interfaces.msg import SetParametersResult
 from rclpy.parameter import Parameter
 from std_msgs.msg import Float64MultiArray, Header, UInt8MultiArray
 from std_srvs.srv import Trigger
@@ -83,9 +83,8 @@ from morl_robot.serving.runtime import (
     OnnxPolicy,
     PolicyLoadError,
 )
+from morl_robot.session.config import PolicyServerSettings
 
-MODES = ("deploy", "train")
-TIMINGS = ("lockstep", "realtime")
 #: Parameters fixed once the node is configured (``policy`` and ``observation_timeout`` may change).
 FIXED_WHILE_CONFIGURED = ("mode", "timing", "actor_id", "chunk_size", "seed", "rate", "diagnostics_period",
                           "realtime_priority")
@@ -104,21 +103,7 @@ def _percentile_ms(samples: deque[float], q: float) -> float:
 class PolicyServer(ManagedNode):
     def __init__(self, **kwargs: Any) -> None:
         super().__init__("policy_server", **kwargs)
-        p = self.declare_parameter
-        p("mode", "deploy")
-        p("policy", "")
-        p("timing", "lockstep")
-        p("actor_id", 0)
-        p("chunk_size", 64)
-        p("seed", 0)
-        p("observation_timeout", 0.25)
-        p("rate", 0.0)
-        p("diagnostics_period", 1.0)
-        p("realtime_priority", 0)  # realtime loop thread: SCHED_FIFO priority 1..99 (0 = normal scheduling)
-        p("back_pressure", True)  # train + lockstep: wait while the learner's experience_allowance is used up
-        # ε-conditioned policy: the preference to act under ([] = the box's centre); any array type, checked on set
-        p("preference", [], ParameterDescriptor(dynamic_typing=True,
-                                                description="preference ε, one per objective ([] = centre)"))
+        self.declare_settings(PolicyServerSettings)
         self.add_on_set_parameters_callback(self._on_set_parameters)
         self.policy: OnnxPolicy | None = None
         self._configured = False
@@ -162,29 +147,10 @@ class PolicyServer(ManagedNode):
         self._preference_episode: int | None = None  # train: the episode the current preference was sampled for
         self._counters.update(preference_changes=0, rejected_preferences=0, preference_samples=0)
 
-    def _param(self, name: str) -> Any:
-        return self.get_parameter(name).value
-
     # --- lifecycle -----------------------------------------------------------------------------
     def configure(self) -> None:
-        mode, timing = self._param("mode"), self._param("timing")
-        if mode not in MODES:
-            raise ConfigError(f"parameter mode: got '{mode}'; allowed values: {', '.join(MODES)}")
-        if timing not in TIMINGS:
-            raise ConfigError(f"parameter timing: got '{timing}'; allowed values: {', '.join(TIMINGS)}")
-        if int(self._param("chunk_size")) < 1:
-            raise ConfigError(f"parameter chunk_size: must be >= 1, got {self._param('chunk_size')}")
-        if not float(self._param("observation_timeout")) > 0:
-            raise ConfigError(f"parameter observation_timeout: must be > 0 s, got {self._param('observation_timeout')}")
-        if not 0 <= int(self._param("realtime_priority")) <= 99:
-            raise ConfigError(f"parameter realtime_priority: must be in 0..99, got {self._param('realtime_priority')}")
-        rate = float(self._param("rate"))
-        if rate < 0 or rate > 1000:
-            raise ConfigError(f"parameter rate: must be 0 (the contract's control rate) or in (0, 1000] Hz, got {rate}")
-        if mode == "train" and list(self._param("preference") or []):
-            raise ConfigError("parameter preference: mode train samples a preference per episode (log-uniform in "
-                              "the policy's ranges); leave it empty")
-        path = self._param("policy")
+        mode, timing = self.settings.mode, self.settings.timing
+        path = self.settings.policy
         if path:
             policy = OnnxPolicy.from_file(path)
             try:
@@ -195,17 +161,17 @@ class PolicyServer(ManagedNode):
             self.get_logger().info(f"loaded {path}: {policy.contract.summary()}")
         elif mode == "deploy":
             raise ConfigError("parameter policy: deploy mode needs an ONNX policy file (morl-robot export)")
-        self._rng = np.random.default_rng(int(self._param("seed")))
-        self._timing, self._obs_timeout = timing, float(self._param("observation_timeout"))
+        self._rng = np.random.default_rng(self.settings.seed)
+        self._timing, self._obs_timeout = timing, self.settings.observation_timeout
         self._pub_command = self.create_publisher(Float64MultiArray, "command", wire.COMMAND_QOS)
         self._pub_heartbeat = self.create_publisher(Header, "heartbeat", wire.COMMAND_QOS)
         self._pub_experience = (self.create_publisher(Float64MultiArray, "experience", wire.EXPERIENCE_QOS)
                                 if mode == "train" else None)
         if self._pub_experience is not None:
             publish = self._pub_experience.publish
-            self._writer = ExperienceWriter(int(self._param("actor_id")), int(self._param("chunk_size")),
+            self._writer = ExperienceWriter(self.settings.actor_id, self.settings.chunk_size,
                                             lambda table, columns: publish(wire.labelled_table(table, columns)))
-            self._allowance = Allowance(slack=int(self._param("chunk_size")))
+            self._allowance = Allowance(slack=self.settings.chunk_size)
         self._entities = [
             ("publisher", self._pub_command), ("publisher", self._pub_heartbeat),
             ("subscription", self.create_subscription(Float64MultiArray, "task_step", self._on_task_step,
@@ -218,18 +184,18 @@ class PolicyServer(ManagedNode):
         ]
         if self._pub_experience is not None:
             self._entities.append(("publisher", self._pub_experience))
-            if timing == "lockstep" and bool(self._param("back_pressure")):
+            if timing == "lockstep" and self.settings.back_pressure:
                 self._entities.append(("subscription", self.create_subscription(
                     Float64MultiArray, "experience_allowance", self._on_allowance, wire.LATCHED_QOS)))
         # rclpy's executor here has no guard conditions: a cheap poll picks up models loaded on the worker
         self._reload_poll = steady_timer(self, RELOAD_POLL_PERIOD, self._on_models_loaded)
         self._diagnostics = DiagnosticsPublisher(self, f"{self.get_name()}: policy", self._status,
-                                                 period=float(self._param("diagnostics_period")))
+                                                 period=self.settings.diagnostics_period)
         self._configured = True
 
     def activate(self) -> None:
         if self._timing == "realtime":
-            rate = float(self._param("rate")) or (self.policy.contract.control_rate if self.policy else 0.0)
+            rate = self.settings.rate or (self.policy.contract.control_rate if self.policy else 0.0)
             if rate <= 0:
                 raise ConfigError("parameter rate: realtime timing without a policy file needs an explicit rate (Hz)")
             self._period = 1.0 / rate
@@ -382,7 +348,7 @@ class PolicyServer(ManagedNode):
         dispatch and jitter per timer callback at 500 Hz).  Tick k is due at t0 + k·period; a tick
         that finishes after t0 + (k+1)·period, or a period skipped entirely, is a deadline miss."""
         period = self._period
-        priority = int(self._param("realtime_priority"))
+        priority = self.settings.realtime_priority
         if priority > 0:
             try:  # this thread only (Linux: pid 0 = the calling thread)
                 os.sched_setscheduler(0, os.SCHED_FIFO, os.sched_param(priority))
@@ -599,9 +565,9 @@ class PolicyServer(ManagedNode):
         """The first model: act under the ``preference`` parameter (:class:`PreferenceError` if it
         does not fit); an empty one means the box's centre, which the parameter then shows (train
         mode: nothing, the preference is sampled per episode)."""
-        if self._param("mode") == "train":
+        if self.settings.mode == "train":
             return
-        value = list(self._param("preference") or [])
+        value = list(self.settings.preference or [])
         if value:
             policy.set_preference(value)
         elif policy.preference is not None:
@@ -613,7 +579,7 @@ class PolicyServer(ManagedNode):
         values = list(value) if isinstance(value, (list, tuple)) or hasattr(value, "tolist") else value
         with self._lock:
             policy = self.policy
-            if self._param("mode") == "train":
+            if self.settings.mode == "train":
                 if values == []:
                     return True, "no preference"
                 self._counters["rejected_preferences"] += 1
@@ -667,13 +633,13 @@ class PolicyServer(ManagedNode):
             self.get_logger().error(f"ignored preference message: {result.reason}")
 
     def _srv_reload(self, request: Trigger.Request, response: Trigger.Response) -> Trigger.Response:
-        response.success, response.message = self._load_file_now(self._param("policy"))
+        response.success, response.message = self._load_file_now(self.settings.policy)
         return response
 
     # --- diagnostics ---------------------------------------------------------------------------
     def _status(self) -> tuple[str, str, dict[str, Any]]:
         values: dict[str, Any] = {
-            "mode": self._param("mode"), "timing": self._timing, "active": self._active,
+            "mode": self.settings.mode, "timing": self._timing, "active": self._active,
             "policy_version": self.policy.version if self.policy is not None else -1,
             "task": self.policy.contract.task if self.policy is not None else "",
             "model_sha256": self.policy.digest[:12] if self.policy is not None else "",
@@ -693,13 +659,13 @@ class PolicyServer(ManagedNode):
             values.update({f"preference/{n}": float(v) for n, v in zip(self.policy.preferences.names,
                                                                         self.policy.preference)})
         if self.policy is None:
-            level = "error" if self._param("mode") == "deploy" else "warn"
+            level = "error" if self.settings.mode == "deploy" else "warn"
             return level, "no policy loaded", values
         if self._holding in ("non_finite_output", "non_finite_input", "bad_layout"):
             return "error", f"holding: {self._holding}: {self._last_error}", values
         if self._holding:
             return "warn", f"holding: {self._holding}", values
-        return "ok", f"serving policy version {self.policy.version} ({self._param('mode')})", values
+        return "ok", f"serving policy version {self.policy.version} ({self.settings.mode})", values
 
 
 def main(args: list[str] | None = None) -> int:

@@ -56,6 +56,7 @@ from morl_robot.nodes.base import (
 )
 from morl_robot.robots.base import Robot
 from morl_robot.robots.spec import RobotState, SensorSpec
+from morl_robot.session.config import RobotNodeSettings
 
 
 def _stamp(seconds: float) -> TimeMsg:
@@ -66,21 +67,7 @@ def _stamp(seconds: float) -> TimeMsg:
 class RobotNode(ManagedNode):
     def __init__(self, **kwargs: Any) -> None:
         super().__init__("robot_node", **kwargs)
-        p = self.declare_parameter
-        p("robot", "")  # robot name or YAML; default: the task's robot
-        p("task", "")  # task name; "" = a bare robot (commands in the control mode)
-        p("task_config", "")  # optional task YAML
-        p("backend", "sim")  # sim | hardware
-        p("timing", "lockstep")  # lockstep | realtime
-        p("control_mode", "")  # bare robot: control mode ("" = the robot's default)
-        p("control_period", 0.05)  # s, bare robot only (a task sets its own)
-        p("scene", "")  # bare sim robot: MJCF scene relative to sim/ ("" = robot only)
-        p("seed", 0)
-        p("model", "builtin")  # builtin | menagerie
-        p("command_timeout", 0.2)  # s (realtime): hold when no command arrived for this long
-        p("republish_period", 0.5)  # s (lockstep): re-send task_step while no command comes
-        p("end_episode_on_estop", False)
-        p("state_timeout", 5.0)  # s (hardware): wait for the first driver state at configure
+        self.declare_settings(RobotNodeSettings)
         self.runner: TaskRunner | None = None
         self.robot: Robot | None = None
         self._link: Any = None
@@ -99,39 +86,30 @@ class RobotNode(ManagedNode):
         self._last_error = ""
 
     # --- parameters ----------------------------------------------------------------------------
-    def _param(self, name: str) -> Any:
-        return self.get_parameter(name).value
-
     # --- lifecycle -----------------------------------------------------------------------------
     def configure(self) -> None:
         from morl_robot.tasks.registry import load_task
 
-        backend, timing = self._param("backend"), self._param("timing")
-        if backend not in ("sim", "hardware"):
-            raise ConfigError(f"parameter backend: got '{backend}'; allowed values: sim, hardware")
-        if timing not in ("lockstep", "realtime"):
-            raise ConfigError(f"parameter timing: got '{timing}'; allowed values: lockstep, realtime")
-        if backend == "hardware" and timing == "lockstep":
-            raise ConfigError("parameter timing: lockstep needs the sim backend (real time does not wait); use realtime")
-        task_name = self._param("task")
-        task = load_task(task_name, self._param("task_config") or None) if task_name else None
-        robot_name = self._param("robot") or (task.robot_name if task is not None else "")
+        backend, timing = self.settings.backend, self.settings.timing  # values checked by RobotNodeSettings
+        task_name = self.settings.task
+        task = load_task(task_name, self.settings.task_config or None) if task_name else None
+        robot_name = self.settings.robot or (task.robot_name if task is not None else "")
         if not robot_name:
             raise ConfigError("parameter robot: needed when no task is given (sawyer, shadow_hand or a YAML path)")
-        if task is not None and self._param("robot"):
+        if task is not None and self.settings.robot:
             from morl_robot.robots.config import load_robot_config
 
             if load_robot_config(robot_name).name != task.robot_name:
                 raise ConfigError(f"parameter robot: task '{task.name}' runs on '{task.robot_name}', not '{robot_name}'")
-        period = task.config.control_period if task is not None else float(self._param("control_period"))
+        period = task.config.control_period if task is not None else self.settings.control_period
         robot = self._make_robot(backend, robot_name, task, period)
         if task is None:
-            mode = self._param("control_mode")
+            mode = self.settings.control_mode
             if mode:
                 robot.set_control_mode(mode)
         env = MORobotEnv(task, robot=robot) if task is not None else None
         self.robot = robot
-        self.runner = TaskRunner(robot, env, seed=int(self._param("seed")), inner=self._inner_layer(robot))
+        self.runner = TaskRunner(robot, env, seed=self.settings.seed, inner=self._inner_layer(robot))
         self._make_interfaces(backend, robot)
         self.get_logger().info(
             f"{robot.spec.name} ({backend}, {timing}) task={task_name or '-'} control period {period * 1e3:.1f} ms, "
@@ -153,12 +131,12 @@ class RobotNode(ManagedNode):
     def _make_robot(self, backend: str, robot_name: str, task: Any, period: float) -> Robot:
         if backend == "sim":
             if task is not None:
-                return make_sim_robot(task, self._param("model"))
+                return make_sim_robot(task, self.settings.model)
             from morl_robot.robots.config import load_robot_config
             from morl_robot.robots.mujoco_robot import MujocoRobot
 
-            return MujocoRobot(load_robot_config(robot_name), scene=self._param("scene") or None,
-                               control_period=period, model_source=self._param("model"))
+            return MujocoRobot(load_robot_config(robot_name), scene=self.settings.scene or None,
+                               control_period=period, model_source=self.settings.model)
         from morl_robot.nodes.hardware_link import HardwareLink
         from morl_robot.robots.hardware import load_hardware_robot
 
@@ -167,7 +145,7 @@ class RobotNode(ManagedNode):
         if task is not None:
             robot.set_control_mode(task.control_mode)
         self._link = HardwareLink(self, robot)
-        self._link.wait_for_state(float(self._param("state_timeout")))
+        self._link.wait_for_state(self.settings.state_timeout)
         return robot
 
     def _make_interfaces(self, backend: str, robot: Robot) -> None:
@@ -203,10 +181,10 @@ class RobotNode(ManagedNode):
         assert self.runner is not None
         self._active = True
         self._start_episode()
-        if self._param("timing") == "realtime":
+        if self.settings.timing == "realtime":
             self._loop_timers.append(steady_timer(self, self.runner.robot.control_period, self._on_tick))
         # both timings: re-send the newest task_step while no command comes (a late actor's cue)
-        self._loop_timers.append(steady_timer(self, float(self._param("republish_period")), self._on_republish))
+        self._loop_timers.append(steady_timer(self, self.settings.republish_period, self._on_republish))
 
     def deactivate(self) -> None:
         self._active = False
@@ -240,16 +218,16 @@ class RobotNode(ManagedNode):
         except wire.WireError as exc:
             self._reject(f"malformed command: {exc}")
             return
-        if key is not None and self._param("timing") == "lockstep" and self.runner is not None \
+        if key is not None and self.settings.timing == "lockstep" and self.runner is not None \
                 and self.runner.last is not None \
                 and key != wire.step_key(self.runner.last.episode, self.runner.last.step):
             self._counters["stale_commands"] += 1  # answers an older step (e.g. a re-sent one, twice)
             return
         self._last_command = (values, labels)
         self._last_command_time = time.monotonic()
-        if not self._active or self._param("timing") != "lockstep" or self._paused:
+        if not self._active or self.settings.timing != "lockstep" or self._paused:
             return
-        if self._estop and self._param("end_episode_on_estop") and self.runner is not None \
+        if self._estop and self.settings.end_episode_on_estop and self.runner is not None \
                 and self.runner.env is not None and self.runner.last is not None:
             if self.runner.last.step == 0:  # nothing has moved yet (session start): just release
                 self._request_release()
@@ -263,7 +241,7 @@ class RobotNode(ManagedNode):
         if self._paused or self.runner is None:
             return
         fresh = (self._last_command is not None
-                 and time.monotonic() - self._last_command_time <= float(self._param("command_timeout")))
+                 and time.monotonic() - self._last_command_time <= self.settings.command_timeout)
         if fresh:
             assert self._last_command is not None
             self._step(*self._last_command)
@@ -275,7 +253,7 @@ class RobotNode(ManagedNode):
         if self._paused or self.runner is None or self.runner.last is None:
             return
         now = time.monotonic()
-        period = float(self._param("republish_period"))
+        period = self.settings.republish_period
         if now - max(self._last_command_time, self._last_publish_time) >= period:
             self._publish(self.runner.last, announce=False)
 
@@ -319,7 +297,7 @@ class RobotNode(ManagedNode):
         if why != self._inner_hold:
             self.get_logger().error(f"inner safety layer: command not actuated, holding: {why}")
         self._inner_hold = why
-        if self._param("timing") == "lockstep":
+        if self.settings.timing == "lockstep":
             self._publish(rec, announce=False)  # the same step again: the actor answers it
         else:
             self._publish_sensors(rec)
@@ -434,7 +412,7 @@ class RobotNode(ManagedNode):
         if self.runner.env is not None and self.runner.last is not None and self.runner.last.step > 0 \
                 and not self.runner.last.done:
             self._publish(self.runner.end_episode("reset", terminated=False))
-        self.runner.seed = int(self._param("seed"))  # the parameter may have been set while running
+        self.runner.seed = self.settings.seed  # the parameter may have been set while running
         self._start_episode(restart_seeds=True)  # the episode it starts takes the node's ``seed``
         response.success = self.runner.last is not None and self.runner.last.step == 0
         response.message = f"episode {self.runner.episode} started"

@@ -62,6 +62,7 @@ from morl_robot.nodes.base import (
 )
 from morl_robot.safety.monitor import Outcome, SafetyMonitor, build_monitor
 from morl_robot.safety.rules import Response, Violation
+from morl_robot.session.config import SafetyMonitorSettings
 
 
 def _seconds(stamp: Any) -> float:
@@ -75,14 +76,7 @@ def _fmt_time(t: float) -> str:
 class SafetyMonitorNode(ManagedNode):
     def __init__(self, **kwargs: Any) -> None:
         super().__init__("safety_monitor", **kwargs)
-        p = self.declare_parameter
-        p("robot", "")  # sawyer | shadow_hand (config/safety/<robot>.yaml)
-        p("config", "")  # or a safety YAML path (wins over robot)
-        p("control_mode", "")  # how actuator-labelled commands are read ("" = the robot's default)
-        p("action_labels", "")  # the task's action components, comma-separated: commands may also carry these
-        p("watchdogs", True)  # false: lockstep-training profile (no deadlines, no unsolicited holds)
-        p("check_period", 0.002)  # s, watchdog timer
-        p("diagnostics_period", 1.0)  # s
+        self.declare_settings(SafetyMonitorSettings)
         self.monitor: SafetyMonitor | None = None
         self._active = False
         self._timer: Any = None
@@ -104,15 +98,12 @@ class SafetyMonitorNode(ManagedNode):
 
     # --- lifecycle -----------------------------------------------------------------------------
     def configure(self) -> None:
-        source = self.get_parameter("config").value or self.get_parameter("robot").value
+        source = self.settings.config or self.settings.robot
         if not source:
             raise ConfigError("parameter robot: give a robot (sawyer, shadow_hand) or parameter config (a YAML path)")
-        self._watchdogs = bool(self.get_parameter("watchdogs").value)
-        period = float(self.get_parameter("check_period").value)
-        if period <= 0:
-            raise ConfigError(f"parameter check_period: must be positive (s), got {period}")
-        actions = [a for a in str(self.get_parameter("action_labels").value).split(",") if a]
-        self.monitor = build_monitor(source, self.get_parameter("control_mode").value or None, self._watchdogs,
+        self._watchdogs = self.settings.watchdogs
+        actions = [a for a in self.settings.action_labels.split(",") if a]
+        self.monitor = build_monitor(source, self.settings.control_mode or None, self._watchdogs,
                                      now=self._now(), action_labels=actions)
         spec = self.monitor.spec
         self._pub_command = self.create_publisher(Float64MultiArray, "command_safe", wire.COMMAND_QOS)
@@ -130,7 +121,7 @@ class SafetyMonitorNode(ManagedNode):
                     self.create_service(Trigger, "safety/trigger", self._srv_trigger)]
         self._handles = subs + services + [self._pub_command, self._pub_events]
         self._diagnostics = DiagnosticsPublisher(self, f"{self.get_name()}: safety", self._status,
-                                                 float(self.get_parameter("diagnostics_period").value), spec.name)
+                                                 self.settings.diagnostics_period, spec.name)
         self._publish_estop()
         for rule, why in self.monitor.opted_out.items():
             self.get_logger().warning(f"required rule '{rule}' left out by {self.monitor.source}: {why}")
@@ -141,7 +132,7 @@ class SafetyMonitorNode(ManagedNode):
     def activate(self) -> None:
         self._active = True
         if self._watchdogs:
-            self._timer = steady_timer(self, float(self.get_parameter("check_period").value), self._on_timer)
+            self._timer = steady_timer(self, self.settings.check_period, self._on_timer)
 
     def deactivate(self) -> None:
         self._active = False

@@ -37,6 +37,7 @@ from morl_robot.acting.vector import VectorActor, VectorActorConfig
 from morl_robot.nodes import wire
 from morl_robot.nodes.base import DiagnosticsPublisher, ManagedNode, run_node
 from morl_robot.serving.runtime import OnnxPolicy
+from morl_robot.session.config import VectorActorSettings
 
 #: s the loop sleeps while it has no model or the learner's allowance is used up.
 IDLE_PERIOD = 0.005
@@ -45,10 +46,7 @@ IDLE_PERIOD = 0.005
 class VectorActorNode(ManagedNode):
     def __init__(self, **kwargs: Any) -> None:
         super().__init__("vector_actor", **kwargs)
-        for name, default in (("task", ""), ("task_config", ""), ("envs", 8), ("actor_id", 0), ("seed", 0),
-                              ("chunk_size", 64), ("safety", ""), ("policy", ""), ("back_pressure", True),
-                              ("diagnostics_period", 1.0)):
-            self.declare_parameter(name, default)
+        self.declare_settings(VectorActorSettings)  # the node's parameters (session/config.py)
         self.core: VectorActor | None = None
         self._loader = ModelLoader(lambda: self.core.policy if self.core is not None else None)
         self._lock = threading.Lock()  # the core: loop thread vs executor (allowance, diagnostics)
@@ -59,19 +57,16 @@ class VectorActorNode(ManagedNode):
         self._counters = {"reloads": 0, "rejected_models": 0, "back_pressure_waits": 0, "chunks": 0}
         self._last_error = ""
 
-    def _param(self, name: str) -> Any:
-        return self.get_parameter(name).value
-
     def configure(self) -> None:
-        cfg = VectorActorConfig(task=str(self._param("task")), envs=int(self._param("envs")),
-                                actor_index=int(self._param("actor_id")), seed=int(self._param("seed")),
-                                chunk_size=int(self._param("chunk_size")), safety=str(self._param("safety")),
-                                task_config=str(self._param("task_config")))
+        cfg = VectorActorConfig(task=self.settings.task, envs=self.settings.envs,
+                                actor_index=self.settings.actor_id, seed=self.settings.seed,
+                                chunk_size=self.settings.chunk_size, safety=self.settings.safety,
+                                task_config=self.settings.task_config)
         pub = self.create_publisher(Float64MultiArray, "experience", wire.EXPERIENCE_QOS)
         self._pub_events = self.create_publisher(DiagnosticStatus, "safety/violations", wire.EVENT_QOS)
         self.core = VectorActor(cfg, lambda table, columns: self._emit(pub, table, columns))
-        if self._param("policy"):
-            self._install(OnnxPolicy.from_file(str(self._param("policy"))), f"file {self._param('policy')}")
+        if self.settings.policy:
+            self._install(OnnxPolicy.from_file(self.settings.policy), f"file {self.settings.policy}")
         self._entities = [
             ("publisher", pub), ("publisher", self._pub_events),
             ("subscription", self.create_subscription(UInt8MultiArray, "policy_snapshot", self._on_snapshot,
@@ -80,7 +75,7 @@ class VectorActorNode(ManagedNode):
                                                       wire.LATCHED_QOS)),
         ]
         self._diagnostics = DiagnosticsPublisher(self, f"{self.get_name()}: vector actor", self._status,
-                                                 period=float(self._param("diagnostics_period")))
+                                                 period=self.settings.diagnostics_period)
         self.get_logger().info(f"{cfg.envs} {cfg.task} environments, actor ids {cfg.actor_index * cfg.envs}.."
                                f"{cfg.actor_index * cfg.envs + cfg.envs - 1}")
 
@@ -126,7 +121,7 @@ class VectorActorNode(ManagedNode):
     def _run_loop(self) -> None:
         core, waiting = self.core, False
         assert core is not None
-        back_pressure = bool(self._param("back_pressure"))
+        back_pressure = self.settings.back_pressure
         while not self._stop.is_set():
             for loaded in (self._loader.take() if self._loader.ready() else ()):
                 if loaded.policy is None:

@@ -29,14 +29,13 @@ import operator
 import os
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any, Literal
 
 import numpy as np
 
 from morl_robot.configuration import fail, from_mapping, load_yaml
 from morl_robot.errors import ConfigError
-from morl_robot.resources import config_path
+from morl_robot.resources import resolve_config
 
 __all__ = ["FeatureLabeller", "LabellingSpec", "load_labelling", "task_labeller"]
 
@@ -92,10 +91,9 @@ class LabellingSpec:
 
 
 def load_labelling(path_or_task: str | os.PathLike[str]) -> tuple[LabellingSpec, str]:
-    """Load a labelling YAML (a path, or a task name under ``config/reward_machines/labels``)."""
-    path = Path(path_or_task)
-    if not path.exists() and not path.suffix:
-        path = config_path(Path("reward_machines") / "labels" / f"{path_or_task}.yaml")
+    """Load a labelling YAML (a task name under ``config/reward_machines/labels`` or a path:
+    :func:`~morl_robot.resources.resolve_config`)."""
+    path = resolve_config("reward_machines/labels", path_or_task)
     return from_mapping(LabellingSpec, load_yaml(path), source=str(path)), str(path)
 
 

@@ -42,7 +42,7 @@ from numpy.typing import NDArray
 
 from morl_robot.configuration import from_mapping, load_yaml
 from morl_robot.errors import ConfigError
-from morl_robot.resources import config_path
+from morl_robot.resources import resolve_config
 from morl_robot.reward_machines.guards import (
     MAX_PROPOSITIONS,
     Guard,
@@ -290,9 +290,6 @@ def _unreachable(states: list[str], start: int, next_state: NDArray[np.int64]) -
 
 
 def machine_path(name_or_path: str | os.PathLike[str]) -> Path:
-    """A machine file: an existing path, else ``config/reward_machines/<name>.yaml`` of the package."""
-    path = Path(name_or_path)
-    if path.exists() or path.is_absolute():
-        return path
-    shipped = config_path(Path("reward_machines") / (str(path) if path.suffix in (".yaml", ".yml") else f"{path}.yaml"))
-    return shipped if shipped.exists() else path
+    """A machine (or reward-machine task) file: a name under ``config/reward_machines/``
+    (``sawyer/force_budget``) or a path (:func:`~morl_robot.resources.resolve_config`)."""
+    return resolve_config("reward_machines", name_or_path)

@@ -7,12 +7,12 @@ units and frames, Cartesian control limits, and (for the hardware backend) drive
 from __future__ import annotations
 
 import math
+import os
 from dataclasses import dataclass, field
 from typing import Literal
 
 from morl_robot.configuration import fail, load_config
-from morl_robot.errors import UnknownNameError
-from morl_robot.resources import config_path
+from morl_robot.resources import resolve_config
 
 ModeName = Literal["position", "velocity", "effort", "cartesian_velocity"]
 
@@ -247,13 +247,7 @@ class RobotConfig:
             self.hardware.check_robot(self)
 
 
-ROBOTS = ("sawyer", "shadow_hand")
-
-
-def load_robot_config(name_or_path: str) -> RobotConfig:
-    """Load a robot's YAML by robot name (``sawyer``, ``shadow_hand``) or by file path."""
-    if name_or_path.endswith((".yaml", ".yml")):
-        return load_config(RobotConfig, name_or_path)
-    if name_or_path not in ROBOTS:
-        raise UnknownNameError(f"unknown robot '{name_or_path}'; known robots: {', '.join(ROBOTS)}")
-    return load_config(RobotConfig, config_path(f"robots/{name_or_path}.yaml"))
+def load_robot_config(name_or_path: str | os.PathLike[str]) -> RobotConfig:
+    """Load a robot's YAML by robot name (``sawyer``, ``shadow_hand``) or by file path
+    (:func:`~morl_robot.resources.resolve_config`)."""
+    return load_config(RobotConfig, resolve_config("robots", name_or_path))

@@ -50,7 +50,7 @@ import mujoco
 import numpy as np
 
 from morl_robot.errors import ConfigError, MorlRobotError, UnknownNameError
-from morl_robot.resources import sim_path
+from morl_robot.resources import resolve_config, sim_path
 from morl_robot.robots.base import Robot
 from morl_robot.robots.config import (
     HardwareCommandConfig,
@@ -519,5 +519,4 @@ class HardwareRobot(Robot):
 def load_hardware_robot(name_or_path: str, control_period: float, **kwargs: Any) -> HardwareRobot:
     """The hardware backend of robot ``name_or_path`` (``sawyer``, ``shadow_hand`` or a YAML path)."""
     config = load_robot_config(name_or_path)
-    source = name_or_path if name_or_path.endswith((".yaml", ".yml")) else f"config/robots/{name_or_path}.yaml"
-    return HardwareRobot(config, control_period, source=source, **kwargs)
+    return HardwareRobot(config, control_period, source=str(resolve_config("robots", name_or_path)), **kwargs)

@@ -25,8 +25,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from morl_robot.configuration import fail, load_config
-from morl_robot.errors import UnknownNameError
-from morl_robot.resources import config_path
+from morl_robot.resources import resolve_config
 
 ResponseName = Literal["warn", "clamp", "hold", "estop"]
 RESPONSE_ORDER: tuple[str, ...] = ("warn", "clamp", "hold", "estop")
@@ -401,13 +400,7 @@ def _workspace(w: Workspace) -> None:
 
 
 def load_safety_config(name_or_path: str | os.PathLike[str]) -> tuple[SafetyConfig, str]:
-    """(config, source path) for a robot name (``config/safety/<robot>.yaml``) or a YAML path."""
-    text = str(name_or_path)
-    if text.endswith((".yaml", ".yml")):
-        return load_config(SafetyConfig, text), text
-    path = config_path(f"safety/{text}.yaml")
-    if not path.exists():
-        known = sorted(p.stem for p in path.parent.glob("*.yaml"))
-        raise UnknownNameError(f"no safety configuration for robot '{text}'; known: {', '.join(known)} "
-                               f"(config/safety/<robot>.yaml), or give a YAML path")
+    """(config, source path) for a robot name (``config/safety/<robot>.yaml``) or a YAML path
+    (:func:`~morl_robot.resources.resolve_config`)."""
+    path = resolve_config("safety", name_or_path)
     return load_config(SafetyConfig, path), str(path)

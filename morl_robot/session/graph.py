@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import os
 
-from morl_robot.session.config import SessionConfig
+from morl_robot.session.config import SessionConfig, node_parameters
 from morl_robot.session.processes import NodeSpec
 
 
@@ -25,23 +25,21 @@ def _ns(cfg: SessionConfig) -> str:
 
 
 def _robot_params(cfg: SessionConfig, seed: int) -> dict:
-    params = {"task": cfg.task, "backend": cfg.backend, "seed": seed}
+    session = {"task": cfg.task, "backend": cfg.backend, "seed": seed}
     if cfg.robot:
-        params["robot"] = cfg.robot
-    params.update(cfg.robot_node)
-    return params
+        session["robot"] = cfg.robot
+    return node_parameters(cfg.robot_node, session)
 
 
 def _safety_params(cfg: SessionConfig, robot: str) -> dict:
     # actuator-labelled commands are read in the robot node's control mode; the task's action
     # components are the one partial command the monitor lets through (as the robot node executes)
-    mode = {"control_mode": cfg.robot_node["control_mode"]} if cfg.robot_node.get("control_mode") else {}
-    actions = {}
+    session = {"robot": robot, "control_mode": cfg.robot_node.control_mode}
     if cfg.task:
         from morl_robot.tasks.registry import load_task
 
-        actions = {"action_labels": ",".join(load_task(cfg.task).action_labels)}
-    return {"robot": robot, **mode, **actions, **cfg.safety_monitor}
+        session["action_labels"] = ",".join(load_task(cfg.task).action_labels)
+    return node_parameters(cfg.safety_monitor, session)
 
 
 def robot_of(cfg: SessionConfig) -> str:
@@ -63,34 +61,31 @@ def train_nodes(cfg: SessionConfig, out_dir: str | os.PathLike[str], session_ind
     the actors' seeds by ``k · SESSION_SEED_STRIDE``."""
     ns, robot = _ns(cfg), robot_of(cfg)
     base = cfg.seed + SESSION_SEED_STRIDE * int(session_index)
-    nodes = [NodeSpec("learner_node", "learner_node", ns, {
+    nodes = [NodeSpec("learner_node", "learner_node", ns, node_parameters(cfg.learner_node, {
         "task": cfg.task, "out_dir": str(out_dir), "seed": cfg.seed, "total_steps": cfg.total_steps,
-        **cfg.learner_node,
-    })]
+    }))]
     for i in range(cfg.actors):
         actor_ns = f"{ns}/actor{i}"
         remap = {"policy_snapshot": f"{ns}/policy_snapshot", "experience": f"{ns}/experience",
                  "experience_allowance": f"{ns}/experience_allowance"}
         if cfg.actors_kind == "vectorized":
-            params = {"task": cfg.task, **cfg.vector_actor, "actor_id": i, "seed": base + 1000 * (i + 1)}
-            if cfg.learner_node.get("task_config"):
-                params.setdefault("task_config", cfg.learner_node["task_config"])
+            params = {**node_parameters(cfg.vector_actor, {"task": cfg.task,
+                                                            "task_config": cfg.learner_node.task_config}),
+                      "actor_id": i, "seed": base + 1000 * (i + 1)}
             nodes.append(NodeSpec("vector_actor", "vector_actor", actor_ns, params, remap))
             continue
         nodes += [
             NodeSpec("robot_node", "robot_node", actor_ns, _robot_params(cfg, base + 1000 * (i + 1))),
             NodeSpec("safety_monitor", "safety_monitor", actor_ns, _safety_params(cfg, robot)),
             NodeSpec("policy_server", "policy_server", actor_ns,
-                     {**cfg.policy_server, "actor_id": i, "seed": base + 1000 * (i + 1)}, remap),
+                     {**node_parameters(cfg.policy_server), "actor_id": i, "seed": base + 1000 * (i + 1)}, remap),
         ]
     return with_clock(cfg, nodes)
 
 
 def deploy_nodes(cfg: SessionConfig) -> list[NodeSpec]:
     ns, robot = _ns(cfg), robot_of(cfg)
-    params = dict(cfg.policy_server)
-    if cfg.policy:
-        params["policy"] = cfg.policy
+    params = node_parameters(cfg.policy_server, {"policy": cfg.policy} if cfg.policy else None)
     return with_clock(cfg, [
         NodeSpec("robot_node", "robot_node", ns, _robot_params(cfg, cfg.seed)),
         NodeSpec("safety_monitor", "safety_monitor", ns, _safety_params(cfg, robot)),
@@ -109,7 +104,7 @@ def safety_test_nodes(cfg: SessionConfig) -> list[NodeSpec]:
     nodes = []
     for i, mode in enumerate(SAFETY_TEST_PHASES[robot]):
         robot_params = {**_robot_params(cfg, cfg.seed), "control_mode": mode}
-        if cfg.backend == "sim" and not robot_params.get("scene"):
+        if cfg.backend == "sim" and not robot_params["scene"]:
             robot_params["scene"] = SAFETY_TEST_SCENES[robot]
         safety_params = {**_safety_params(cfg, robot), "control_mode": mode}
         if i > 0:

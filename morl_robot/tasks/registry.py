@@ -6,7 +6,7 @@ from typing import Any
 
 from morl_robot.configuration import load_config
 from morl_robot.errors import ConfigError, UnknownNameError
-from morl_robot.resources import config_path
+from morl_robot.resources import resolve_config
 from morl_robot.tasks.base import Task, TaskConfig
 from morl_robot.tasks.sawyer_peg_in_hole import SawyerPegInHole, SawyerPegInHoleConfig
 from morl_robot.tasks.shadow_hand import (
@@ -33,11 +33,12 @@ def task_names() -> tuple[str, ...]:
 def load_task(
     name: str, config_file: str | os.PathLike[str] | None = None, overrides: dict[str, Any] | None = None
 ) -> Task:
-    """Build task ``name`` from its YAML (``config/tasks/<name>.yaml`` unless ``config_file``)."""
+    """Build task ``name`` from its YAML (``config/tasks/<name>.yaml`` unless ``config_file``, a
+    task config name or path: :func:`~morl_robot.resources.resolve_config`)."""
     if name not in TASKS:
         raise UnknownNameError(f"unknown task '{name}'; known tasks: {', '.join(TASKS)}")
     cls, cfg_cls = TASKS[name]
-    path = config_file if config_file is not None else config_path(f"tasks/{name}.yaml")
+    path = resolve_config("tasks", config_file if config_file is not None else name)
     config = load_config(cfg_cls, path, overrides)
     if config.robot != cls.robot_name:
         raise ConfigError(f"{path}: key 'robot': task '{name}' runs on robot '{cls.robot_name}', got '{config.robot}'")

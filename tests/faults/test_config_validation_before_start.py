@@ -3,6 +3,8 @@ and "see …/learner_node.log" (or a traceback); a session YAML typo was silentl
 config and argument is checked before any node starts: exit 2 and one line naming the problem."""
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 import yaml
 
@@ -31,7 +33,7 @@ def _session(tmp_path, node: str, **params):
     (lambda t: ["--learner-config", str(_learner(t, policy_lr=float("nan")))], "policy_lr"),
     (lambda t: ["--learner-config", str(_learner(t, epsilons=[0.1, float("nan")]))], "finite"),
     (lambda t: ["--learner-config", str(_learner(t, not_a_key=1))], "not_a_key"),
-    (lambda t: ["--learner-config", "no_such_profile"], "neither a file nor a learner config name"),
+    (lambda t: ["--learner-config", "no_such_profile"], "unknown learner config 'no_such_profile'; available: "),
     (lambda t: ["--config", str(_session(t, "learner_node", snapshot_every=0))], "snapshot_every"),
     (lambda t: ["--learner-config", str(_learner(t, training={"checkpoint_every": -5}))], "training.checkpoint_every"),
     (lambda t: ["--config", str(_session(t, "learner_node", snapshot_evry=10))], "snapshot_evry"),
@@ -47,14 +49,14 @@ def test_bad_configs_are_refused_before_any_node_starts(tmp_path, capsys, make, 
     assert not (out / "logs").exists()  # no node was started
 
 
-def test_every_node_declares_exactly_the_parameters_the_session_schema_allows():
+def test_every_node_declares_exactly_the_fields_of_its_settings_dataclass():
     rclpy = pytest.importorskip("rclpy")
     from morl_robot.nodes.learner_node import LearnerNode
     from morl_robot.nodes.policy_server import PolicyServer
     from morl_robot.nodes.robot_node import RobotNode
     from morl_robot.nodes.safety_monitor import SafetyMonitorNode
     from morl_robot.nodes.vector_actor import VectorActorNode
-    from morl_robot.session.config import NODE_PARAMETERS
+    from morl_robot.session.config import NODE_SETTINGS
 
     context = rclpy.Context()
     rclpy.init(context=context, domain_id=0)
@@ -66,7 +68,7 @@ def test_every_node_declares_exactly_the_parameters_the_session_schema_allows():
             try:
                 declared = {p for p in node._parameters  # minus the ones rclpy declares on every node
                             if p not in ("use_sim_time", "start_type_description_service")}
-                assert declared == set(NODE_PARAMETERS[name]), name
+                assert declared == {f.name for f in dataclasses.fields(NODE_SETTINGS[name])}, name
             finally:
                 node.destroy_node()
     finally:

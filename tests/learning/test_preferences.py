@@ -88,7 +88,7 @@ def test_config_section_default_range_and_errors():
 
 
 def test_the_shipped_config_is_conditioned():
-    from morl_robot.learning.config import load_learner_config, resolve_learner_config
+    from morl_robot.learning.config import load_learner_config
 
-    cfg = load_learner_config(resolve_learner_config("conditioned"))
+    cfg = load_learner_config("conditioned")
     assert cfg.conditioned and cfg.preferences.relabel and cfg.preferences.eval_points >= 11

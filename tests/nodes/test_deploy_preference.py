@@ -132,9 +132,11 @@ def test_session_preference_must_be_positive_numbers() -> None:
     from morl_robot.errors import ConfigError
 
     cfg = load_session_config("deploy", {"policy": "/p.onnx", "policy_server": {"preference": [1, 0.5]}})
-    assert cfg.policy_server["preference"] == [1.0, 0.5]  # floats: a ROS double array
+    assert cfg.policy_server.preference == [1.0, 0.5]  # floats: a ROS double array
     (server,) = [s for s in deploy_nodes(cfg) if s.name == "policy_server"]
     assert server.parameters["preference"] == [1.0, 0.5] and server.parameters["timing"] == "realtime"
-    for bad in ("0.1,0.5", [0.1, -1.0], [0.1, True]):
-        with pytest.raises(ConfigError, match="policy_server.preference.*positive numbers"):
+    for bad, words in (("0.1,0.5", r"policy_server.preference': expected a list"),
+                       ([0.1, -1.0], r"policy_server.preference': must be positive numbers"),
+                       ([0.1, True], r"policy_server.preference\[1\]': expected a number, got bool")):
+        with pytest.raises(ConfigError, match=words):
             load_session_config("deploy", {"policy": "/p.onnx", "policy_server": {"preference": bad}})

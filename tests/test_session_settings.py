@@ -1,0 +1,63 @@
+"""A session YAML's node sections are typed (``session/config.py``: one settings dataclass per
+node): a typo or a wrong type in a node's settings is refused, naming the file and the key."""
+from __future__ import annotations
+
+import pytest
+import yaml
+
+from morl_robot.errors import ConfigError
+from morl_robot.resources import config_path
+from morl_robot.session.config import (
+    LearnerNodeSettings,
+    PolicyServerSettings,
+    RobotNodeSettings,
+    load_session_config,
+    node_parameters,
+)
+
+
+def _session(tmp_path, node: str, **params):
+    data = yaml.safe_load(config_path("sessions/train.yaml").read_text())
+    data.setdefault(node, {}).update(params)
+    path = tmp_path / "session.yaml"
+    path.write_text(yaml.safe_dump(data))
+    return path
+
+
+@pytest.mark.parametrize("node, params, words", [
+    ("robot_node", {"timng": "realtime"}, "key 'robot_node.timng': unknown key; allowed keys: autostart, backend, "),
+    ("safety_monitor", {"watchdog": False}, "key 'safety_monitor.watchdog': unknown key; allowed keys: "),
+    ("driver_emulator", {"latncy": 0.1}, "key 'driver_emulator.latncy': unknown key; allowed keys: "),
+    ("policy_server", {"chunk_size": "64"}, "key 'policy_server.chunk_size': expected an integer, got str '64'"),
+    ("robot_node", {"timing": "fast"}, "key 'robot_node.timing': got 'fast'; allowed values: 'lockstep', 'realtime'"),
+    ("learner_node", {"observation_normalization": "yes"},
+     "key 'learner_node.observation_normalization': expected true or false"),
+    # the node's own checks (validate) name the key under its section
+    ("learner_node", {"snapshot_every": 0}, "key 'learner_node.snapshot_every': must be a whole number in [1, 2^53]"),
+    ("policy_server", {"realtime_priority": 100}, "key 'policy_server.realtime_priority': must be in 0..99"),
+    ("policy_server", {"preference": [0.1]}, "key 'policy_server.preference': mode train samples a preference"),
+])
+def test_a_bad_node_setting_is_refused_naming_file_and_key(tmp_path, node, params, words):
+    path = _session(tmp_path, node, **params)
+    with pytest.raises(ConfigError) as err:
+        load_session_config(path)
+    assert str(err.value).startswith(f"{path}: "), err.value
+    assert words in str(err.value), err.value
+
+
+def test_sections_are_typed_and_defaulted():
+    cfg = load_session_config("train")
+    assert isinstance(cfg.robot_node, RobotNodeSettings) and cfg.robot_node.timing == "lockstep"
+    assert isinstance(cfg.learner_node, LearnerNodeSettings) and cfg.learner_node.snapshot_every == 50
+    assert load_session_config("deploy").learner_node == LearnerNodeSettings()
+
+
+def test_node_parameters_give_the_session_values_unless_the_section_changes_them():
+    settings = RobotNodeSettings(timing="realtime", seed=7)
+    params = node_parameters(settings, {"task": "shadow_touch", "seed": 3})
+    assert params["task"] == "shadow_touch"  # the section left it at its default: the session's value
+    assert params["seed"] == 7  # the section set it: its value wins, as in a session YAML
+    assert params["timing"] == "realtime" and params["command_timeout"] == 0.2  # every field is a parameter
+    # an empty list has no ROS type on the command line: left out (it is the node's default)
+    assert "preference" not in node_parameters(PolicyServerSettings())
+    assert node_parameters(PolicyServerSettings(preference=[0.1, 1.0]))["preference"] == [0.1, 1.0]
