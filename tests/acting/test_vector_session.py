@@ -28,7 +28,7 @@ def test_a_vectorized_session_runs_one_vector_actor_per_actor_feeding_the_learne
     ({"actors_kind": "batched"}, "allowed values: 'per-step', 'vectorized'"),
     ({"actors_kind": "vectorized", "backend": "hardware"}, "needs backend sim"),
     ({"vector_actor": {"envs": 0}}, "vector_actor.envs"),
-    ({"vector_actor": {"num_envs": 4}}, "vector_actor has no parameter 'num_envs'"),
+    ({"vector_actor": {"num_envs": 4}}, "key 'vector_actor.num_envs': unknown key"),
 ])
 def test_bad_actor_settings_are_named(overrides, words):
     with pytest.raises(ConfigError, match=words):
