@@ -175,22 +175,46 @@ class ExperienceWriter:
 class Allowance:
     """The learner's ``experience_allowance`` (transitions it received, and accepted before acting
     must wait for learning) as one actor sees it.  Without an allowance yet (no learner heard
-    from) acting is free."""
+    from) acting is free.
+
+    The rows this actor has in flight (emitted, not yet counted by the learner) come from the
+    learner's acknowledgement of this actor's rows when the allowance carries one, so a learner
+    whose subscription lags behind (a queue of chunks it has not read yet) cannot be overrun: the
+    actor counts every row the learner has not acknowledged.  An allowance without acknowledgements
+    falls back to the rows emitted since it arrived.  A learner that restarts (its acknowledgement
+    goes down) and the first acknowledgement heard re-base the count: rows emitted before it were
+    either counted or lost."""
 
     def __init__(self, slack: int) -> None:
         self.slack = int(slack)  # rows an actor may run ahead (a chunk it holds)
         self.value: tuple[float, float] | None = None
         self._sent_at_update = 0
+        self._acknowledged: int | None = None  # the learner's count of this actor's rows
+        self._ack_offset = 0  # rows emitted before the acknowledging learner was heard
 
-    def update(self, received: float, allowed: float, sent: int) -> None:
-        """A new allowance; ``sent`` = the rows this actor had emitted so far."""
+    def update(self, received: float, allowed: float, sent: int, acknowledged: int | None = None) -> None:
+        """A new allowance; ``sent`` = the rows this actor had emitted so far; ``acknowledged`` =
+        the rows of this actor the learner has received (None: the allowance does not say)."""
         self.value = (float(received), float(allowed))
         self._sent_at_update = int(sent)
+        if acknowledged is None:
+            self._acknowledged = None
+            return
+        acknowledged = int(acknowledged)
+        if self._acknowledged is None or acknowledged < self._acknowledged:
+            self._ack_offset = int(sent) - acknowledged
+        self._acknowledged = acknowledged
+
+    def in_flight(self, sent: int) -> int:
+        """Rows emitted (``sent`` in all) that the learner's count does not include yet."""
+        if self._acknowledged is None:
+            return int(sent) - self._sent_at_update
+        return max(0, int(sent) - self._ack_offset - self._acknowledged)
 
     def must_wait(self, sent: int, held: int) -> bool:
-        """Whether the learner's count, plus what this actor emitted since (``sent`` rows in all)
-        and still holds (``held``), reaches the allowed count (+ ``slack``)."""
+        """Whether the learner's count, plus what this actor emitted that it has not counted yet
+        and what the actor still holds (``held``), reaches the allowed count (+ ``slack``)."""
         if self.value is None:
             return False
         received, allowed = self.value
-        return received + (sent - self._sent_at_update) + held >= allowed + self.slack
+        return received + self.in_flight(sent) + held >= allowed + self.slack

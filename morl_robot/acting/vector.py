@@ -126,6 +126,10 @@ class VectorActor:
         """Whether the learner's allowance is used up by this actor's environments."""
         return self.allowance.must_wait(self.sent, sum(len(w.rows) for w in self.writers))
 
+    def acknowledged(self, received: dict[int, int]) -> int:
+        """Of the learner's rows received per actor id, the ones from this actor's environments."""
+        return sum(received.get(w.actor_id, 0) for w in self.writers)
+
     @property
     def sent(self) -> int:
         """Transitions emitted so far (all environments)."""

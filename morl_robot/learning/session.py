@@ -152,6 +152,9 @@ class LearnerSession:
         self.resumed_from: Path | None = None
         self.diverged = ""
         self.incomplete_episodes = 0
+        # rows received per actor id in this process (chunks that fit or not): the actors'
+        # acknowledgement in the experience allowance, so a lagging subscription cannot be overrun
+        self.acknowledged: dict[int, int] = {}
         self.last_returns: np.ndarray | None = None
         self._good_state: dict[str, Any] | None = None  # learner state of the newest policy version
         self._snapshot_updates = 0
@@ -257,6 +260,8 @@ class LearnerSession:
         does not fit.  Episodes whose beginning was not seen are counted, not logged."""
         if self.ingest is None:
             raise RuntimeError("add_chunk before accept_experience")
+        actor = int(chunk.actor)
+        self.acknowledged[actor] = self.acknowledged.get(actor, 0) + len(chunk.episode)
         result = self.ingest.add(chunk)
         self.limiter.insert(result.transitions)
         self.counters["env_steps"] += result.transitions

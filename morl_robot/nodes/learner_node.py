@@ -57,7 +57,7 @@ class LearnerNode(ManagedNode):
         self.finished = self._active = False
         self._timers: list[Any] = []
         self._sub = self._pub_snapshot = self._pub_allowance = self._run_lock = self._diagnostics = None
-        self._allowance_sent: tuple[int, int] | None = None
+        self._allowance_sent: tuple[Any, ...] | None = None
         self._rate_mark, self._rates = (time.monotonic(), 0, 0), (0.0, 0.0)
         self._last_rejection_time = -1e9
 
@@ -177,9 +177,9 @@ class LearnerNode(ManagedNode):
             return
         s = self.session
         s.learn(deadline=time.monotonic() + self.settings.update_budget)
-        now = s.allowance()
+        now = (*s.allowance(), tuple(sorted(s.acknowledged.items())))
         if now != self._allowance_sent and self._pub_allowance is not None:
-            self._pub_allowance.publish(wire.labelled_array(now, wire.ALLOWANCE_LABELS))
+            self._pub_allowance.publish(wire.allowance_message(now[0], now[1], s.acknowledged))
             self._allowance_sent = now
         if s.draining and not s.can_learn():
             s.finish("total_steps reached", publish=True)

@@ -333,11 +333,13 @@ class PolicyServer(ManagedNode):
         return w is not None and self._allowance.must_wait(w.sent, len(w.rows))
 
     def _on_allowance(self, msg: Float64MultiArray) -> None:
-        values, labels = wire.read_labelled(msg)
-        if labels != wire.ALLOWANCE_LABELS:
+        allowance = wire.read_allowance(msg)
+        if allowance is None:
             return
+        received, allowed, acks = allowance
         with self._lock:
-            self._allowance.update(values[0], values[1], self._writer.sent if self._writer is not None else 0)
+            self._allowance.update(received, allowed, self._writer.sent if self._writer is not None else 0,
+                                   acks.get(self.settings.actor_id, 0))
             ts = self._waiting
             if ts is not None and self._active and self.policy is not None and not self._must_wait():
                 self._waiting = None

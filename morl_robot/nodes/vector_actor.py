@@ -175,10 +175,11 @@ class VectorActorNode(ManagedNode):
         self.get_logger().error(self._last_error)
 
     def _on_allowance(self, msg: Float64MultiArray) -> None:
-        values, labels = wire.read_labelled(msg)
-        if labels == wire.ALLOWANCE_LABELS and self.core is not None:
+        allowance = wire.read_allowance(msg)
+        if allowance is not None and self.core is not None:
+            received, allowed, acks = allowance
             with self._lock:
-                self.core.allowance.update(values[0], values[1], self.core.sent)
+                self.core.allowance.update(received, allowed, self.core.sent, self.core.acknowledged(acks))
 
     def _status(self) -> tuple[str, str, dict[str, Any]]:
         core = self.core

@@ -142,6 +142,31 @@ def split_step_key(values: np.ndarray, labels: Sequence[str]) -> tuple[np.ndarra
         return np.asarray(values[:-1]), labels[:-1], float(values[-1])
     return np.asarray(values), labels, None
 ALLOWANCE_LABELS = ("env_steps", "allowed_env_steps")
+#: ``experience_allowance`` labels after :data:`ALLOWANCE_LABELS`: ``received.<actor id>``, the
+#: rows the learner has received from each actor (its acknowledgement, for back-pressure).
+ALLOWANCE_ACK_PREFIX = "received."
+
+
+def allowance_message(received: int, allowed: int, acknowledged: dict[int, int]) -> Any:
+    """The learner's ``experience_allowance``: (env steps received, allowed) and per actor id the
+    rows received from it."""
+    ids = sorted(acknowledged)
+    return labelled_array([received, allowed, *(acknowledged[i] for i in ids)],
+                          ALLOWANCE_LABELS + tuple(f"{ALLOWANCE_ACK_PREFIX}{i}" for i in ids))
+
+
+def read_allowance(msg: Any) -> tuple[float, float, dict[int, int]] | None:
+    """(received, allowed, rows received per actor id) of an ``experience_allowance``, or None if
+    it is not one."""
+    values, labels = read_labelled(msg)
+    if tuple(labels[:2]) != ALLOWANCE_LABELS:
+        return None
+    acks: dict[int, int] = {}
+    for value, label in zip(values[2:], labels[2:]):
+        if not label.startswith(ALLOWANCE_ACK_PREFIX) or not label[len(ALLOWANCE_ACK_PREFIX):].isdigit():
+            return None
+        acks[int(label[len(ALLOWANCE_ACK_PREFIX):])] = int(value)
+    return float(values[0]), float(values[1]), acks
 
 
 # --- labelled arrays -----------------------------------------------------------------------

@@ -13,4 +13,4 @@ def test_short_run_writes_curves_and_budget(tmp_path):
     assert on_disk["budget"] == summary["budget"]
     for name in ("learning_curves.png", "eval_curves.png", "episodes.csv", "metrics.csv"):
         assert (tmp_path / name).stat().st_size > 0
-    assert any(p.name.startswith("ckpt-") for p in tmp_path.iterdir())
+    assert any(p.name.startswith("ckpt-") for p in (tmp_path / "checkpoints").iterdir())  # one layout with the node
