@@ -588,6 +588,18 @@ class LearnerSession:
         return level, message, values
 
     # --- diagnostics -----------------------------------------------------------------------------
+    def describe(self, config_source: str | Path = "") -> str:
+        """One line saying what this session learns, how, and where it writes (``config_source``:
+        where the learner configuration came from)."""
+        cfg, r = self.config, self.config.replay
+        source = f" ({config_source})" if config_source else ""
+        what = (f"{self.contract.task} on {self.contract.robot}: {len(self.contract.observation_labels)} observations, "
+                f"{len(self.contract.action_labels)} actions" if self.contract is not None
+                else f"{self.obs_dim} observations, {self.learner.spec.dim} actions")
+        return (f"{what}, objectives {self.objective_names}; {cfg.algorithm}{source}, batch "
+                f"{cfg.batch_size}×{cfg.sequence_length}, updates after {r.min_size_to_sample} transitions at "
+                f"{r.samples_per_insert:g} samples/insert; run directory {self.run_dir or '-'}")
+
     def status(self) -> tuple[str, str]:
         """``(level, message)`` of the session: ``error`` once diverged, else what it is doing."""
         min_size = self.config.replay.min_size_to_sample

@@ -86,12 +86,7 @@ class LearnerNode(ManagedNode):
         self._pub_snapshot = self.create_publisher(UInt8MultiArray, "policy_snapshot", wire.LATCHED_QOS)
         self._pub_allowance = self.create_publisher(Float64MultiArray, "experience_allowance", wire.LATCHED_QOS)
         s.start()
-        r = s.config.replay
-        self.get_logger().info(
-            f"{c.task} on {c.robot}: {len(c.observation_labels)} observations, {len(c.action_labels)} actions, "
-            f"objectives {c.objective_names}; {s.config.algorithm} ({self.settings.config}), batch "
-            f"{s.config.batch_size}×{s.config.sequence_length}, updates after {r.min_size_to_sample} transitions at "
-            f"{r.samples_per_insert:g} samples/insert; run directory {out_dir}")
+        self.get_logger().info(s.describe(config_source=self.settings.config))
 
     def activate(self) -> None:
         self._active = True

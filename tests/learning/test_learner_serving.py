@@ -139,3 +139,10 @@ def test_receive_needs_the_experience_layout_first() -> None:
     session = LearnerSession(OBS, ActionSpec.box(ACT), K, cfg)
     with pytest.raises(RuntimeError, match="receive before accept_experience"):
         offer(session, chunk(4))
+
+
+def test_describe_names_what_is_learned_and_where(tmp_path: Path) -> None:
+    session, _, _ = serving(tmp_path)
+    line = session.describe(config_source="mompo_small")
+    assert line.startswith(f"{OBS} observations, {ACT} actions, objectives ['a', 'b']; ") and "(mompo_small)" in line
+    assert "batch 16×1, updates after 32 transitions at 8 samples/insert" in line and str(tmp_path) in line
