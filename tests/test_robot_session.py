@@ -233,3 +233,23 @@ def test_open_runner_names_what_is_wrong():
         open_runner(RobotNodeSettings())
     with pytest.raises(ConfigError, match="task 'sawyer_peg_in_hole' runs on 'sawyer', not 'shadow_hand'"):
         open_runner(RobotNodeSettings(task="sawyer_peg_in_hole", robot="shadow_hand"))
+
+
+def test_a_bare_robot_steps_in_its_control_mode_without_episodes():
+    s = RobotNodeSettings(robot="sawyer", control_mode="velocity", control_period=0.02, seed=1)
+    out = Outputs()
+    core = RobotSession(open_runner(s), s, out.bind(), step_key=key, clock=Clock())
+    try:
+        runner = core.runner
+        assert runner.env is None and runner.robot.control_mode.value == "velocity"
+        assert runner.robot.control_period == pytest.approx(0.02)
+        core.activate()
+        hold = runner.robot.hold_command()
+        core.on_command(hold, runner.command_labels)
+        rec = out.published[-1][0]
+        assert (rec.step, rec.observation) == (1, None) and core.counters["steps"] == 1
+        assert rec.state.stamp == pytest.approx(0.02)
+        core.on_command(hold, VEL)  # task action labels mean nothing without a task
+        assert core.counters["rejected_commands"] == 1
+    finally:
+        core.close()
