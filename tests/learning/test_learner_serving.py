@@ -99,7 +99,10 @@ def test_rejections_are_counted_once_logged_at_most_every_5_s_and_warned_for_10_
     assert level == "warn" and message.startswith("rejected experience: experience actions must be normalised")
     assert values["rejected_chunks"] == 2
     clock.t += 5.0
-    assert not session.receive(lambda: (_ for _ in ()).throw(WireError("3 dimensions")), lambda t, c: t)
+    def malformed() -> Any:
+        raise WireError("3 dimensions")
+
+    assert not session.receive(malformed, lambda t, c: t)
     assert logs[-1] == ("warning", "rejected experience chunk #3: 3 dimensions")
     assert session.ingest.last_rejection == "malformed experience chunk: 3 dimensions"
     clock.t += 10.0
