@@ -31,6 +31,11 @@ owns everything of a learner run that is not acting, so the in-process loop
   evaluations are measured on these).
 * **metrics**: ``metrics.csv`` (every ``training.log_every`` updates), ``episodes.csv`` (one row
   per finished training episode), ``eval.csv`` and TensorBoard (:class:`MetricsLogger`).
+* **serving distributed actors** (the learner node's turns): :meth:`begin_serving` (the first
+  policy version), :meth:`receive` (one experience message: decoded, checked, inserted, or
+  rejected, counted and logged — never fatal; a due checkpoint is written), :meth:`tick` (learn
+  for a time budget, hand a changed :meth:`allowance` to ``on_allowance``, finish at
+  ``total_steps``) and :meth:`diagnostics` (statistics, ingest rates, a recent rejection).
 * **end of run** (:meth:`finish`): the final checkpoint and, with a contract, ``policy.onnx`` and
   ``plots/`` (learning curves and the Pareto front of the newest training episodes).
 
@@ -53,7 +58,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import torch
 
-from morl_robot.errors import ConfigError
+from morl_robot.errors import ConfigError, MorlRobotError, WireError
 from morl_robot.learning.checkpoint import (
     CheckpointError,
     load_latest,
@@ -61,7 +66,7 @@ from morl_robot.learning.checkpoint import (
     save_checkpoint,
 )
 from morl_robot.learning.config import MPOConfig, config_to_dict
-from morl_robot.learning.ingest import ExperienceIngest, IngestResult
+from morl_robot.learning.ingest import ExperienceError, ExperienceIngest, IngestResult
 from morl_robot.learning.learner import MOMPOLearner
 from morl_robot.learning.metrics import MetricsLogger
 from morl_robot.learning.networks import ActionSpec
@@ -80,6 +85,12 @@ RECENT_EPISODES = 200
 
 #: ``log(level, message)``; level is ``info``, ``warning`` or ``error``.
 Log = Callable[[str, str], None]
+#: seconds between two logged experience rejections (the others are counted only).
+REJECTION_LOG_INTERVAL = 5.0
+#: seconds the diagnostics warn after an experience rejection.
+REJECTION_WARN_FOR = 10.0
+#: seconds the ingest and update rates of :meth:`LearnerSession.diagnostics` average over (at least).
+RATE_WINDOW = 0.5
 
 
 def warnings_log(level: str, message: str) -> None:
@@ -122,6 +133,9 @@ class LearnerSession:
         end_of_run_plots: write ``plots/`` at :meth:`finish`.
         total_steps: env steps of the run (0: until stopped); caps :meth:`allowance`; past it the
             session is :attr:`draining` (the driver takes no more experience).
+        on_allowance: ``(received, allowed, rows received per actor id)`` whenever :meth:`tick` finds the allowance changed
+            (e.g. publish it to the actors).
+        clock: monotonic seconds (rejection logging, diagnostics rates).
     """
 
     def __init__(self, obs_dim: int, action_spec: ActionSpec, num_objectives: int, config: MPOConfig, *,
@@ -129,7 +143,9 @@ class LearnerSession:
                  normalization_setting: str = "training.observation_normalization",
                  contract: PolicyContract | None = None, snapshot_every: int = 0, relabeller: Any = None,
                  log: Log = warnings_log, on_snapshot: Callable[[int, bytes], None] | None = None,
-                 keep_metrics: bool = False, end_of_run_plots: bool = False, total_steps: int = 0) -> None:
+                 keep_metrics: bool = False, end_of_run_plots: bool = False, total_steps: int = 0,
+                 on_allowance: Callable[[tuple[int, int, dict[int, int]]], None] | None = None,
+                 clock: Callable[[], float] = time.monotonic) -> None:
         if snapshot_every < 0:
             raise ConfigError(f"snapshot_every: must be >= 0 learner updates, got {snapshot_every}")
         self.config, self.obs_dim, self.contract = config, int(obs_dim), contract
@@ -160,6 +176,10 @@ class LearnerSession:
         self._snapshot_updates = 0
         self._last_checkpoint_steps = 0
         self._finished = False
+        self.on_allowance, self.clock = on_allowance, clock
+        self._allowance_sent: tuple[int, int, dict[int, int]] | None = None
+        self._rate_mark, self._rates = (clock(), 0, 0), (0.0, 0.0)
+        self._last_rejection_time = self._last_rejection_log = -math.inf
 
     @property
     def objective_names(self) -> list[str]:
@@ -488,7 +508,103 @@ class LearnerSession:
                                    title="per-objective returns of the exploring policy's last training episodes "
                                          "(not an evaluation of the final policy)")
 
+    # --- serving distributed actors ---------------------------------------------------------------
+    def begin_serving(self) -> None:
+        """Start taking actors' experience: the policy they start from (:meth:`publish_policy`);
+        the diagnostics rates count from now."""
+        self.publish_policy()
+        self._rate_mark = (self.clock(), self.counters["env_steps"], self.learner.num_updates)
+        if self.draining:  # a finished run started again
+            self.log("info", f"the run already has {self.counters['env_steps']} of total_steps={self.total_steps} "
+                     "env steps: finishing")
+
+    def receive(self, read: Callable[[], tuple[Any, Sequence[str]]], split: Callable[[Any, Sequence[str]], Any]) -> bool:
+        """One experience message of a distributed actor; returns whether its chunk was inserted.
+
+        ``read()`` decodes the message into ``(table, columns)`` and ``split(table, columns)`` the
+        table into a chunk (the wire format is the driver's).  A message that cannot be decoded or
+        does not fit (:class:`~morl_robot.errors.WireError`, :class:`ExperienceError`, anything
+        else raised while decoding or inserting) is rejected: counted in the ingest, logged (at
+        most every :data:`REJECTION_LOG_INTERVAL` s; unexpected errors always) and shown by
+        :meth:`diagnostics` for :data:`REJECTION_WARN_FOR` s; the session goes on.  Past
+        ``total_steps`` messages are ignored.  A due checkpoint is written after an insert."""
+        if self.ingest is None:
+            raise RuntimeError("receive before accept_experience")
+        if self.draining:
+            return False
+        ingest = self.ingest
+        try:
+            try:
+                table, columns = read()
+                ingest.check_columns(columns)
+                chunk = split(table, columns)
+            except (WireError, ExperienceError) as exc:
+                ingest.reject(f"malformed experience chunk: {exc}")
+                raise
+            self.add_chunk(chunk)  # the ingest counts its own rejections
+        except MorlRobotError as exc:
+            self._last_rejection_time = now = self.clock()
+            if now - self._last_rejection_log >= REJECTION_LOG_INTERVAL:
+                self._last_rejection_log = now
+                self.log("warning", f"rejected experience chunk #{ingest.rejected}: {exc}")
+            return False
+        except Exception as exc:  # noqa: BLE001 - a bad chunk must never stop the learner
+            ingest.reject(f"{type(exc).__name__}: {exc}")
+            self._last_rejection_time = self.clock()
+            self.log("error", f"experience chunk failed ({type(exc).__name__}: {exc}); chunk dropped")
+            return False
+        if self.checkpoint_due():
+            self.checkpoint()
+        if self.draining:
+            self.log("info", f"reached total_steps={self.total_steps} ({self.counters['env_steps']} env steps): "
+                     f"finishing the {self.updates_owed()} updates the samples-per-insert ratio still allows, "
+                     "then writing the final artefacts")
+        return True
+
+    def tick(self, deadline: float) -> bool:
+        """One learner turn: :meth:`learn` until ``deadline`` (``time.monotonic()`` s), a changed
+        :meth:`allowance` to ``on_allowance``, and once ``total_steps`` is reached and nothing
+        more may be learned, :meth:`finish`; returns whether the run is finished."""
+        self.learn(deadline=deadline)
+        allowance = (*self.allowance(), dict(self.acknowledged))
+        if allowance != self._allowance_sent and self.on_allowance is not None:
+            self.on_allowance(allowance)
+            self._allowance_sent = allowance
+        if self.draining and not self.can_learn():
+            self.finish("total_steps reached", publish=True)
+            return True
+        return False
+
+    def diagnostics(self) -> tuple[str, str, dict[str, Any]]:
+        """``(level, message, values)``: :meth:`status`, :meth:`statistics` and the ingest and
+        update rates (``transitions_per_s``, ``updates_per_s``, over at least
+        :data:`RATE_WINDOW` s); a warning naming the rejection while one is recent."""
+        now = self.clock()
+        t0, s0, u0 = self._rate_mark
+        if now - t0 >= RATE_WINDOW:
+            steps, updates = self.counters["env_steps"], self.learner.num_updates
+            self._rates = ((steps - s0) / (now - t0), (updates - u0) / (now - t0))
+            self._rate_mark = (now, steps, updates)
+        values = {**self.statistics(), "transitions_per_s": self._rates[0], "updates_per_s": self._rates[1]}
+        level, message = self.status()
+        if level == "ok" and not self.draining and now - self._last_rejection_time < REJECTION_WARN_FOR:
+            assert self.ingest is not None
+            return "warn", f"rejected experience: {self.ingest.last_rejection[:200]}", values
+        return level, message, values
+
     # --- diagnostics -----------------------------------------------------------------------------
+    def describe(self, config_source: str | Path = "") -> str:
+        """One line saying what this session learns, how, and where it writes (``config_source``:
+        where the learner configuration came from)."""
+        cfg, r = self.config, self.config.replay
+        source = f" ({config_source})" if config_source else ""
+        what = (f"{self.contract.task} on {self.contract.robot}: {len(self.contract.observation_labels)} observations, "
+                f"{len(self.contract.action_labels)} actions" if self.contract is not None
+                else f"{self.obs_dim} observations, {self.learner.spec.dim} actions")
+        return (f"{what}, objectives {self.objective_names}; {cfg.algorithm}{source}, batch "
+                f"{cfg.batch_size}×{cfg.sequence_length}, updates after {r.min_size_to_sample} transitions at "
+                f"{r.samples_per_insert:g} samples/insert; run directory {self.run_dir or '-'}")
+
     def status(self) -> tuple[str, str]:
         """``(level, message)`` of the session: ``error`` once diverged, else what it is doing."""
         min_size = self.config.replay.min_size_to_sample

@@ -7,16 +7,16 @@ owed, checkpoints, policy versions, metrics, end-of-run artefacts — is the pur
 this node only translates:
 
 * ``experience`` (``wire.EXPERIENCE_QOS``) — chunks from any number of actors, decoded with
-  ``wire.read_table`` / ``wire.split_experience`` → :meth:`LearnerSession.add_chunk`; a chunk that
+  ``wire.read_table`` / ``wire.split_experience`` → :meth:`LearnerSession.receive`; a chunk that
   does not fit is rejected, counted and logged, never fatal.
-* an update timer (every ``update_period`` s) → :meth:`LearnerSession.learn` for at most
+* an update timer (every ``update_period`` s) → :meth:`LearnerSession.tick`: learning for at most
   ``update_budget`` s, so ingestion keeps flowing between ticks.
 * ``policy_snapshot`` (``std_msgs/UInt8MultiArray``, ``wire.LATCHED_QOS``, ``dim[0].label =
   "policy_version=<n>"``) — the ONNX bytes of every new policy version (at activation and every
   ``snapshot_every`` updates); late-joining actors get the newest one.
 * ``experience_allowance`` (``wire.LATCHED_QOS``, labels ``env_steps,allowed_env_steps``) —
-  :meth:`LearnerSession.allowance`; lockstep actors wait past it (back-pressure).
-* ``/diagnostics`` at 1 Hz — :meth:`LearnerSession.statistics` plus rates.
+  :meth:`LearnerSession.allowance` when it changes; lockstep actors wait past it (back-pressure).
+* ``/diagnostics`` at 1 Hz — :meth:`LearnerSession.diagnostics`.
 
 Checkpoints every ``training.checkpoint_every`` env steps of the learner YAML (the one cadence
 key) and at shutdown (SIGINT/SIGTERM → :meth:`LearnerNode.close`); at ``total_steps`` the node
@@ -37,7 +37,7 @@ from std_msgs.msg import (
     UInt8MultiArray,
 )
 
-from morl_robot.errors import ConfigError, MorlRobotError
+from morl_robot.errors import ConfigError
 from morl_robot.nodes import wire
 from morl_robot.nodes.base import (
     DiagnosticsPublisher,
@@ -57,9 +57,6 @@ class LearnerNode(ManagedNode):
         self.finished = self._active = False
         self._timers: list[Any] = []
         self._sub = self._pub_snapshot = self._pub_allowance = self._run_lock = self._diagnostics = None
-        self._allowance_sent: tuple[Any, ...] | None = None
-        self._rate_mark, self._rates = (time.monotonic(), 0, 0), (0.0, 0.0)
-        self._last_rejection_time = -1e9
 
     # --- lifecycle -----------------------------------------------------------------------------
     def configure(self) -> None:
@@ -82,31 +79,22 @@ class LearnerNode(ManagedNode):
             task, self.settings.task_config, self.settings.config, seed=self.settings.seed, run_dir=out_dir,
             normalize_observations=self.settings.observation_normalization,
             normalization_setting="parameter observation_normalization", snapshot_every=self.settings.snapshot_every,
-            log=self._log, on_snapshot=self._publish_snapshot, end_of_run_plots=True,
-            total_steps=self.settings.total_steps)
+            log=self._log, on_snapshot=self._publish_snapshot, on_allowance=self._publish_allowance,
+            end_of_run_plots=True, total_steps=self.settings.total_steps)
         c = s.contract
         s.accept_experience(wire.experience_columns(c.input_labels, c.action_labels, c.objective_names))
         self._pub_snapshot = self.create_publisher(UInt8MultiArray, "policy_snapshot", wire.LATCHED_QOS)
         self._pub_allowance = self.create_publisher(Float64MultiArray, "experience_allowance", wire.LATCHED_QOS)
         s.start()
-        r = s.config.replay
-        self.get_logger().info(
-            f"{c.task} on {c.robot}: {len(c.observation_labels)} observations, {len(c.action_labels)} actions, "
-            f"objectives {c.objective_names}; {s.config.algorithm} ({self.settings.config}), batch "
-            f"{s.config.batch_size}×{s.config.sequence_length}, updates after {r.min_size_to_sample} transitions at "
-            f"{r.samples_per_insert:g} samples/insert; run directory {out_dir}")
+        self.get_logger().info(s.describe(config_source=self.settings.config))
 
     def activate(self) -> None:
-        s, self._active = self.session, True
-        s.publish_policy()
+        self._active = True
+        self.session.begin_serving()
         self._sub = self.create_subscription(Float64MultiArray, "experience", self._on_experience, wire.EXPERIENCE_QOS)
         self._timers.append(steady_timer(self, self.settings.update_period, self._on_tick))
-        self._rate_mark = (time.monotonic(), s.counters["env_steps"], s.learner.num_updates)
-        if s.draining:  # a finished run started again
-            self.get_logger().info(f"the run already has {s.counters['env_steps']} of total_steps={s.total_steps} "
-                                   "env steps: finishing")
-        self._diagnostics = DiagnosticsPublisher(self, f"{self.get_fully_qualified_name()}: learner", self._status,
-                                                 hardware_id="cpu")
+        self._diagnostics = DiagnosticsPublisher(self, f"{self.get_fully_qualified_name()}: learner",
+                                                 self.session.diagnostics, hardware_id="cpu")
 
     def deactivate(self) -> None:
         self._active = False
@@ -141,49 +129,17 @@ class LearnerNode(ManagedNode):
 
     # --- messages ------------------------------------------------------------------------------
     def _on_experience(self, msg: Float64MultiArray) -> None:
-        from morl_robot.learning.ingest import ExperienceError
-
-        s = self.session
-        if not self._active or self.finished or s.draining:
-            return
-        try:
-            try:
-                table, columns = wire.read_table(msg)
-                s.ingest.check_columns(columns)
-                chunk = wire.split_experience(table, columns)
-            except (wire.WireError, ExperienceError) as exc:
-                s.ingest.reject(f"malformed experience chunk: {exc}")
-                raise
-            s.add_chunk(chunk)  # the ingest counts its own rejections
-        except MorlRobotError as exc:
-            self._last_rejection_time = time.monotonic()
-            self.get_logger().warning(f"rejected experience chunk #{s.ingest.rejected}: {exc}",
-                                      throttle_duration_sec=5.0)
-            return
-        except Exception as exc:  # noqa: BLE001 - a bad chunk must never stop the learner
-            s.ingest.reject(f"{type(exc).__name__}: {exc}")
-            self._last_rejection_time = time.monotonic()
-            self.get_logger().error(f"experience chunk failed ({type(exc).__name__}: {exc}); chunk dropped")
-            return
-        if s.checkpoint_due():
-            s.checkpoint()
-        if s.draining:
-            self.get_logger().info(f"reached total_steps={s.total_steps} ({s.counters['env_steps']} env steps): "
-                                   f"finishing the {s.updates_owed()} updates the samples-per-insert ratio still "
-                                   "allows, then writing the final artefacts")
+        if self._active and not self.finished:
+            self.session.receive(lambda: wire.read_table(msg), wire.split_experience)
 
     def _on_tick(self) -> None:
-        if not self._active or self.finished:
-            return
-        s = self.session
-        s.learn(deadline=time.monotonic() + self.settings.update_budget)
-        now = (*s.allowance(), tuple(sorted(s.acknowledged.items())))
-        if now != self._allowance_sent and self._pub_allowance is not None:
-            self._pub_allowance.publish(wire.allowance_message(now[0], now[1], s.acknowledged))
-            self._allowance_sent = now
-        if s.draining and not s.can_learn():
-            s.finish("total_steps reached", publish=True)
-            self.finished = True  # run_node stops spinning and calls close()
+        if self._active and not self.finished:
+            # finished: run_node stops spinning and calls close()
+            self.finished = self.session.tick(deadline=time.monotonic() + self.settings.update_budget)
+
+    def _publish_allowance(self, allowance: tuple[int, int, dict[int, int]]) -> None:
+        if self._pub_allowance is not None:
+            self._pub_allowance.publish(wire.allowance_message(*allowance))
 
     def _publish_snapshot(self, version: int, data: bytes) -> None:
         msg = UInt8MultiArray()
@@ -199,19 +155,6 @@ class LearnerNode(ManagedNode):
             log_at(self.get_logger(), level, message)
         else:
             print(f"[{level.upper()}] [{self.get_fully_qualified_name()}]: {message}", file=sys.stderr, flush=True)
-
-    def _status(self) -> tuple[str, str, dict[str, Any]]:
-        s, now = self.session, time.monotonic()
-        t0, s0, u0 = self._rate_mark
-        if now - t0 >= 0.5:
-            steps, updates = s.counters["env_steps"], s.learner.num_updates
-            self._rates = ((steps - s0) / (now - t0), (updates - u0) / (now - t0))
-            self._rate_mark = (now, steps, updates)
-        values = {**s.statistics(), "transitions_per_s": self._rates[0], "updates_per_s": self._rates[1]}
-        level, message = s.status()
-        if level == "ok" and not s.draining and now - self._last_rejection_time < 10.0:
-            return "warn", f"rejected experience: {s.ingest.last_rejection[:200]}", values
-        return level, message, values
 
 
 def main(args: list[str] | None = None) -> int:

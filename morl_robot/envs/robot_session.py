@@ -1,0 +1,348 @@
+"""The robot node's core: which control period runs when, and what comes of it (no ROS here).
+
+A :class:`RobotSession` owns a :class:`~morl_robot.envs.task_runner.TaskRunner` (a robot, its
+task and the inner safety layer) and decides, for every input the ``robot_node`` translates —
+a command, a real-time tick, a republish tick, the monitor's e-stop, the mujoco_ros2_control
+services ``reset_world`` / ``set_pause`` / ``step_simulation`` — whether the robot steps, holds,
+starts an episode or ends one, and what goes out.  Outputs leave through :class:`RobotOutputs`
+(callables the node binds to its publishers, its ``safety/reset`` client and its logger).
+
+Timing (``RobotNodeSettings.timing``):
+
+* ``lockstep`` — each command advances exactly one control period and the new step is published.
+  A command carrying a step key that does not answer the newest step (e.g. an answer to a re-sent
+  step, twice) is dropped and counted (``stale_commands``).
+* ``realtime`` — :meth:`RobotSession.tick` applies the newest command at the control rate; with
+  none for ``command_timeout`` s it holds (``holds``).
+
+Both timings re-send the newest step (``announce=False``) when neither a command came nor a step
+was published for ``republish_period`` s (:meth:`RobotSession.republish`): a late actor's cue.
+
+Inner safety layer: a command the runner held (``StepRecord.held``) is not a step; it is counted
+(``inner_holds``), logged once when the hold begins, shown in :meth:`RobotSession.status` while it
+lasts, and in lockstep the same step is re-sent so the actor answers it again.
+
+E-stop with ``end_episode_on_estop``: a lockstep command that meets the monitor's engaged e-stop
+ends the running episode with termination ``safety`` (``safety_stops``), starts the next one and
+asks the monitor to release; at step 0 (nothing moved yet) it only asks for the release.
+
+Errors: a :class:`~morl_robot.errors.CommandError` rejects the command (``rejected_commands``,
+logged once per distinct reason); any other :class:`~morl_robot.errors.MorlRobotError` (e.g. a
+stale hardware state) is a fault (``faults``): nothing is commanded until a period succeeds.
+"""
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from morl_robot.envs.task_runner import StepRecord, TaskRunner
+from morl_robot.errors import CommandError, ConfigError, MorlRobotError
+from morl_robot.robots.base import Robot
+from morl_robot.robots.spec import RobotState
+
+if TYPE_CHECKING:
+    from morl_robot.safety.inner import InnerSafety
+    from morl_robot.session.config import RobotNodeSettings
+
+COUNTERS = ("steps", "holds", "episodes", "rejected_commands", "stale_commands", "faults", "safety_stops",
+            "inner_holds")
+
+
+@dataclass
+class RobotOutputs:
+    """Where a :class:`RobotSession`'s results go (the node binds them to ROS)."""
+
+    publish: Callable[[StepRecord, bool], None]  # (record, announce): state, task_step, episode events
+    publish_state: Callable[[RobotState], None]  # the sensor streams only
+    request_release: Callable[[], None]  # ask the safety monitor to release its latched e-stop
+    log: Callable[[str, str], None]  # (level, message)
+
+
+# --- construction --------------------------------------------------------------------------------
+def inner_layer_for(robot: Robot) -> InnerSafety:
+    """The inner safety layer of ``robot``: the stopping rules of ``config/safety/<robot>.yaml``
+    (the monitor's rules); an error if they were written for other joints or sensors."""
+    from morl_robot.safety.inner import InnerSafety
+
+    inner = InnerSafety.load(robot.spec.name)
+    spec = inner.rules.spec
+    if spec.joint_names != robot.spec.joint_names or inner.rules.tactile_labels != (
+            robot.spec.sensor("tactile").labels if robot.spec.has_sensor("tactile") else ()):
+        raise ConfigError(f"inner safety layer: the rules of '{inner.rules.source}' are for robot '{spec.name}' "
+                          f"(joints {list(spec.joint_names)}), not for this robot's joints "
+                          f"{list(robot.spec.joint_names)} and sensors")
+    return inner
+
+
+def open_runner(settings: RobotNodeSettings, attach_hardware: Callable[[Robot], None] | None = None) -> TaskRunner:
+    """The robot (``settings.backend``), its task (if ``settings.task``) and the inner safety layer.
+
+    ``attach_hardware`` is called with a hardware robot before it is used (the node connects the
+    driver topics there and waits for the first state)."""
+    from morl_robot.envs.mo_env import MORobotEnv, make_sim_robot
+    from morl_robot.robots.config import load_robot_config
+    from morl_robot.tasks.registry import load_task
+
+    task = load_task(settings.task, settings.task_config or None) if settings.task else None
+    robot_name = settings.robot or (task.robot_name if task is not None else "")
+    if not robot_name:
+        raise ConfigError("parameter robot: needed when no task is given (sawyer, shadow_hand or a YAML path)")
+    if task is not None and settings.robot and load_robot_config(robot_name).name != task.robot_name:
+        raise ConfigError(f"parameter robot: task '{task.name}' runs on '{task.robot_name}', not '{robot_name}'")
+    period = task.config.control_period if task is not None else settings.control_period
+    robot: Robot
+    if settings.backend == "sim" and task is not None:
+        robot = make_sim_robot(task, settings.model)
+    elif settings.backend == "sim":
+        from morl_robot.robots.mujoco_robot import MujocoRobot
+
+        robot = MujocoRobot(load_robot_config(robot_name), scene=settings.scene or None, control_period=period,
+                            model_source=settings.model)
+    else:
+        from morl_robot.robots.hardware import load_hardware_robot
+
+        robot = load_hardware_robot(robot_name, control_period=period)
+        if task is not None:
+            robot.set_control_mode(task.control_mode)
+        if attach_hardware is not None:
+            attach_hardware(robot)
+    if task is None and settings.control_mode:
+        robot.set_control_mode(settings.control_mode)
+    env = MORobotEnv(task, robot=robot) if task is not None else None
+    return TaskRunner(robot, env, seed=settings.seed, inner=inner_layer_for(robot))
+
+
+# --- the session ---------------------------------------------------------------------------------
+class RobotSession:
+    """Stepping decisions, episode bookkeeping and counters of one robot node.
+
+    Args:
+        runner: the robot, its task and inner safety layer.
+        settings: the node's settings, read live (``seed``, ``command_timeout``, … may change).
+        out: where records, states, release requests and log lines go.
+        step_key: the wire key of ``(episode, step)`` that a lockstep command answers.
+        clock: monotonic seconds (command freshness, republish).
+    """
+
+    def __init__(self, runner: TaskRunner, settings: RobotNodeSettings, out: RobotOutputs,
+                 step_key: Callable[[int, int], float], clock: Callable[[], float] = time.monotonic) -> None:
+        self.runner, self.settings, self.out, self._step_key, self._clock = runner, settings, out, step_key, clock
+        self.counters = dict.fromkeys(COUNTERS, 0)
+        self.active = self.paused = self.estop = False
+        self.fault = ""  # the fault that stops commanding ("" = none)
+        self.inner_hold = ""  # what the inner safety layer is holding for ("" = not holding)
+        self.last_error = ""
+        self.last_command: tuple[np.ndarray, tuple[str, ...]] | None = None
+        self._last_command_time = self._last_publish_time = 0.0
+
+    @property
+    def lockstep(self) -> bool:
+        return self.settings.timing == "lockstep"
+
+    # --- lifecycle -----------------------------------------------------------------------------
+    def activate(self) -> None:
+        self.active = True
+        self._start_episode()
+
+    def deactivate(self) -> None:
+        """Stop stepping; leave the robot holding (unless it is in a fault)."""
+        self.active = False
+        if self.fault == "":
+            try:
+                self.runner.robot.send_command(self.runner.robot.hold_command())
+            except MorlRobotError as exc:
+                self.out.log("warning", f"could not command hold: {exc}")
+
+    def close(self) -> None:
+        self.runner.close()
+
+    # --- inputs --------------------------------------------------------------------------------
+    def on_command(self, values: np.ndarray, labels: tuple[str, ...], key: float | None = None) -> None:
+        """A command (``key``: the step it answers, if it says); in lockstep it is executed now."""
+        last = self.runner.last
+        if key is not None and self.lockstep and last is not None and key != self._step_key(last.episode, last.step):
+            self.counters["stale_commands"] += 1
+            return
+        self.last_command = (values, labels)
+        self._last_command_time = self._clock()
+        if not self.active or not self.lockstep or self.paused:
+            return
+        if self.estop and self.settings.end_episode_on_estop and self.runner.env is not None and last is not None:
+            if last.step == 0:  # nothing has moved yet (session start): just release
+                self.out.request_release()
+            else:
+                self._safety_stop()
+            return
+        self._step(values, labels)
+
+    def reject(self, why: str) -> None:
+        """A command that cannot be executed (malformed, wrong labels…): counted, logged once."""
+        self.counters["rejected_commands"] += 1
+        if why != self.last_error:
+            self.out.log("error", f"command rejected: {why}")
+        self.last_error = why
+
+    def tick(self) -> None:
+        """Real-time loop: the newest command, or hold after ``command_timeout``."""
+        if self.paused:
+            return
+        if self.last_command is not None and \
+                self._clock() - self._last_command_time <= self.settings.command_timeout:
+            self._step(*self.last_command)
+        else:
+            self._hold()
+
+    def republish(self) -> None:
+        """Re-send the newest step when no command came and nothing was published for a while."""
+        if self.paused or self.runner.last is None:
+            return
+        if self._clock() - max(self._last_command_time, self._last_publish_time) >= self.settings.republish_period:
+            self._publish(self.runner.last, announce=False)
+
+    def set_estop(self, engaged: bool) -> None:
+        self.estop = bool(engaged)
+
+    def released(self, success: bool) -> None:
+        """The monitor answered a release request: on success re-send step 0 at once (the actor's
+        command at step 0 was answered with a hold while the e-stop was engaged)."""
+        if success and self.runner.last is not None and self.runner.last.step == 0:
+            self._publish(self.runner.last, announce=False)
+
+    # --- services (mujoco_ros2_control's vocabulary) -------------------------------------------
+    def reset_world(self) -> tuple[bool, str]:
+        """End the running episode (termination ``reset``) and start one with the seed ``seed``."""
+        if not self.active:
+            return False, "robot node is not active"
+        last = self.runner.last
+        if self.runner.env is not None and last is not None and last.step > 0 and not last.done:
+            self._publish(self.runner.end_episode("reset", terminated=False))
+        self.runner.seed = self.settings.seed  # the parameter may have been set while running
+        self._start_episode(restart_seeds=True)
+        return (self.runner.last is not None and self.runner.last.step == 0,
+                f"episode {self.runner.episode} started")
+
+    def set_pause(self, paused: bool) -> str:
+        self.paused = bool(paused)
+        return "paused" if self.paused else "running"
+
+    def step_simulation(self) -> tuple[bool, str]:
+        """While paused: one control period with the newest unexecuted command (else a hold)."""
+        if not self.paused:
+            return False, "the simulation is running; pause it with ~/set_pause first, then step"
+        if not self.active:
+            return False, "robot node is not active"
+        before = self.counters["steps"] + self.counters["holds"]
+        if self.last_command is not None:
+            self._step(*self.last_command)
+            self.last_command = None
+        else:
+            self._hold()
+        stepped = self.counters["steps"] + self.counters["holds"] > before
+        last = self.runner.last
+        if stepped and last is not None:
+            return True, f"stepped to t={last.state.stamp:.4f} s (episode {last.episode}, step {last.step})"
+        return stepped, f"not stepped: {self.last_error or self.fault}"
+
+    # --- outputs -------------------------------------------------------------------------------
+    def episode_events(self, rec: StepRecord, announce: bool) -> tuple[dict[str, Any] | None, dict[str, Any] | None]:
+        """The ``episode`` events to send (before, after) ``rec``'s task_step: ``start`` before
+        step 0 (the monitor forgets the last episode's command first), ``end`` after the last."""
+        if not announce:
+            return None, None
+        if rec.step == 0 and not rec.done:
+            return {"event": "start", "episode": rec.episode, "steps": rec.step, "stamp": rec.state.stamp}, None
+        if not rec.done:
+            return None, None
+        assert rec.returns is not None
+        return None, {"event": "end", "episode": rec.episode, "steps": rec.step, "stamp": rec.state.stamp,
+                      "termination": rec.termination,
+                      "success": bool(rec.info.get("success", False)),  # the task's own flag at the last step
+                      "returns": {n: float(v) for n, v in zip(self.runner.objective_names, rec.returns)}}
+
+    def status(self) -> tuple[str, str, dict[str, Any]]:
+        """(level, message, values) for ``/diagnostics``."""
+        values: dict[str, Any] = dict(self.counters)
+        values.update({"paused": self.paused, "estop": self.estop, "active": self.active})
+        if self.runner.last is not None:
+            values.update({"episode": self.runner.episode, "step": self.runner.last.step,
+                           "robot_time": self.runner.last.state.stamp})
+        if self.fault:
+            return "error", f"fault: {self.fault}", values
+        if self.inner_hold:
+            values["inner_hold"] = self.inner_hold
+            return "warn", f"inner safety layer holding: {self.inner_hold}", values
+        if self.estop:
+            return "warn", "e-stop engaged", values
+        return "ok", "paused" if self.paused else ("running" if self.active else "inactive"), values
+
+    # --- the periods ---------------------------------------------------------------------------
+    def _guarded(self, fn: Callable[..., StepRecord], *args: Any) -> StepRecord | None:
+        try:
+            rec = fn(*args)
+        except CommandError as exc:
+            self.reject(str(exc))
+            return None
+        except MorlRobotError as exc:  # e.g. a stale hardware state: a fault, stop commanding
+            self.counters["faults"] += 1
+            if self.fault != str(exc):
+                self.out.log("error", f"fault, not commanding: {exc}")
+            self.fault = str(exc)
+            return None
+        if self.fault:
+            self.out.log("info", f"fault cleared: {self.fault}")
+            self.fault = ""
+        return rec
+
+    def _step(self, values: np.ndarray, labels: tuple[str, ...]) -> None:
+        rec = self._guarded(self.runner.step, values, labels)
+        if rec is None:
+            return
+        if rec.held:
+            self._on_inner_hold(rec)
+            return
+        if self.inner_hold:
+            self.out.log("info", f"inner safety layer: commands forwarded again (was: {self.inner_hold})")
+            self.inner_hold = ""
+        self.counters["steps"] += 1
+        self._publish(rec)
+        if rec.done and self.runner.env is not None:
+            self._start_episode()
+
+    def _on_inner_hold(self, rec: StepRecord) -> None:
+        """The inner safety layer held the command: the robot held for the period instead."""
+        self.counters["inner_holds"] += 1
+        why = "; ".join(v.describe() for v in rec.held)
+        if why != self.inner_hold:
+            self.out.log("error", f"inner safety layer: command not actuated, holding: {why}")
+        self.inner_hold = why
+        if self.lockstep:
+            self._publish(rec, announce=False)  # the same step again: the actor answers it
+        else:
+            self.out.publish_state(rec.state)
+
+    def _hold(self) -> None:
+        rec = self._guarded(self.runner.hold)
+        if rec is not None:
+            self.counters["holds"] += 1
+            self.out.publish_state(rec.state)
+
+    def _start_episode(self, restart_seeds: bool = False) -> None:
+        rec = self._guarded(lambda: self.runner.reset(restart_seeds=restart_seeds))
+        if rec is not None:
+            self.counters["episodes"] += 1
+            self._publish(rec)
+
+    def _safety_stop(self) -> None:
+        """End the episode with termination ``safety``, start the next, release the monitor."""
+        self.counters["safety_stops"] += 1
+        self._publish(self.runner.end_episode("safety"))
+        self._start_episode()
+        self.out.request_release()
+
+    def _publish(self, rec: StepRecord, announce: bool = True) -> None:
+        self.out.publish(rec, announce)
+        self._last_publish_time = self._clock()
