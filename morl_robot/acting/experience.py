@@ -92,6 +92,22 @@ def split_experience(table: np.ndarray, columns: Sequence[str]) -> ExperienceChu
     )
 
 
+@dataclass(frozen=True)
+class TaskStep:
+    """One step of a task as an actor receives it (the ``task_step`` message, decoded by
+    ``nodes/wire.py``): the reward for reaching it and its observation."""
+
+    episode: int
+    step: int  # 0 = the first observation of an episode (reward is zero then)
+    terminated: bool
+    truncated: bool
+    stamp: float  # robot time of the state (s)
+    reward: np.ndarray  # (K,)
+    observation: np.ndarray  # (O,)
+    objectives: tuple[str, ...]
+    observation_labels: tuple[str, ...]
+
+
 @dataclass
 class Pending:
     """The half of a transition known after acting: (s, a, log μ(a|s)) at (episode, step)."""
