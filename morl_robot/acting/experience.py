@@ -14,9 +14,10 @@ decodes it with :func:`split_experience` and inserts it (``learning/ingest.py``)
 sequence at a chunk's end (a bootstrapped break: ``truncated``, not ``terminated``).
 
 :class:`ExperienceWriter` completes a transition when the step after the acted one arrives (its
-reward, next observation and end flags) and emits a chunk every ``chunk_size`` rows and at every
-episode end.  :class:`Allowance` is the actor's side of the learner's samples-per-insert limit
-(``experience_allowance``): an actor waits once what it sent reaches what the learner accepts.
+reward, next observation and end flags; a :class:`TaskStep` is one step as an actor receives it)
+and emits a chunk every ``chunk_size`` rows and at every episode end.  :class:`Allowance` is the
+actor's side of the learner's samples-per-insert limit (``experience_allowance``): an actor waits
+once what it sent reaches what the learner accepts.
 """
 from __future__ import annotations
 
