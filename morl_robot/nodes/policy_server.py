@@ -1,9 +1,8 @@
 """``policy_server``: an ONNX policy on the ROS graph, deterministic (deploy) or exploring (train).
 
-Translation only: :class:`~morl_robot.acting.server.PolicyServerCore` decides (acting, holding,
-timing, models, preference, counters).  The node decodes ``task_step`` (observation from the robot
-node's task; its labels checked against the model's contract per new layout), publishes ``command``
-(labels = the contract's action labels, robot units) to the safety monitor, and runs the loop thread.
+Translation only: :class:`~morl_robot.acting.server.PolicyServerCore` decides (acting, holds, timing,
+models, preference, counters).  The node decodes ``task_step`` (the robot node's task observation),
+publishes ``command`` (labels = the contract's action labels, robot units) and runs the loop thread.
 
 Parameters:
 
@@ -34,13 +33,12 @@ Parameters:
   ros2_control does for its loop, if the process may), ``back_pressure`` (train + lockstep: wait
   while the learner's ``experience_allowance`` is used up), ``diagnostics_period`` (1 s), ``autostart``.
 
-Never garbage: a non-finite observation or output, a layout unlike the contract's, a stale
-observation or no model means *hold*: no command (the robot node holds after its ``command_timeout``),
-the reason counted and reported.  ``heartbeat`` (std_msgs/Header, ``frame_id`` = model version): per
-tick (realtime) or handled ``task_step`` (lockstep) while a model is loaded and not at fault (non-finite
-output, a layout that does not fit), so the monitor's watchdog stops a broken policy.
-``/diagnostics``: model version, inference and receive-to-publish latency p50/p99, deadline misses,
-holds, rejections, preference.
+Never garbage: no model, a stale, non-finite or mislabelled observation or a non-finite output means
+*hold* (no command; the robot node holds after its ``command_timeout``), the reason counted and
+reported.  ``heartbeat`` (std_msgs/Header, ``frame_id`` = model version) follows every tick or
+handled ``task_step`` while a model is loaded and not at fault (non-finite output, mislabelled input),
+so the monitor's watchdog stops a broken policy.  ``/diagnostics``: model version, inference and
+receive-to-publish latency p50/p99, deadline misses, holds, rejections, preference.
 """
 from __future__ import annotations
 
@@ -89,7 +87,7 @@ class PolicyServer(ManagedNode):
         self._stop_loop = threading.Event()
         self._diagnostics: DiagnosticsPublisher | None = None
         self._decode = wire.TaskStepDecoder()
-        self._command_layout: tuple[PolicyContract, bool, wire.LabelledVector] | None = None  # (contract, keyed, …)
+        self._command_layout: tuple[PolicyContract, bool, Any] | None = None  # (contract, keyed, layout)
         self._preference_source = "parameter"  # who is setting the preference parameter (for the log)
 
     # --- lifecycle -----------------------------------------------------------------------------
@@ -205,8 +203,10 @@ class PolicyServer(ManagedNode):
         layout = self._command_layout
         if layout is None or layout[0] is not contract or layout[1] != (key is not None):
             labels = tuple(contract.action_labels) + ((wire.STEP_KEY_LABEL,) if key is not None else ())
-            layout = self._command_layout = (contract, key is not None, wire.LabelledVector(labels))
-        self._pub_command.publish(layout[2](command if key is None else np.append(command, wire.step_key(*key))))
+            layout = self._command_layout = (contract, key is not None,
+                                             wire.labelled_array(np.zeros(len(labels)), labels).layout)
+        data = command.tolist() + ([wire.step_key(*key)] if key is not None else [])
+        self._pub_command.publish(Float64MultiArray(layout=layout[2], data=data))
 
     def _send_heartbeat(self, version: int) -> None:
         self._pub_heartbeat.publish(Header(stamp=self.get_clock().now().to_msg(), frame_id=str(version)))
