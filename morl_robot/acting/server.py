@@ -69,7 +69,8 @@ SendCommand = Callable[[np.ndarray, PolicyContract, tuple[int, int] | None], Non
 
 
 def _percentile_ms(samples: deque[float], q: float) -> float:
-    return float(np.percentile(np.fromiter(samples, float), q) * 1e3) if samples else float("nan")
+    values = list(samples)  # one C-level copy: the loop thread may append meanwhile
+    return float(np.percentile(values, q) * 1e3) if values else float("nan")
 
 
 def use_fifo_scheduling(priority: int) -> str:
