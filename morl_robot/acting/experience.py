@@ -14,9 +14,10 @@ decodes it with :func:`split_experience` and inserts it (``learning/ingest.py``)
 sequence at a chunk's end (a bootstrapped break: ``truncated``, not ``terminated``).
 
 :class:`ExperienceWriter` completes a transition when the step after the acted one arrives (its
-reward, next observation and end flags) and emits a chunk every ``chunk_size`` rows and at every
-episode end.  :class:`Allowance` is the actor's side of the learner's samples-per-insert limit
-(``experience_allowance``): an actor waits once what it sent reaches what the learner accepts.
+reward, next observation and end flags; a :class:`TaskStep` is one step as an actor receives it)
+and emits a chunk every ``chunk_size`` rows and at every episode end.  :class:`Allowance` is the
+actor's side of the learner's samples-per-insert limit (``experience_allowance``): an actor waits
+once what it sent reaches what the learner accepts.
 """
 from __future__ import annotations
 
@@ -90,6 +91,22 @@ def split_experience(table: np.ndarray, columns: Sequence[str]) -> ExperienceChu
         terminated=table[:, te] > 0.5, truncated=table[:, tr] > 0.5,
         objectives=tuple(cols[i][len("reward/"):] for i in r),
     )
+
+
+@dataclass(frozen=True)
+class TaskStep:
+    """One step of a task as an actor receives it (the ``task_step`` message, decoded by
+    ``nodes/wire.py``): the reward for reaching it and its observation."""
+
+    episode: int
+    step: int  # 0 = the first observation of an episode (reward is zero then)
+    terminated: bool
+    truncated: bool
+    stamp: float  # robot time of the state (s)
+    reward: np.ndarray  # (K,)
+    observation: np.ndarray  # (O,)
+    objectives: tuple[str, ...]
+    observation_labels: tuple[str, ...]
 
 
 @dataclass

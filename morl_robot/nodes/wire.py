@@ -28,10 +28,11 @@ from rclpy.qos import (
 )
 from std_msgs.msg import Float64MultiArray, MultiArrayDimension, MultiArrayLayout
 
-# the experience table format lives in the actor core; re-exported here for the nodes
+# the experience table format and the decoded task step live in the actor core; re-exported here
 from morl_robot.acting.experience import (  # noqa: F401
     EXPERIENCE_COLUMNS,
     ExperienceChunk,
+    TaskStep,
     experience_columns,
     split_experience,
 )
@@ -252,21 +253,6 @@ def task_step_labels(objectives: Sequence[str], observation_labels: Sequence[str
     return TASK_STEP_HEADER + tuple(f"reward/{o}" for o in objectives) + tuple(observation_labels)
 
 
-@dataclass(frozen=True)
-class TaskStep:
-    """A decoded ``task_step`` message."""
-
-    episode: int
-    step: int  # 0 = the first observation of an episode (reward is zero then)
-    terminated: bool
-    truncated: bool
-    stamp: float  # robot time of the state (s)
-    reward: np.ndarray  # (K,)
-    observation: np.ndarray  # (O,)
-    objectives: tuple[str, ...]
-    observation_labels: tuple[str, ...]
-
-
 def split_task_step(values: np.ndarray, labels: Sequence[str]) -> TaskStep:
     """Decode a ``task_step`` vector (see :func:`task_step_labels`)."""
     h = len(TASK_STEP_HEADER)
@@ -281,6 +267,29 @@ def split_task_step(values: np.ndarray, labels: Sequence[str]) -> TaskStep:
         objectives=tuple(lab[len("reward/"):] for lab in labels[h:h + k]),
         observation_labels=tuple(labels[h + k:]),
     )
+
+
+class TaskStepDecoder:
+    """:func:`split_task_step` of ``task_step`` messages, the label string split once per layout
+    (a stream at the control rate repeats one layout).  Raises :class:`WireError` (or
+    ``IndexError``/``ValueError``) on a malformed message."""
+
+    def __init__(self) -> None:
+        # the newest layout: (label string, size, K, objectives, observation labels)
+        self._layout: tuple[str, int, int, tuple[str, ...], tuple[str, ...]] | None = None
+
+    def __call__(self, msg: Float64MultiArray) -> TaskStep:
+        dims, layout = msg.layout.dim, self._layout
+        if layout is not None and len(dims) == 1 and dims[0].label == layout[0] and len(msg.data) == layout[1]:
+            values = np.asarray(msg.data, dtype=np.float64)
+            h, k = len(TASK_STEP_HEADER), layout[2]
+            return TaskStep(episode=int(values[0]), step=int(values[1]), terminated=bool(values[2]),
+                            truncated=bool(values[3]), stamp=float(values[4]), reward=values[h:h + k],
+                            observation=values[h + k:], objectives=layout[3], observation_labels=layout[4])
+        ts = split_task_step(*read_labelled(msg))
+        size = len(TASK_STEP_HEADER) + len(ts.objectives) + len(ts.observation_labels)
+        self._layout = (dims[0].label, size, len(ts.objectives), ts.objectives, ts.observation_labels)
+        return ts
 
 
 def qos(name: str) -> QoSProfile:
