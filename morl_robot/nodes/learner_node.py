@@ -14,7 +14,7 @@ this node only translates:
 * ``policy_snapshot`` (``std_msgs/UInt8MultiArray``, ``wire.LATCHED_QOS``, ``dim[0].label =
   "policy_version=<n>"``) — the ONNX bytes of every new policy version (at activation and every
   ``snapshot_every`` updates); late-joining actors get the newest one.
-* ``experience_allowance`` (``wire.LATCHED_QOS``, labels ``env_steps,allowed_env_steps``) —
+* ``experience_allowance`` (``wire.LATCHED_QOS``, labels ``env_steps,allowed_env_steps,received.<actor id>…``) —
   :meth:`LearnerSession.allowance` when it changes; lockstep actors wait past it (back-pressure).
 * ``/diagnostics`` at 1 Hz — :meth:`LearnerSession.diagnostics`.
 
