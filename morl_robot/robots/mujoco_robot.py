@@ -154,7 +154,7 @@ class MujocoRobot(Robot):
         cart = self._cartesian
         assert cart is not None
         qdot = cart.joint_velocities(self.data, twist)
-        self._target = cart.position_targets(self._target, qdot, self.data.qpos[self._qadr])
+        self._target = cart.position_targets(self._target, qdot, self._data_views[1][self._qadr])
         return self._target
 
     def advance(self) -> None:
