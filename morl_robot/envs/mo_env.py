@@ -96,7 +96,7 @@ class MORobotEnv(gym.Env[np.ndarray, np.ndarray]):
         action = np.asarray(action, dtype=np.float64)
         if action.shape != self.action_space.shape:
             raise ValueError(f"action must have shape {self.action_space.shape} [{', '.join(self.action_labels)}], got {action.shape}")
-        if not np.all(np.isfinite(action)):
+        if not np.isfinite(action).all():
             raise ValueError(f"action has non-finite values: {action}")
         command = self.task.command(action, self.robot, self._state)
         state = self.robot.step(command)

@@ -15,6 +15,7 @@ checks the two agree.
 """
 from __future__ import annotations
 
+import array
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -178,6 +179,15 @@ def _check_labels(labels: Sequence[str]) -> str:
     return ",".join(labels)
 
 
+def _doubles(values: np.ndarray) -> array.array[float]:
+    """``values`` (any shape, float64) flattened row-major as the ``array('d')`` a message's
+    float64 sequence holds: given one, the generated setter skips its per-element checks (~6 ns
+    instead of ~30 ns a value; a 64-row experience chunk is ~14 000 values)."""
+    out = array.array("d")
+    out.frombytes(np.ascontiguousarray(values, dtype=np.float64).tobytes())
+    return out
+
+
 def labelled_array(values: np.ndarray | Sequence[float], labels: Sequence[str]) -> Float64MultiArray:
     """A 1-D ``Float64MultiArray`` whose single dimension names every element."""
     data = np.asarray(values, dtype=np.float64).reshape(-1)
@@ -186,7 +196,7 @@ def labelled_array(values: np.ndarray | Sequence[float], labels: Sequence[str]) 
     msg = Float64MultiArray()
     msg.layout = MultiArrayLayout(dim=[MultiArrayDimension(label=_check_labels(labels), size=data.size, stride=data.size)],
                                   data_offset=0)
-    msg.data = data.tolist()
+    msg.data = _doubles(data)
     return msg
 
 
@@ -205,7 +215,7 @@ class LabelledVector:
             raise WireError(f"{data.size} values but {n} labels")
         msg = Float64MultiArray()
         msg.layout.dim = [MultiArrayDimension(label=self._joined, size=n, stride=n)]
-        msg.data = data.tolist()
+        msg.data = _doubles(data)
         return msg
 
 
@@ -231,7 +241,7 @@ def labelled_table(rows: np.ndarray, columns: Sequence[str]) -> Float64MultiArra
     msg.layout = MultiArrayLayout(dim=[MultiArrayDimension(label="rows", size=r, stride=r * c),
                                        MultiArrayDimension(label=_check_labels(columns), size=c, stride=c)],
                                   data_offset=0)
-    msg.data = table.reshape(-1).tolist()
+    msg.data = _doubles(table)
     return msg
 
 

@@ -106,10 +106,12 @@ class CartesianController:
         self.qadr = model.jnt_qposadr[jids].copy()  # (J,)
         self.dadr = model.jnt_dofadr[jids].copy()  # (J,)
         self._jac = np.zeros((6, model.nv))  # rows: translational (3), rotational (3)
+        self._jacp, self._jacr = self._jac[:3], self._jac[3:]  # views mj_jacSite writes into
         self.lower = np.array([j.lower for j in spec.joints])  # (J,) rad
         self.upper = np.array([j.upper for j in spec.joints])
         self.velocity_limit = np.array([j.velocity_limit for j in spec.joints])  # (J,) rad/s
         self.twist_limit = np.array([config.max_linear_velocity] * 3 + [config.max_angular_velocity] * 3)
+        self._twist_floor = -self.twist_limit
         # actuators driven straight by one arm joint take position targets; the others hold
         act_joint = np.array([spec.joint_names.index(a.joints[0]) if len(a.joints) == 1 else -1
                               for a in spec.actuators])
@@ -124,8 +126,8 @@ class CartesianController:
         ``data``'s kinematics must be current (after ``mj_step``/``mj_forward``, or ``mj_kinematics``
         and ``mj_comPos``)."""
         c = self.config
-        twist = np.minimum(np.maximum(twist, -self.twist_limit), self.twist_limit)
-        mujoco.mj_jacSite(self.model, data, self._jac[:3], self._jac[3:], self.site)
+        twist = np.minimum(np.maximum(twist, self._twist_floor), self.twist_limit)
+        mujoco.mj_jacSite(self.model, data, self._jacp, self._jacr, self.site)
         jac = self._jac[:, self.dadr]
         q = data.qpos[self.qadr]
         return resolved_rate(jac, twist, q, self.lower, self.upper, self.velocity_limit, self.dt, c.damping,

@@ -58,6 +58,8 @@ class MujocoRobot(Robot):
             )
         self.model = model
         self.data = mujoco.MjData(model)
+        d = self.data
+        self._data_views = (d.sensordata, d.qpos, d.qvel, d.qfrc_actuator, d.site_xmat, d.site_xpos)
         self.model_path = path
         self.substeps = round(substeps)
         self.config = config
@@ -152,7 +154,7 @@ class MujocoRobot(Robot):
         cart = self._cartesian
         assert cart is not None
         qdot = cart.joint_velocities(self.data, twist)
-        self._target = cart.position_targets(self._target, qdot, self.data.qpos[self._qadr])
+        self._target = cart.position_targets(self._target, qdot, self._data_views[1][self._qadr])
         return self._target
 
     def advance(self) -> None:
@@ -160,24 +162,26 @@ class MujocoRobot(Robot):
 
     def read_state(self) -> RobotState:
         d = self.data
+        # views of d's arrays, made once (each attribute read of MjData builds a new array object)
+        sensordata, qpos, qvel, qfrc_actuator, site_xmat, site_xpos = self._data_views
         wrench = None
         if self._force is not None:
-            wrench = np.concatenate([d.sensordata[self._force], d.sensordata[self._torque]])
-        tactile = d.sensordata[self._tactile].copy() if self._tactile is not None else None
+            wrench = np.concatenate([sensordata[self._force], sensordata[self._torque]])
+        tactile = sensordata[self._tactile].copy() if self._tactile is not None else None
         ee = None
         if self._site is not None:
             quat = np.empty(4)
-            mujoco.mju_mat2Quat(quat, d.site_xmat[self._site])
-            ee = np.concatenate([d.site_xpos[self._site], quat])
+            mujoco.mju_mat2Quat(quat, site_xmat[self._site])
+            ee = np.concatenate([site_xpos[self._site], quat])
         return RobotState(
             stamp=float(d.time),
-            position=d.qpos[self._qadr].copy(),
-            velocity=d.qvel[self._dadr].copy(),
-            effort=d.qfrc_actuator[self._dadr].copy(),
+            position=qpos[self._qadr],  # (fancy indexing copies)
+            velocity=qvel[self._dadr],
+            effort=qfrc_actuator[self._dadr],
             wrench=wrench,
             tactile=tactile,
             ee_pose=ee,
-            sensors={k: d.sensordata[s].copy() for k, s in self._scene.items()},
+            sensors={k: sensordata[s].copy() for k, s in self._scene.items()},
         )
 
     def reset(

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import enum
 from dataclasses import dataclass, field
+from functools import cached_property
 
 import numpy as np
 
@@ -94,11 +95,11 @@ class RobotSpec:
     sensors: tuple[SensorSpec, ...] = ()
     cartesian: CartesianSpec | None = None
 
-    @property
+    @cached_property
     def joint_names(self) -> tuple[str, ...]:
         return tuple(j.name for j in self.joints)
 
-    @property
+    @cached_property
     def actuator_names(self) -> tuple[str, ...]:
         return tuple(a.name for a in self.actuators)
 

@@ -128,11 +128,14 @@ class CompiledRules:
     def accelerating(self, qd: np.ndarray, qd_before: np.ndarray, dt: float) -> bool:
         """Franka's acceleration phase, measured: max |Δq̇ / Δt| over the joints (rad/s²) from two
         successive velocity readings (J,) ``dt`` s apart reaches ``accelerating_above``."""
-        if not (math.isfinite(dt) and dt > 0):
-            return False
+        if not (math.isfinite(dt) and dt > 0) or self.accelerating_above == math.inf:
+            return False  # (a finite acceleration never reaches an infinite threshold)
         acc = np.abs(qd - qd_before) / dt
-        acc = acc[np.isfinite(acc)]
-        return bool(acc.size and acc.max() >= self.accelerating_above)
+        peak = float(acc.max()) if acc.size else math.nan
+        if not math.isfinite(peak):  # the peak over the finite components only
+            acc = acc[np.isfinite(acc)]
+            return bool(acc.size and acc.max() >= self.accelerating_above)
+        return peak >= self.accelerating_above
 
 
 def compile_rules(config: SafetyConfig, spec: RobotSpec, kinematics: SiteKinematics | None = None,

@@ -80,6 +80,24 @@ class Outcome(NamedTuple):
     violations: list[Violation]
 
 
+@dataclass(frozen=True)
+class _JointLayout:
+    """How a ``joint_states`` reading with one name order maps onto the spec's joints (cached per order)."""
+
+    index: np.ndarray  # (J',) spec joint index of each name, -1 for unknown names
+    known: np.ndarray  # (J',) bool: index >= 0
+    any_known: bool
+    identity: bool  # the names are the spec's joints in the spec's order
+    labels: dict[str, tuple[str, ...]]  # field -> "<name>.<field>" (J',), the non-finite rule's keys
+
+    @classmethod
+    def of(cls, names: tuple[str, ...], joint_pos: dict[str, int]) -> _JointLayout:
+        index = np.array([joint_pos.get(n, -1) for n in names], dtype=int)
+        identity = list(index) == list(range(len(joint_pos))) and len(names) == len(joint_pos)
+        return cls(index, index >= 0, bool((index >= 0).any()), identity,
+                   {f: tuple(f"{n}.{f}" for n in names) for f in ("position", "velocity", "effort")})
+
+
 class SafetyMonitor:
     """The latched safety state machine for one robot (see the module docstring).
 
@@ -109,7 +127,7 @@ class SafetyMonitor:
         self._kin = rules.kinematics
         self._joint_pos = {n: i for i, n in enumerate(spec.joint_names)}
         self._plans: dict[tuple[str, ...], CommandPlan] = {}
-        self._joint_index: dict[tuple[str, ...], np.ndarray] = {}
+        self._joint_layouts: dict[tuple[str, ...], _JointLayout] = {}
         # state
         self._estopped = True
         self._cause: Violation | None = Violation("startup", "monitor", "manual", math.nan, math.nan, "",
@@ -247,7 +265,7 @@ class SafetyMonitor:
     def _shape(self, values: np.ndarray, plan: CommandPlan, now: float) -> tuple[np.ndarray, list[Violation]]:
         found: list[Violation] = []
         out, hit = clamp(values, plan.lower, plan.upper)
-        for i in np.flatnonzero(hit):
+        for i in np.flatnonzero(hit) if hit.any() else ():
             bound = plan.upper[i] if values[i] > plan.upper[i] else plan.lower[i]
             found.append(Violation("command.limit", plan.labels[i], "soft", float(values[i]), float(bound), plan.unit,
                                    Response.CLAMP, math.nan, now))
@@ -270,7 +288,7 @@ class SafetyMonitor:
             requested = out
             dt = self._elapsed
             out, hit = rate_limit(out, previous, plan.max_rate * dt)
-            for i in np.flatnonzero(hit):
+            for i in np.flatnonzero(hit) if hit.any() else ():
                 rate = (requested[i] - previous[i]) / dt if dt > 0 else math.inf
                 found.append(Violation("command.rate", plan.labels[i], "soft", float(rate), float(plan.max_rate[i]),
                                        f"{plan.unit}/s", Response.CLAMP, math.nan, now))
@@ -287,6 +305,8 @@ class SafetyMonitor:
             self._prev = (command.labels, command.values.copy())
 
     def _command_edges(self, found: list[Violation]) -> list[Violation]:
+        if not found and not self._command_active:
+            return []
         new = {v.ident: v for v in found}
         onsets = [v for k, v in new.items() if k not in self._command_active]
         self._command_active = new
@@ -301,13 +321,10 @@ class SafetyMonitor:
         of this robot's joints keeps the stream fresh: an empty one, or one naming no known joint,
         is not a sign of life of the robot's sensors."""
         names = tuple(names)
-        idx = self._joint_index.get(names)
-        if idx is None:
-            known = self._joint_pos
-            idx = np.array([known.get(n, -1) for n in names], dtype=int)
-            self._joint_index[names] = idx
-        ok = idx >= 0
-        if ok.any() and len(position) == len(names):
+        layout = self._joint_layouts.get(names)
+        if layout is None:
+            layout = self._joint_layouts[names] = _JointLayout.of(names, self._joint_pos)
+        if layout.any_known and len(position) == len(names):
             self._fresh("joint_states", stamp, now)
         found: list[Violation] = []
         arrays = {}
@@ -322,21 +339,28 @@ class SafetyMonitor:
                                        detail=f"{arr.size} {field_name} values for {len(names)} names"))
                 arrays[field_name] = None
                 continue
-            bad = non_finite("joint_states.non_finite", [f"{n}.{field_name}" for n in names], arr, stamp, now)
+            bad = non_finite("joint_states.non_finite", layout.labels[field_name], arr, stamp, now)
             if bad is not None:
                 found.append(bad)
                 arrays[field_name] = None
                 continue
+            if layout.identity:  # the spec's own joint order: the reading is the full vector (read only)
+                arrays[field_name] = arr
+                continue
             full = np.full(len(self.spec.joints), np.nan)
-            full[idx[ok]] = arr[ok]
+            full[layout.index[layout.known]] = arr[layout.known]
             arrays[field_name] = full
         q, qd, tau = arrays["position"], arrays["velocity"], arrays["effort"]
         if q is not None:
-            known = ~np.isnan(q)
-            self._q[known] = q[known]
+            if layout.identity:  # every joint measured, all finite
+                self._q[:] = q
+            else:
+                known = ~np.isnan(q)
+                self._q[known] = q[known]
             if self.rules.position is not None:
                 found += self.rules.position.evaluate(q, stamp, now)
-            if self.rules.workspace is not None and self._kin is not None and np.all(np.isfinite(self._q)):
+            if self.rules.workspace is not None and self._kin is not None and (
+                    layout.identity or np.all(np.isfinite(self._q))):
                 self._ee = self._kin.position(self._q)
                 found += self.rules.workspace.evaluate(self._ee, stamp, now)
         if qd is not None:
@@ -419,6 +443,11 @@ class SafetyMonitor:
 
     def _sensor_update(self, stream: str, found: list[Violation], now: float) -> Outcome:
         """Replace ``stream``'s active violations; latch / hold as needed; report the new ones."""
+        if not found and not any(self._active.values()):
+            # nothing active before or now: no onset, nothing to latch, nothing holds (the
+            # general path below decides the same)
+            self._holding = False
+            return Outcome(None, [])
         old = self._active[stream]
         new = {v.ident: v for v in found}
         onsets = [v for k, v in new.items() if k not in old]
@@ -441,6 +470,8 @@ class SafetyMonitor:
         self._holding = any(v.response == Response.HOLD for v in self.active_violations())
 
     def _clamping_rules(self) -> set[str]:
+        if not any(self._active.values()):
+            return set()
         return {v.rule for v in self.active_violations() if v.response == Response.CLAMP}
 
     def _count(self, onsets: list[Violation]) -> None:

@@ -154,8 +154,15 @@ class RangeRule:
 
     def __init__(self, rule: str, keys: Sequence[str], unit: str, levels: Sequence[RangeLevel]) -> None:
         self.rule, self.keys, self.unit, self.levels = rule, tuple(keys), unit, tuple(levels)
+        # (n,), (n,) the narrowest range over the levels: a reading strictly inside it trips none
+        n = len(self.keys)
+        self._inner_lower = np.max([lv.lower for lv in self.levels], axis=0) if self.levels else np.full(n, -np.inf)
+        self._inner_upper = np.min([lv.upper for lv in self.levels], axis=0) if self.levels else np.full(n, np.inf)
 
     def evaluate(self, values: np.ndarray, stamp: float, now: float) -> list[Violation]:
+        """``values`` (n,) → violations (empty, after one comparison, inside every level's range)."""
+        if not ((values <= self._inner_lower) | (values >= self._inner_upper)).any():
+            return []
         out: list[Violation] = []
         for lv in self.levels:
             low, high = values <= lv.lower, values >= lv.upper
@@ -190,10 +197,10 @@ def two_levels(low: float | Sequence[float] | None, high: float | Sequence[float
 
 def non_finite(rule: str, labels: Sequence[str], values: np.ndarray, stamp: float, now: float) -> Violation | None:
     """A fault violation naming the first non-finite component, or None if all are finite."""
-    bad = ~np.isfinite(values)
-    if not bad.any():
+    finite = np.isfinite(values)
+    if finite.all():
         return None
-    i = int(np.flatnonzero(bad)[0])
+    i = int(np.flatnonzero(~finite)[0])
     key = labels[i] if i < len(labels) else str(i)
     return Violation(rule, key, "fault", float(values[i]), math.nan, "", Response.ESTOP, stamp, now)
 
@@ -216,6 +223,19 @@ class WrenchRule:
 
     def __init__(self, nominal: dict[str, MagnitudeRule], accelerating: dict[str, MagnitudeRule]) -> None:
         self.nominal, self.accelerating = nominal, accelerating
+        # the lowest threshold of every family in force (inf: none) as (‖f‖, ‖τ‖, (6,) per axis),
+        # nominal and accelerating: one comparison each rejects a reading below every level
+        self._lowest = {phase: self._lowest_thresholds(phase) for phase in (False, True)}
+
+    def _lowest_thresholds(self, accelerating: bool) -> tuple[float, float, np.ndarray]:
+        lowest = {}
+        for family, keys in self.KEYS.items():
+            rule = self.accelerating.get(family) if accelerating else None
+            rule = rule if rule is not None else self.nominal.get(family)
+            low = rule._lowest if rule is not None else None
+            lowest[family] = low if low is not None else np.full(len(keys), np.inf)
+        return (float(lowest["force_norm"][0]), float(lowest["torque_norm"][0]),
+                np.concatenate([lowest["force_axis"], lowest["torque_axis"]]))
 
     @staticmethod
     def derived(wrench: np.ndarray) -> dict[str, np.ndarray]:
@@ -225,6 +245,13 @@ class WrenchRule:
                 "torque_norm": np.array([math.sqrt(float(t @ t))]), "torque_axis": t}
 
     def evaluate(self, wrench: np.ndarray, accelerating: bool, stamp: float, now: float) -> list[Violation]:
+        """``wrench`` (6,) → violations of the families in force (empty, after one comparison per
+        norm and one on the axes, below every level)."""
+        force_norm, torque_norm, axes = self._lowest[bool(accelerating)]
+        f, t = wrench[:3], wrench[3:]
+        if not (math.sqrt(float(f @ f)) >= force_norm or math.sqrt(float(t @ t)) >= torque_norm
+                or (np.abs(wrench) >= axes).any()):
+            return []
         values = self.derived(wrench)
         out: list[Violation] = []
         for family in self.FAMILIES:
@@ -255,14 +282,18 @@ class SiteKinematics:
         jids = [mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_JOINT, j) for j in joint_names]
         self.qadr = model.jnt_qposadr[np.array(jids)].copy()
         self.base = mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_BODY, base_body) if base_body else -1
+        # views into the private MjData (every attribute read of MjData builds a new array object)
+        d = self.data
+        self._qpos, self._site_pos = d.qpos, d.site_xpos[self.site]
+        self._base_rot = d.xmat[self.base].reshape(3, 3) if self.base > 0 else None  # (3, 3)
+        self._base_pos = d.xpos[self.base] if self.base > 0 else None  # (3,)
 
     def position(self, q: np.ndarray) -> np.ndarray:
-        self.data.qpos[self.qadr] = q
+        self._qpos[self.qadr] = q
         mujoco.mj_kinematics(self.model, self.data)
-        p = self.data.site_xpos[self.site].copy()
-        if self.base > 0:  # express in the base body's frame
-            rot = self.data.xmat[self.base].reshape(3, 3)
-            p = rot.T @ (p - self.data.xpos[self.base])
+        p = self._site_pos.copy()
+        if self._base_rot is not None:  # express in the base body's frame
+            p = self._base_rot.T @ (p - self._base_pos)
         return p
 
 

@@ -78,7 +78,7 @@ class SafetyShield:
         hold- or e-stop-level rule holds (then :attr:`held` is true) — or None (nothing forwarded:
         the robot holds)."""
         assert self.monitor is not None, "call begin() first"
-        values = scale_action(np.clip(np.asarray(action, np.float64), -1.0, 1.0), self.lower, self.upper)
+        values = scale_action(np.asarray(action, np.float64), self.lower, self.upper)  # (clips to [-1, 1])
         held = self.monitor.counters["held"]
         command = self._record(self.monitor.on_command(values, self.labels, now, self.monitor.command_period)).command
         self.held = self.monitor.counters["held"] > held

@@ -173,5 +173,5 @@ CONTROL_MODE_UNITS: dict[ControlMode, str] = {
 
 def scale_action(action: np.ndarray, lower: np.ndarray, upper: np.ndarray) -> np.ndarray:
     """Map a normalised action in [-1, 1] (clipped) affinely onto [lower, upper]."""
-    a = np.clip(action, -1.0, 1.0)
+    a = np.minimum(np.maximum(action, -1.0), 1.0)  # np.clip's result; np.clip costs ~3x the call overhead
     return lower + (a + 1.0) * 0.5 * (upper - lower)

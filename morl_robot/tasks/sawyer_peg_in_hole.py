@@ -238,8 +238,9 @@ class SawyerPegInHole(Task):
         # The same functions as transition_rewards()["objectives"], on this one reading (7,): the
         # batch closures cost ~50 us a step in numpy overhead on 1-row arrays.
         f = self.transition_features(state)
-        reward = np.array([float(peg_task_reward(f, c)), float(peg_wrist_force_reward(f, c))])
-        depth = float(peg_depth_fraction(f, c))
+        depth_fraction = peg_depth_fraction(f, c)
+        reward = np.array([float(peg_task_reward(f, c, depth_fraction)), float(peg_wrist_force_reward(f, c))])
+        depth = float(depth_fraction)
         d_xy = math.hypot(f[0], f[1])
         force_norm = math.sqrt(float(f[3] * f[3] + f[4] * f[4] + f[5] * f[5]))
         self._success = self._success or depth >= c.success_depth
@@ -266,15 +267,16 @@ def peg_depth_fraction(features: np.ndarray, c: SawyerPegInHoleConfig) -> np.nda
     return np.where(d_xy < c.align_tolerance, depth, 0.0)
 
 
-def peg_task_reward(features: np.ndarray, c: SawyerPegInHoleConfig) -> np.ndarray:
-    """The shaped ``task`` objective of the module docstring: features [..., 7] → [...]."""
+def peg_task_reward(features: np.ndarray, c: SawyerPegInHoleConfig, depth: np.ndarray | None = None) -> np.ndarray:
+    """The shaped ``task`` objective of the module docstring: features [..., 7] → [...]
+    (``depth``: :func:`peg_depth_fraction` of the same features, when the caller has it)."""
     d_xy = np.hypot(features[..., 0], features[..., 1])
     above = np.maximum(features[..., 2] - c.pre_insert_height, 0.0)
     d = np.hypot(d_xy, above)
     align = 1.0 - np.tanh(d / c.shaping_scale)
     if c.fine_shaping_scale > 0:
         align = 0.5 * align + 0.5 * (1.0 - np.tanh(d / c.fine_shaping_scale))
-    return 0.5 * align + 0.5 * peg_depth_fraction(features, c)
+    return 0.5 * align + 0.5 * (peg_depth_fraction(features, c) if depth is None else depth)
 
 
 def peg_wrist_force_reward(features: np.ndarray, c: SawyerPegInHoleConfig) -> np.ndarray:

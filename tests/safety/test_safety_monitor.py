@@ -49,6 +49,25 @@ def threshold(m, rule, key, level):
     return next(r.threshold for r in m.describe_rules() if (r.rule, r.key, r.level) == (rule, key, level))
 
 
+def test_joint_states_in_any_name_order_give_the_same_decisions():
+    """A reading in the spec's joint order and the same reading shuffled (plus a name the robot
+    does not have) trip the same rules with the same values, and hold the same end effector."""
+    spec_order, shuffled = released(), released()
+    names = list(spec_order.spec.joint_names)
+    perm = [3, 0, 6, 2, 5, 1, 4]
+    limit = threshold(spec_order, "joints.velocity", names[2], "hard")
+    for k, (q, qd) in enumerate([(HOME, np.zeros(7)), (HOME + 0.01, np.full(7, 0.1)),
+                                 (HOME, np.where(np.arange(7) == 2, limit, 0.0))]):
+        tau = np.zeros(7)
+        a = spec_order.on_joint_state(names, q, qd, tau, float(k), float(k))
+        b = shuffled.on_joint_state([names[i] for i in perm] + ["gripper"], np.append(q[perm], 0.0),
+                                    np.append(qd[perm], 0.0), np.append(tau[perm], 0.0), float(k), float(k))
+        assert [(v.rule, v.key, v.level, v.value) for v in a.violations] == \
+            sorted([(v.rule, v.key, v.level, v.value) for v in b.violations], key=lambda v: names.index(v[1]))
+        assert np.array_equal(spec_order.end_effector, shuffled.end_effector)
+        assert (spec_order.estopped, shuffled.estopped) == (k == 2, k == 2)
+
+
 # --- each rule trips at its threshold and not below, over random traces -------------------------
 samples = st.lists(st.floats(0.0, 1.0), min_size=1, max_size=25)
 

@@ -78,6 +78,29 @@ def test_range_rule_trips_at_either_bound_and_never_inside(data):
             assert v.threshold == (lower[i] if x[i] <= lower[i] else upper[i])
 
 
+@settings(max_examples=150, deadline=None)
+@given(st.data())
+def test_nested_range_levels_each_trip_at_their_own_bounds(data):
+    """Soft range inside the hard range (joint limits, a workspace box with a margin): a reading
+    strictly inside the soft range trips nothing, one at or past a level's bound trips that level."""
+    n = data.draw(st.integers(1, 5))
+    hard_lo = data.draw(arrays(np.float64, n, elements=st.floats(-10, 0)))
+    width = data.draw(arrays(np.float64, n, elements=st.floats(0.1, 10)))
+    margin = data.draw(arrays(np.float64, n, elements=st.floats(0.0, 0.049)))
+    hard_hi = hard_lo + width
+    soft_lo, soft_hi = hard_lo + margin * width, hard_hi - margin * width
+    rule = RangeRule("workspace", [f"x{i}" for i in range(n)], "m", [
+        RangeLevel("soft", soft_lo, soft_hi, Response.CLAMP), RangeLevel("hard", hard_lo, hard_hi, Response.ESTOP)])
+    trace = data.draw(st.lists(arrays(np.float64, n, elements=st.floats(-25, 25)), min_size=1, max_size=20))
+    trace += [soft_lo.copy(), soft_hi.copy(), np.nextafter(soft_lo, soft_hi), np.nextafter(soft_hi, soft_lo),
+              hard_lo.copy(), hard_hi.copy(), np.nextafter(hard_lo, -np.inf), 0.5 * (soft_lo + soft_hi)]
+    for x in trace:
+        got = {(v.key, v.level) for v in rule.evaluate(x, 0.0, 0.0)}
+        want = {(f"x{i}", name) for name, lo, hi in (("soft", soft_lo, soft_hi), ("hard", hard_lo, hard_hi))
+                for i in range(n) if x[i] <= lo[i] or x[i] >= hi[i]}
+        assert got == want
+
+
 def _wrench_rule():
     def fam(rule, keys, contact, collision):
         return MagnitudeRule(rule, keys, "N", [Level("contact", np.full(len(keys), contact), Response.CLAMP),
