@@ -8,10 +8,12 @@ writes its checkpoint), escalating to SIGKILL only after a timeout.
 """
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
+import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any, Self
 
@@ -67,6 +69,21 @@ def release_estop(probe: Any, namespace: str, timeout: float = 60.0,
         time.sleep(0.5)
 
 
+@contextlib.contextmanager
+def _stop_signals_deferred() -> Iterator[None]:
+    """Block SIGINT, SIGTERM and SIGHUP for the body (threads started in it inherit the block, so
+    the signals stay with the main thread); a signal that arrived meanwhile is delivered on exit."""
+    stops = {signal.SIGINT, signal.SIGTERM, signal.SIGHUP}
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = signal.pthread_sigmask(signal.SIG_BLOCK, stops)
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, previous)
+
+
 class SessionRunner:
     def __init__(self, specs: Sequence[NodeSpec], log_dir: str | os.PathLike[str], domain_id: int | None = None,
                  localhost: bool = True) -> None:
@@ -78,11 +95,16 @@ class SessionRunner:
         self._interrupted = False
 
     def start(self) -> None:
+        """Start every node process, then the CLI's graph probe.  Ctrl-C, SIGTERM and SIGHUP are
+        held back while the probe is being created (and delivered right after), so an interrupted
+        start-up leaves no half-made probe that :meth:`stop` cannot reach: one whose DDS threads
+        outlive the interpreter aborts it at exit."""
         from morl_robot.nodes.probe import GraphProbe
 
-        for spec in self.specs:
+        for spec in self.specs:  # (not deferred: a child process would inherit the blocked signals)
             self.group.start(spec)
-        self.probe = GraphProbe(self.domain_id, name=f"morl_robot_cli_{os.getpid()}")
+        with _stop_signals_deferred():
+            self.probe = GraphProbe(self.domain_id, name=f"morl_robot_cli_{os.getpid()}")
 
     def process(self, executable: str, namespace: str | None = None) -> NodeProcess:
         for p in self.group.processes:

@@ -89,3 +89,38 @@ def test_sigterm_during_start_up_still_ends_cleanly(tmp_path, domain_id):
             cli.kill()
         for pid in _processes_with(marker):
             os.kill(pid, signal.SIGKILL)
+
+
+def test_a_stop_signal_during_the_probe_start_up_waits_until_it_is_whole(monkeypatch, tmp_path):
+    """The CLI's graph probe (an rclpy context, an executor and its spin thread) is made with the stop
+    signals held back: an interrupt that lands while it is being made arrives once it is assigned, so
+    the clean stop can close it (a half-made probe's DDS threads abort the interpreter at exit)."""
+    from morl_robot.nodes import probe as probe_module
+    from morl_robot.session.runner import SessionRunner
+
+    seen: list[str] = []
+
+    class SlowProbe:
+        def __init__(self, domain_id: int, name: str = "probe") -> None:
+            os.kill(os.getpid(), signal.SIGTERM)  # lands in the middle of construction
+            time.sleep(0.05)
+            seen.append("constructed")
+
+        def close(self) -> None:
+            seen.append("closed")
+
+    def on_term(signum, frame):
+        seen.append("signal")
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(probe_module, "GraphProbe", SlowProbe)
+    previous = signal.signal(signal.SIGTERM, on_term)
+    runner = SessionRunner([], tmp_path / "logs", domain_id=0)
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            runner.start()
+        assert seen == ["constructed", "signal"] and isinstance(runner.probe, SlowProbe)
+        runner.stop()
+        assert seen[-1] == "closed"
+    finally:
+        signal.signal(signal.SIGTERM, previous)
