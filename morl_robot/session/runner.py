@@ -71,17 +71,25 @@ def release_estop(probe: Any, namespace: str, timeout: float = 60.0,
 
 @contextlib.contextmanager
 def _stop_signals_deferred() -> Iterator[None]:
-    """Block SIGINT, SIGTERM and SIGHUP for the body (threads started in it inherit the block, so
-    the signals stay with the main thread); a signal that arrived meanwhile is delivered on exit."""
-    stops = {signal.SIGINT, signal.SIGTERM, signal.SIGHUP}
+    """Hold back SIGINT, SIGTERM and SIGHUP for the body: their Python handlers are replaced by one
+    that only notes the signal, and the first one noted is raised again once the handlers are back
+    (Python runs signal handlers in the main thread whichever thread the kernel picked, so this
+    works where blocking the signal mask of one thread would not)."""
     if threading.current_thread() is not threading.main_thread():
         yield
         return
-    previous = signal.pthread_sigmask(signal.SIG_BLOCK, stops)
+    stops = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+    previous = {sig: signal.getsignal(sig) for sig in stops}
+    caught: list[int] = []
+    for sig in stops:
+        signal.signal(sig, lambda signum, frame: caught.append(signum))
     try:
         yield
     finally:
-        signal.pthread_sigmask(signal.SIG_SETMASK, previous)
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+        if caught:
+            signal.raise_signal(caught[0])
 
 
 class SessionRunner:
