@@ -1,4 +1,4 @@
-"""`ros2 launch morl_robot train.launch.py [task:=…] [backend:=sim|hardware] [actors:=N]
+"""`ros2 launch morl_robot train.launch.py [task:=…] [reward_machine:=…] [backend:=sim|hardware] [actors:=N]
 [actors_kind:=per-step|vectorized] [envs:=B] [steps:=S]
 [seed:=N] [namespace:=…] [learner_config:=…] [out:=DIR] [use_sim_time:=true|false] [session:=FILE]`
 

@@ -85,7 +85,7 @@ def test_three_launch_files_exist_and_parse():
 
 
 EXPECTED_ARGUMENTS = {
-    "train.launch.py": {"session", "task", "backend", "actors", "actors_kind", "envs", "steps", "seed", "namespace",
+    "train.launch.py": {"session", "task", "reward_machine", "backend", "actors", "actors_kind", "envs", "steps", "seed", "namespace",
                         "learner_config", "out", "use_sim_time"},
     "deploy.launch.py": {"session", "policy", "robot", "backend", "seed", "namespace", "release", "use_sim_time",
                          "preference"},

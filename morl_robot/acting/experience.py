@@ -8,7 +8,14 @@ environment of a vectorized actor is one actor id), columns (:func:`experience_c
 
 ``step`` is the step the action was taken at (0 = the episode's first observation), ``action``
 the normalised action in [-1, 1] and ``log_prob`` its behaviour log-probability log μ(a|s), which
-Retrace's importance weights need (Munos et al. 2016).  On the wire the table is a labelled
+Retrace's importance weights need (Munos et al. 2016).
+
+A reward-machine task (``reward_machine`` setting) adds its *machine columns* after
+``truncated`` (:func:`machine_columns`): ``env_terminated`` (the environment's own termination,
+not the machine's) and ``label/<proposition>`` (1 if the labelling function found it true on the
+transition), one per proposition of the MORM in its order.  With the machine state one-hot in
+``obs/rm_state/…`` and ``next_obs/rm_state/…`` that is what counterfactual experience (CRM) needs
+to relabel a transition from every other machine state (``reward_machines/crm.py``).  On the wire the table is a labelled
 ``Float64MultiArray`` (``nodes/wire.py``: :func:`labelled_table` / :func:`read_table`); the learner
 decodes it with :func:`split_experience` and inserts it (``learning/ingest.py``), cutting the
 sequence at a chunk's end (a bootstrapped break: ``truncated``, not ``terminated``).
@@ -31,10 +38,29 @@ from morl_robot.errors import WireError
 #: Leading columns of an experience chunk; then ``obs/<label>``…, ``action/<label>``…,
 #: ``log_prob``, ``reward/<objective>``…, ``next_obs/<label>``…, ``terminated``, ``truncated``.
 EXPERIENCE_COLUMNS = ("actor", "policy_version", "episode", "step")
+#: The first machine column; then ``label/<proposition>``… (:func:`machine_columns`).
+ENV_TERMINATED = "env_terminated"
+LABEL_PREFIX = "label/"
+
+
+def machine_columns(propositions: Sequence[str]) -> tuple[str, ...]:
+    """The machine columns of a reward-machine task over ``propositions`` (none without one)."""
+    return (ENV_TERMINATED, *(f"{LABEL_PREFIX}{p}" for p in propositions)) if propositions else ()
+
+
+def machine_values(info: dict, num_propositions: int, terminated: bool) -> np.ndarray:
+    """The machine columns' values (1 + P,) of a step whose ``info`` a
+    :class:`~morl_robot.reward_machines.env.RewardMachineEnv` wrote (``rm_label`` bit mask,
+    ``env_terminated``); a step it did not write (an episode ended from outside the task: safety
+    stop, reset) has no true proposition and its termination is the environment's."""
+    mask = int(info.get("rm_label", 0))
+    bits = [(mask >> i) & 1 for i in range(num_propositions)]
+    return np.asarray([float(info.get("env_terminated", terminated)), *bits], np.float64)
 
 
 def experience_columns(observation_labels: Sequence[str], action_labels: Sequence[str],
-                       objectives: Sequence[str]) -> tuple[str, ...]:
+                       objectives: Sequence[str], machine: Sequence[str] = ()) -> tuple[str, ...]:
+    """The chunk columns (module docstring); ``machine``: the task's :func:`machine_columns`."""
     return (
         EXPERIENCE_COLUMNS
         + tuple(f"obs/{o}" for o in observation_labels)
@@ -43,6 +69,7 @@ def experience_columns(observation_labels: Sequence[str], action_labels: Sequenc
         + tuple(f"reward/{o}" for o in objectives)
         + tuple(f"next_obs/{o}" for o in observation_labels)
         + ("terminated", "truncated")
+        + tuple(machine)
     )
 
 
@@ -62,6 +89,8 @@ class ExperienceChunk:
     terminated: np.ndarray  # (R,) bool
     truncated: np.ndarray  # (R,) bool
     objectives: tuple[str, ...]
+    env_terminated: np.ndarray | None = None  # (R,) bool, reward-machine tasks only
+    label: np.ndarray | None = None  # (R,) int64 bit mask σ over the propositions (bit i = label column i)
 
 
 def split_experience(table: np.ndarray, columns: Sequence[str]) -> ExperienceChunk:
@@ -85,11 +114,20 @@ def split_experience(table: np.ndarray, columns: Sequence[str]) -> ExperienceChu
     actors = np.unique(table[:, 0])
     if actors.size != 1:
         raise WireError(f"one chunk must come from one actor, got actors {actors.tolist()}")
+    env_terminated = label = None
+    lab = block(LABEL_PREFIX)
+    if ENV_TERMINATED in cols or lab:
+        if ENV_TERMINATED not in cols or not lab:
+            raise WireError(f"experience chunk has {len(lab)} label columns and "
+                            f"{'an' if ENV_TERMINATED in cols else 'no'} '{ENV_TERMINATED}' column: a "
+                            "reward-machine task sends both")
+        env_terminated = table[:, cols.index(ENV_TERMINATED)] > 0.5
+        label = ((table[:, lab] > 0.5).astype(np.int64) << np.arange(len(lab), dtype=np.int64)).sum(axis=1)
     return ExperienceChunk(
         actor=int(actors[0]), policy_version=table[:, 1], episode=table[:, 2], step=table[:, 3],
         obs=table[:, o], action=table[:, a], log_prob=table[:, lp], reward=table[:, r], next_obs=table[:, n],
         terminated=table[:, te] > 0.5, truncated=table[:, tr] > 0.5,
-        objectives=tuple(cols[i][len("reward/"):] for i in r),
+        objectives=tuple(cols[i][len("reward/"):] for i in r), env_terminated=env_terminated, label=label,
     )
 
 
@@ -107,6 +145,8 @@ class TaskStep:
     observation: np.ndarray  # (O,)
     objectives: tuple[str, ...]
     observation_labels: tuple[str, ...]
+    machine: np.ndarray = field(default_factory=lambda: np.zeros(0))  # (1 + P,) machine column values
+    machine_labels: tuple[str, ...] = ()  # :func:`machine_columns` (reward-machine tasks)
 
 
 @dataclass
@@ -161,15 +201,16 @@ class ExperienceWriter:
         self.pending = pending
 
     def observe(self, episode: int, step: int, reward: np.ndarray, next_obs: np.ndarray, terminated: bool,
-                truncated: bool) -> bool:
-        """Close the pending transition with this step's reward and observation (if it follows it);
+                truncated: bool, machine: np.ndarray | Sequence[float] = ()) -> bool:
+        """Close the pending transition with this step's reward and observation (if it follows it)
+        and, for a reward-machine task, its machine column values (:func:`machine_values`);
         returns whether a row was added.  An episode end flushes."""
         p, self.pending = self.pending, None
         added = False
         if p is not None and step != 0 and (episode, step) == (p.episode, p.step + 1) and self.columns:
             row = np.concatenate([[float(self.actor_id), p.version, p.episode, p.step], p.obs, p.features,
                                   p.action, [p.log_prob], reward, next_obs, p.features,
-                                  [float(terminated), float(truncated)]])
+                                  [float(terminated), float(truncated)], machine])
             if row.size == len(self.columns):
                 self.rows.append(row)
                 self.transitions += 1

@@ -257,7 +257,8 @@ class PolicyServerCore:
     def _complete(self, ts: TaskStep) -> None:
         """Close the pending transition with this step (train)."""
         if self.writer is not None:
-            self.writer.observe(ts.episode, ts.step, ts.reward, ts.observation, ts.terminated, ts.truncated)
+            self.writer.observe(ts.episode, ts.step, ts.reward, ts.observation, ts.terminated, ts.truncated,
+                                ts.machine)
 
     def _heartbeat(self) -> None:
         """Liveness while a model is loaded and not at fault: missing or non-finite sensor input
@@ -302,7 +303,8 @@ class PolicyServerCore:
                                     f"contract's {c.objective_names}")
             return False
         if self.writer is not None:  # the rows so far keep their columns
-            self.writer.set_columns(experience_columns(c.input_labels, c.action_labels, ts.objectives))
+            self.writer.set_columns(experience_columns(c.input_labels, c.action_labels, ts.objectives,
+                                                       ts.machine_labels))
         self._verified = (ts.observation_labels, ts.objectives, c)
         return True
 

@@ -23,7 +23,7 @@ policy once per step for all of them (the batched actors of Acme / Sample Factor
 4. each environment has its own :class:`~morl_robot.acting.experience.ExperienceWriter` with actor
    id ``actor_index·B + b``: its chunks are the per-step actors' format exactly (one actor per
    chunk, per-environment episode boundaries; a chunk boundary is a bootstrapped sequence break
-   on the learner's side).
+   on the learner's side); a reward-machine task's rows carry its machine columns.
 
 Back-pressure: :meth:`VectorActor.must_wait` against the learner's
 :class:`~morl_robot.acting.experience.Allowance` (the caller waits instead of stepping).
@@ -42,7 +42,7 @@ from morl_robot.acting.experience import (
     experience_columns,
 )
 from morl_robot.acting.policy import validate_candidate
-from morl_robot.envs.mo_env import MORobotEnv
+from morl_robot.envs.mo_env import open_task_env
 from morl_robot.envs.task_runner import StepRecord, TaskRunner
 from morl_robot.errors import ConfigError
 from morl_robot.safety.shield import SafetyShield
@@ -64,6 +64,7 @@ class VectorActorConfig:
     chunk_size: int = 64
     safety: str = ""  # robot name or safety YAML path ("" = the task's robot)
     task_config: str = ""  # task YAML ("" = the registry's)
+    reward_machine: str = ""  # reward-machine task spec ("" = none): the task in its product machine
 
     def validate(self) -> None:
         if self.envs < 1:
@@ -87,7 +88,7 @@ class VectorActor:
         self.config = config
         b = config.envs
         self.runners = [TaskRunner(env.robot, env, seed=config.seed + i * ENV_SEED_STRIDE)
-                        for i, env in enumerate(MORobotEnv(config.task, config_file=config.task_config or None)
+                        for i, env in enumerate(open_task_env(config.task, config.task_config, config.reward_machine)
                                                 for _ in range(b))]
         self.shields = [SafetyShield(r.env, config.safety or None) for r in self.runners]
         self.writers = [ExperienceWriter(config.actor_index * b + i, config.chunk_size, emit) for i in range(b)]
@@ -114,7 +115,7 @@ class VectorActor:
             return why
         first = self.policy is None
         self.policy = candidate
-        columns = experience_columns(c.input_labels, c.action_labels, self.objectives)
+        columns = experience_columns(c.input_labels, c.action_labels, self.objectives, self.runners[0].machine_labels)
         for w in self.writers:
             w.set_columns(columns)
         if first and candidate.preferences is not None:
@@ -165,7 +166,8 @@ class VectorActor:
                     continue
             taken += 1
             assert rec.reward is not None and rec.observation is not None
-            writer.observe(rec.episode, rec.step, rec.reward, rec.observation, rec.terminated, rec.truncated)
+            writer.observe(rec.episode, rec.step, rec.reward, rec.observation, rec.terminated, rec.truncated,
+                           runner.machine_values(rec))
             self.records[i] = self._begin(i) if rec.done else rec
         self.counters["steps"] += 1
         self.counters["env_steps"] += taken

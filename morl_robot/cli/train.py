@@ -1,4 +1,4 @@
-"""``morl-robot train --task NAME [--backend sim|hardware] [--actors N] [--actors-kind per-step|vectorized]
+"""``morl-robot train --task NAME [--reward-machine SPEC] [--backend sim|hardware] [--actors N] [--actors-kind per-step|vectorized]
 [--envs B] [--steps S] [--config FILE] [--out DIR]``: a training session as processes on the ROS graph (the nodes of
 ``config/sessions/train.yaml``, the same graph ``ros2 launch morl_robot train.launch.py`` starts).
 
@@ -30,6 +30,10 @@ from morl_robot.errors import UsageError
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("train", help="train MO-MPO through the ROS graph (robot, safety monitor, actors, learner)")
     p.add_argument("--task", default=None, help="task name (default: the session YAML's)")
+    p.add_argument("--reward-machine", default=None, metavar="SPEC",
+                   help="a reward-machine task for the task (name under config/reward_machines/, e.g. "
+                        "sawyer/peg_touch_then_insert, or a path): the task in its product machine; with "
+                        "replay.crm in the learner YAML, counterfactual experience")
     p.add_argument("--backend", choices=("sim", "hardware"), default=None)
     p.add_argument("--actors", type=int, default=None, help="actor pipelines (robot + monitor + policy server)")
     p.add_argument("--actors-kind", choices=("per-step", "vectorized"), default=None,
@@ -97,16 +101,14 @@ def merge_violations(previous: dict[str, Any] | None, session: dict[str, Any], i
 
 
 def _check_before_start(cfg: Any) -> None:
-    """The task and the learner YAML the learner node will load, checked here first."""
-    from morl_robot.learning.config import load_learner_config
-    from morl_robot.resources import resolve_config
-    from morl_robot.tasks.registry import load_task
+    """The task (and its reward machine) and the learner YAML the learner node will load, checked
+    here first (the learner's own construction: objectives, ``replay.crm`` against the reward machine)."""
+    from morl_robot.learning.session import session_for_task
 
     if not cfg.task:
         raise UsageError("training needs a task (--task)")
-    task = load_task(cfg.task, cfg.learner_node.task_config or None)
-    config_file = resolve_config("learner", cfg.learner_node.config)
-    load_learner_config(config_file).check_objectives(task.num_objectives, str(config_file))
+    session_for_task(cfg.task, cfg.learner_node.task_config, cfg.learner_node.config,
+                     reward_machine=cfg.reward_machine)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -116,7 +118,7 @@ def run(args: argparse.Namespace) -> int:
         value = getattr(args, name)
         if value is not None and value < (0 if name == "steps" else 1):
             raise UsageError(f"--{name} must be at least {0 if name == 'steps' else 1}, got {value}")
-    overrides: dict[str, Any] = {"task": args.task, "backend": args.backend, "actors": args.actors,
+    overrides: dict[str, Any] = {"task": args.task, "reward_machine": args.reward_machine, "backend": args.backend, "actors": args.actors,
                                  "total_steps": args.steps, "seed": args.seed, "namespace": args.namespace,
                                  "use_sim_time": args.use_sim_time or None, "actors_kind": args.actors_kind}
     if args.learner_config:

@@ -4,11 +4,14 @@
 (Box of shape (K,)) and ``objective_names``; ``info`` carries the sensor readings (wrench,
 tactile, scene sensors), the task's diagnostics, and ``termination`` — the reason the episode
 ended (``force_threshold``, ``success``, ``time_limit``) or None.
+
+:func:`open_task_env` is the one way the graph's actors (robot node, vectorized actor) and the
+learner open a task by its settings: a task, optionally in the product of a reward-machine task.
 """
 from __future__ import annotations
 
 import os
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import gymnasium as gym
 import numpy as np
@@ -19,6 +22,9 @@ from morl_robot.robots.config import load_robot_config
 from morl_robot.robots.mujoco_robot import MujocoRobot
 from morl_robot.tasks.base import Task
 from morl_robot.tasks.registry import load_task
+
+if TYPE_CHECKING:
+    from morl_robot.reward_machines.env import RewardMachineEnv
 
 
 def make_sim_robot(task: Task, model_source: str = "builtin") -> MujocoRobot:
@@ -32,6 +38,25 @@ def make_sim_robot(task: Task, model_source: str = "builtin") -> MujocoRobot:
     )
     robot.set_control_mode(task.control_mode)
     return robot
+
+
+def open_task_env(task: str | Task, task_config: str | None = None, reward_machine: str = "",
+                  robot: Robot | None = None) -> MORobotEnv | RewardMachineEnv:
+    """Task ``task`` (with its YAML ``task_config``; on ``robot``, default its MuJoCo robot) and,
+    with ``reward_machine`` (a reward-machine task spec: a name under ``config/reward_machines/``
+    or a path), in the product of that MORM
+    (:func:`~morl_robot.reward_machines.env.wrap_task_env`: a :class:`ConfigError` if the spec is
+    for another task)."""
+    env = MORobotEnv(task, robot=robot, config_file=task_config or None)
+    if not reward_machine:
+        return env
+    from morl_robot.reward_machines.env import wrap_task_env
+
+    try:
+        return wrap_task_env(env, reward_machine)
+    except Exception:
+        env.close()
+        raise
 
 
 class MORobotEnv(gym.Env[np.ndarray, np.ndarray]):

@@ -79,11 +79,12 @@ def inner_layer_for(robot: Robot) -> InnerSafety:
 
 
 def open_runner(settings: RobotNodeSettings, attach_hardware: Callable[[Robot], None] | None = None) -> TaskRunner:
-    """The robot (``settings.backend``), its task (if ``settings.task``) and the inner safety layer.
+    """The robot (``settings.backend``), its task (if ``settings.task``; in the product of its
+    reward machine if ``settings.reward_machine``) and the inner safety layer.
 
     ``attach_hardware`` is called with a hardware robot before it is used (the node connects the
     driver topics there and waits for the first state)."""
-    from morl_robot.envs.mo_env import MORobotEnv, make_sim_robot
+    from morl_robot.envs.mo_env import make_sim_robot, open_task_env
     from morl_robot.robots.config import load_robot_config
     from morl_robot.tasks.registry import load_task
 
@@ -112,7 +113,7 @@ def open_runner(settings: RobotNodeSettings, attach_hardware: Callable[[Robot], 
             attach_hardware(robot)
     if task is None and settings.control_mode:
         robot.set_control_mode(settings.control_mode)
-    env = MORobotEnv(task, robot=robot) if task is not None else None
+    env = open_task_env(task, reward_machine=settings.reward_machine, robot=robot) if task is not None else None
     return TaskRunner(robot, env, seed=settings.seed, inner=inner_layer_for(robot))
 
 

@@ -9,6 +9,11 @@ Shadow actuator names in rad) or the full command of the robot's control mode.  
 follow exactly the same code as in-process training; the second kind goes to the robot directly
 (scripted probes, a robot node without a task).
 
+A reward-machine task's environment (a :class:`~morl_robot.reward_machines.env.RewardMachineEnv`
+around the task's) is stepped the same way; its records also carry the machine columns
+(:attr:`TaskRunner.machine_labels`: the environment's own termination and the transition's
+propositions), which go into ``task_step`` and the experience.
+
 With an inner safety layer (:class:`~morl_robot.safety.inner.InnerSafety`), every command is
 checked on the robot's newest readings before it is actuated: a command that a stopping rule
 forbids is not executed; the robot holds for the period instead (:meth:`TaskRunner.hold`) and the
@@ -22,12 +27,14 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from morl_robot.acting.experience import machine_columns, machine_values
 from morl_robot.envs.mo_env import MORobotEnv
 from morl_robot.errors import CommandError
 from morl_robot.robots.base import Robot
 from morl_robot.robots.spec import RobotState
 
 if TYPE_CHECKING:
+    from morl_robot.reward_machines.env import RewardMachineEnv
     from morl_robot.safety.inner import InnerSafety
     from morl_robot.safety.rules import Violation
 
@@ -58,14 +65,15 @@ class TaskRunner:
 
     Args:
         robot: any :class:`Robot` backend (MuJoCo or hardware).
-        env: the task environment on ``robot`` (None: a bare robot).
+        env: the task environment on ``robot`` (None: a bare robot), or a reward-machine task's
+            product environment around it.
         seed: episode ``i`` resets with seed ``seed + i``; after ``reset(restart_seeds=True)`` the
             episode it starts uses ``seed`` again and the next ones ``seed + 1``, … (episode numbers
             go on counting).
         inner: the inner safety layer checked before every actuation (None: none).
     """
 
-    def __init__(self, robot: Robot, env: MORobotEnv | None = None, seed: int = 0,
+    def __init__(self, robot: Robot, env: MORobotEnv | RewardMachineEnv | None = None, seed: int = 0,
                  inner: InnerSafety | None = None) -> None:
         self.robot, self.env, self.seed, self.inner = robot, env, int(seed), inner
         self._seed_base = 0  # the episode whose seed is ``seed`` (0: episode i ↔ seed + i)
@@ -93,6 +101,22 @@ class TaskRunner:
     @property
     def observation_labels(self) -> tuple[str, ...]:
         return tuple(self.env.observation_labels) if self.env is not None else ()
+
+    @property
+    def propositions(self) -> tuple[str, ...]:
+        """The MORM's propositions of a reward-machine task (none otherwise)."""
+        product = getattr(self.env, "product", None)
+        return tuple(product.propositions) if product is not None else ()
+
+    @property
+    def machine_labels(self) -> tuple[str, ...]:
+        """The machine columns of a reward-machine task (``acting.experience.machine_columns``)."""
+        return machine_columns(self.propositions)
+
+    def machine_values(self, record: StepRecord) -> np.ndarray:
+        """The machine column values (1 + P,) of ``record`` ((0,) without a reward machine)."""
+        props = self.propositions
+        return machine_values(record.info, len(props), record.terminated) if props else np.zeros(0)
 
     # --- commands ----------------------------------------------------------------------------
     def normalised_action(self, values: np.ndarray) -> np.ndarray:
@@ -131,7 +155,7 @@ class TaskRunner:
         obs, info = self.env.reset(seed=self.episode_seed(self.episode))
         k = self.env.reward_dim
         self._returns = np.zeros(k)
-        self.last = StepRecord(self.episode, 0, self.env._state, observation=np.asarray(obs, np.float64),
+        self.last = StepRecord(self.episode, 0, self.env.state, observation=np.asarray(obs, np.float64),
                                reward=np.zeros(k), returns=self._returns.copy(), info=info)
         return self.last
 
@@ -181,7 +205,7 @@ class TaskRunner:
         assert self._returns is not None
         self._returns += r
         assert self.env is not None
-        self.last = StepRecord(self.episode, self.step_count, self.env._state, np.asarray(obs, np.float64), r,
+        self.last = StepRecord(self.episode, self.step_count, self.env.state, np.asarray(obs, np.float64), r,
                                bool(terminated), bool(truncated), info.get("termination"),
                                self._returns.copy(), info)
         return self.last
@@ -204,7 +228,8 @@ class TaskRunner:
         """The ``task_step`` vector (see ``wire.task_step_labels``) of ``record``."""
         assert record.observation is not None and record.reward is not None
         head = [record.episode, record.step, float(record.terminated), float(record.truncated), record.state.stamp]
-        return np.concatenate([np.asarray(head, np.float64), record.reward, record.observation])
+        return np.concatenate([np.asarray(head, np.float64), record.reward, self.machine_values(record),
+                               record.observation])
 
     def close(self) -> None:
         if self.env is not None:

@@ -27,6 +27,10 @@ see :class:`morl_robot.nodes.wire.ExperienceChunk` — into inserts into a
   ``terminated`` or ``truncated`` finishes the episode and yields an :class:`EpisodeRecord`.  An
   episode whose beginning was not seen (the learner started or restarted mid-episode, or a chunk
   was lost) is reported with ``complete=False``.
+* **Reward machines.** A reward-machine task's chunk also has the machine columns
+  (``env_terminated``, ``label/<proposition>``…; ``acting/experience.py``): each row's label mask
+  σ and the environment's own termination are stored with it, which counterfactual experience
+  (CRM) relabels sampled sequences with; a replay that relabels rejects chunks without them.
 * **Observation statistics.** The chunk's observations update the
   :class:`~morl_robot.learning.normalization.RunningNormalizer`, if one is given.
 
@@ -71,6 +75,8 @@ class Chunk(Protocol):
     next_obs: np.ndarray  # (R, O)
     terminated: np.ndarray  # (R,) bool
     truncated: np.ndarray  # (R,) bool
+    env_terminated: np.ndarray | None  # (R,) bool, reward-machine tasks (else None)
+    label: np.ndarray | None  # (R,) int64 σ masks, reward-machine tasks (else None)
 
 
 @dataclass(frozen=True)
@@ -196,6 +202,14 @@ class ExperienceIngest:
                 bad = np.argwhere(~ok)[0]
                 raise ExperienceError(f"experience field '{name}' has a non-finite value at index {bad.tolist()} "
                                       f"({float(values[tuple(bad)])!r}; the replay holds finite float32 values)")
+        label = getattr(chunk, "label", None)
+        if self.replay.relabeller is not None and label is None:
+            raise ExperienceError("the learner relabels counterfactual machine states (replay.crm) and needs each "
+                                  "transition's machine columns (env_terminated, label/<proposition>…): is the "
+                                  "actor running the task without its reward machine?")
+        if label is not None and (np.shape(label) != (r,) or np.shape(chunk.env_terminated) != (r,)):
+            raise ExperienceError(f"experience machine columns have shapes {np.shape(label)} (label) and "
+                                  f"{np.shape(chunk.env_terminated)} (env_terminated), expected ({r},)")
         a = np.asarray(chunk.action, dtype=np.float64)
         if np.any(np.abs(a) > 1.0 + ACTION_TOLERANCE):
             raise ExperienceError(f"experience actions must be normalised to [-1, 1] (the learner's action space), "
@@ -236,6 +250,9 @@ class ExperienceIngest:
         version = np.asarray(chunk.policy_version, np.float64).astype(np.int64)
         terminated = np.asarray(chunk.terminated, bool)
         truncated = np.asarray(chunk.truncated, bool)
+        label = getattr(chunk, "label", None)
+        labels = np.full(rows, -1, np.int64) if label is None else np.asarray(label, np.int64)
+        env_terminated = terminated if label is None else np.asarray(chunk.env_terminated, bool)
         done = terminated | truncated
         # a row continues into the next row iff the next is the following step of the same episode
         continues = np.zeros(rows, bool)
@@ -251,7 +268,8 @@ class ExperienceIngest:
             self._track_episode_start(state, int(episode[i]), int(step[i]))
             cut = not done[i] and not continues[i]  # sequence break with bootstrapping
             self.replay.add(obs[i], action[i], reward[i], next_obs[i], bool(terminated[i]),
-                            bool(truncated[i]) or cut, float(log_prob[i]))
+                            bool(truncated[i]) or cut, float(log_prob[i]), label=int(labels[i]),
+                            env_terminated=bool(env_terminated[i]))
             result.breaks += int(cut)
             assert state.episode_return is not None
             state.episode_return += reward[i]

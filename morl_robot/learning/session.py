@@ -14,6 +14,12 @@ owns everything of a learner run that is not acting, so the in-process loop
   chunk of a distributed actor (:meth:`add_chunk`, through
   :class:`~morl_robot.learning.ingest.ExperienceIngest`); both count inserts in the
   :class:`~morl_robot.learning.replay.SampleToInsertRatio`.
+* **counterfactual experience** (reward machines, ``replay.crm``; MORM paper eq. 4): the replay
+  relabels sampled sequences from counterfactual machine states
+  (:mod:`morl_robot.reward_machines.crm`; the relabeller comes from
+  :func:`counterfactual_relabeller`, for both drivers), and with ``replay.crm_scale_updates``
+  every real step past ``min_size_to_sample`` counts as |U \\ F| inserts, one per counterfactual
+  experience (:meth:`inserts_for`); the allowance counts env steps accordingly.
 * **learning** (:meth:`learn`): updates while the ratio allows (optionally until a deadline),
   the sampled observations normalised with the current running statistics; a non-finite
   statistic rolls the learner back to the newest policy version's state and stops learning
@@ -74,6 +80,7 @@ from morl_robot.learning.normalization import RunningNormalizer
 from morl_robot.learning.replay import SampleToInsertRatio, SequenceReplay
 
 if TYPE_CHECKING:  # pragma: no cover - typing only
+    from morl_robot.reward_machines.crm import CounterfactualRelabeller
     from morl_robot.serving.contract import PolicyContract
 
 #: the keys of every checkpoint payload (None where a session has no such part).
@@ -102,6 +109,27 @@ def warnings_log(level: str, message: str) -> None:
         warnings.warn(message, RuntimeWarning, stacklevel=3)
 
 
+def counterfactual_relabeller(config: MPOConfig, env: Any, what: str = "the environment",
+                              hint: str = "wrap it in morl_robot.reward_machines.env.RewardMachineEnv, "
+                                          "e.g. the Gymnasium id morl_robot/SawyerPegInHoleRM-v0"
+                              ) -> CounterfactualRelabeller | None:
+    """The replay's CRM relabeller for ``env``'s observation and reward layout (a
+    :class:`~morl_robot.reward_machines.env.RewardMachineEnv`) if ``replay.crm`` is on, else
+    None; a :class:`ConfigError` naming ``what`` when it is on for an environment without a
+    reward machine (``hint``: how to give it one), or together with preferences."""
+    rcfg = config.replay
+    if not rcfg.crm:
+        return None
+    if config.preferences is not None:
+        raise ConfigError("preferences (ε-conditioned MO-MPO) and replay.crm cannot be combined yet: the "
+                          "counterfactual relabelling rewrites the machine-state part of stored observations, "
+                          "which the preference features would follow")
+    if not hasattr(env, "relabeller"):
+        raise ConfigError(f"replay.crm is true but {what} has no reward machine to relabel experience with "
+                          f"({hint}); or set replay.crm: false")
+    return env.relabeller(rcfg.crm_fraction)
+
+
 def _to_numpy(obj: Any) -> Any:
     """Tensors (as checkpoints store numpy arrays) back to numpy, recursively."""
     if isinstance(obj, torch.Tensor):
@@ -126,7 +154,10 @@ class LearnerSession:
         normalization_setting: the setting's name in errors (``training.observation_normalization``).
         contract: the policy's contract; enables policy versions, ONNX snapshots and ``policy.onnx``.
         snapshot_every: learner updates between policy versions (0: a new version only at checkpoints).
-        relabeller: counterfactual relabelling for the replay (reward machines, CRM).
+        relabeller: counterfactual relabelling for the replay (reward machines, CRM:
+            :func:`counterfactual_relabeller`).
+        propositions: the MORM's propositions of a reward-machine task (its experience has the
+            machine columns ``env_terminated``, ``label/<proposition>``…); () without one.
         log: where messages go (default :func:`warnings_log`).
         on_snapshot: ``(version, onnx_bytes)`` of every new policy version (e.g. publish it).
         keep_metrics: also keep the logged learner statistics in :attr:`metrics`.
@@ -141,7 +172,8 @@ class LearnerSession:
     def __init__(self, obs_dim: int, action_spec: ActionSpec, num_objectives: int, config: MPOConfig, *,
                  seed: int = 0, run_dir: str | Path | None = None, normalize_observations: bool = False,
                  normalization_setting: str = "training.observation_normalization",
-                 contract: PolicyContract | None = None, snapshot_every: int = 0, relabeller: Any = None,
+                 contract: PolicyContract | None = None, snapshot_every: int = 0,
+                 relabeller: CounterfactualRelabeller | None = None, propositions: Sequence[str] = (),
                  log: Log = warnings_log, on_snapshot: Callable[[int, bytes], None] | None = None,
                  keep_metrics: bool = False, end_of_run_plots: bool = False, total_steps: int = 0,
                  on_allowance: Callable[[tuple[int, int, dict[int, int]]], None] | None = None,
@@ -155,6 +187,10 @@ class LearnerSession:
         self.replay = SequenceReplay(rcfg.capacity, self.learner.input_dim, action_spec.dim, num_objectives,
                                      discrete=action_spec.is_discrete, seed=seed + 3, relabeller=relabeller)
         self.limiter = SampleToInsertRatio(rcfg.samples_per_insert, rcfg.min_size_to_sample, rcfg.error_buffer)
+        self.propositions = tuple(propositions)
+        #: inserts one real step counts past min_size_to_sample: |U \ F| with CRM scaling the updates
+        self.crm_inserts = (len(relabeller.product.nonterminal_states)
+                            if relabeller is not None and rcfg.crm_scale_updates else 1)
         self.normalizer = RunningNormalizer(obs_dim) if normalize_observations else None
         self.normalization_setting = normalization_setting
         self.ingest: ExperienceIngest | None = None
@@ -250,18 +286,27 @@ class LearnerSession:
                  f"{self.learner.num_updates}, policy version {self.counters['policy_version']}{run}){replay_note}")
 
     # --- experience ------------------------------------------------------------------------------
+    def inserts_for(self, transitions: int) -> int:
+        """What ``transitions`` real steps, received now, count in the samples-per-insert ratio:
+        one each, and with CRM scaling the updates |U \\ F| each (one per counterfactual
+        experience) once ``min_size_to_sample`` real steps are in (learning starts after the same
+        real steps with or without CRM)."""
+        start = self.counters["env_steps"]
+        scaled = max(0, start + transitions - max(start, self.config.replay.min_size_to_sample))
+        return transitions + (self.crm_inserts - 1) * scaled
+
     def add_transition(self, obs: np.ndarray, action: Any, reward: np.ndarray, next_obs: np.ndarray,
                        terminated: bool, truncated: bool, behaviour_log_prob: float, *, label: int = -1,
-                       env_terminated: Any = None, inserts: int = 1) -> None:
+                       env_terminated: Any = None) -> None:
         """One environment step of an in-process actor.  ``obs``/``next_obs`` ``[O (+K)]`` as the
         networks take them (ε-conditioned: the preference features after the O observations);
-        the first O update the observation statistics.  ``inserts``: what the step counts in the
-        samples-per-insert ratio (CRM: one per counterfactual experience)."""
+        the first O update the observation statistics.  ``label``/``env_terminated``: a
+        reward-machine step's σ mask and the environment's own termination (CRM needs them)."""
         if self.normalizer is not None:
             self.normalizer.update(obs[: self.obs_dim])
         self.replay.add(obs, action, reward, next_obs, terminated, truncated, behaviour_log_prob,
                         label=label, env_terminated=env_terminated)
-        self.limiter.insert(inserts)
+        self.limiter.insert(self.inserts_for(1))
         self.counters["env_steps"] += 1
 
     def record_episode(self, returns: np.ndarray, termination: str | None,
@@ -283,7 +328,7 @@ class LearnerSession:
         actor = int(chunk.actor)
         self.acknowledged[actor] = self.acknowledged.get(actor, 0) + len(chunk.episode)
         result = self.ingest.add(chunk)
-        self.limiter.insert(result.transitions)
+        self.limiter.insert(self.inserts_for(result.transitions))
         self.counters["env_steps"] += result.transitions
         self.counters["chunks"] += 1
         for rec in result.episodes:
@@ -318,7 +363,11 @@ class LearnerSession:
         the first reaches the second (capped at ``total_steps`` if > 0), so acting keeps pace with
         learning (Reverb's rate limiter blocks inserts the same way)."""
         received = self.counters["env_steps"]  # the limiter counts only this process's inserts (resumes)
-        allowed = received + self.limiter.max_inserts() - self.limiter.inserts  # may be < received
+        room = self.limiter.max_inserts() - self.limiter.inserts  # inserts the ratio accepts (may be < 0)
+        if room > 0 and self.crm_inserts > 1:  # CRM: a real step past min_size_to_sample counts |U \ F|
+            unscaled = min(room, max(0, self.config.replay.min_size_to_sample - received))
+            room = unscaled + (room - unscaled) // self.crm_inserts
+        allowed = received + room
         return received, min(allowed, self.total_steps) if self.total_steps else allowed
 
     @property
@@ -642,12 +691,15 @@ class LearnerSession:
 
 
 def session_for_task(task_name: str, task_config: str | None, config_file: str | Path, *, seed: int = 0,
-                     **options: Any) -> LearnerSession:
+                     reward_machine: str = "", **options: Any) -> LearnerSession:
     """A :class:`LearnerSession` for a robot task's policy (the distributed learner's): the
     learner YAML resolved by name or path, the task's objectives, and the policy contract of the
-    task's robot (observation/action labels, units, bounds).  ``options``: see
-    :class:`LearnerSession`."""
-    from morl_robot.envs.mo_env import make_sim_robot
+    task's robot (observation/action labels, units, bounds).  With ``reward_machine`` (a
+    reward-machine task spec) the task is in the product of that MORM, as the actors run it
+    (:func:`~morl_robot.envs.mo_env.open_task_env`): the machine one-hot joins the observation,
+    the MORM objectives the task's, and ``replay.crm`` relabels the replay
+    (:func:`counterfactual_relabeller`).  ``options``: see :class:`LearnerSession`."""
+    from morl_robot.envs.mo_env import make_sim_robot, open_task_env
     from morl_robot.learning.config import load_learner_config
     from morl_robot.resources import resolve_config
     from morl_robot.serving.contract import contract_for_task
@@ -656,16 +708,24 @@ def session_for_task(task_name: str, task_config: str | None, config_file: str |
     path = resolve_config("learner", config_file)
     config = load_learner_config(path)
     task = load_task(task_name, task_config or None)
-    objectives = list(task.objective_names)
-    if config.objective_names and list(config.objective_names) != objectives:
-        raise ConfigError(f"{path}: key 'objective_names': {config.objective_names} differ from the "
-                          f"objectives of task '{task_name}' {objectives} (leave it empty to use the task's)")
-    config.check_objectives(len(objectives), str(path))
-    config = dataclasses.replace(config, objective_names=objectives)
     robot = make_sim_robot(task)  # only for the spec: labels, units, action bounds
+    env = open_task_env(task, reward_machine=reward_machine, robot=robot)
     try:
-        contract = contract_for_task(task, robot, config, policy_version=0, run_id=uuid.uuid4().hex[:12])
+        objectives = list(env.objective_names)
+        if config.objective_names and list(config.objective_names) != objectives:
+            raise ConfigError(f"{path}: key 'objective_names': {config.objective_names} differ from the "
+                              f"objectives of task '{task_name}' {objectives} (leave it empty to use the task's)")
+        config.check_objectives(len(objectives), str(path))
+        config = dataclasses.replace(config, objective_names=objectives)
+        relabeller = counterfactual_relabeller(
+            config, env, what=f"{path}: task '{task_name}'",
+            hint="give the session a reward-machine task: morl-robot train --reward-machine SPEC, the "
+                 "reward_machine parameter")
+        contract = contract_for_task(task, robot, config, policy_version=0, run_id=uuid.uuid4().hex[:12],
+                                     observation_labels=env.observation_labels, objective_names=objectives)
+        propositions = tuple(env.product.propositions) if reward_machine else ()
     finally:
-        robot.close()
+        env.close()
     return LearnerSession(len(contract.observation_labels), ActionSpec.box(len(contract.action_labels)),
-                          len(objectives), config, seed=seed, contract=contract, **options)
+                          len(objectives), config, seed=seed, contract=contract, relabeller=relabeller,
+                          propositions=propositions, **options)

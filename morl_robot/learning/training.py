@@ -33,7 +33,7 @@ from morl_robot.errors import ConfigError
 from morl_robot.learning.config import MPOConfig, load_learner_config
 from morl_robot.learning.learner import MOMPOLearner, PolicyActor
 from morl_robot.learning.networks import ActionSpec
-from morl_robot.learning.session import LearnerSession
+from morl_robot.learning.session import LearnerSession, counterfactual_relabeller
 
 EnvFn = Callable[[], Any]
 
@@ -217,7 +217,7 @@ def _train(env_fn: EnvFn, config: MPOConfig | str | os.PathLike[str] | None, tot
         config = MPOConfig()
     elif not isinstance(config, MPOConfig):
         config = load_learner_config(config)
-    tcfg, rcfg = config.training, config.replay
+    tcfg = config.training
     demo_episodes = tcfg.demonstrations.episodes
     if demo_episodes and demonstrator is None:
         raise ConfigError(f"training.demonstrations.episodes is {demo_episodes} but no demonstrator was given "
@@ -230,16 +230,7 @@ def _train(env_fn: EnvFn, config: MPOConfig | str | os.PathLike[str] | None, tot
     env_names = list(getattr(env, "objective_names", None) or getattr(env.unwrapped, "objective_names", []) or [])
     if not config.objective_names and len(env_names) == k:
         config = dataclasses.replace(config, objective_names=env_names)  # log under the env's names
-    if config.preferences is not None and rcfg.crm:
-        raise ConfigError("preferences (ε-conditioned MO-MPO) and replay.crm cannot be combined yet: the "
-                          "counterfactual relabelling rewrites the machine-state part of stored observations, "
-                          "which the preference features would follow")
-    relabeller = None
-    if rcfg.crm:
-        if not hasattr(env, "relabeller"):
-            raise ConfigError("replay.crm is true but the environment has no reward machine (wrap it in "
-                              "morl_robot.reward_machines.env.RewardMachineEnv)")
-        relabeller = env.relabeller(rcfg.crm_fraction)
+    relabeller = counterfactual_relabeller(config, env)  # replay.crm: counterfactual experience (CRM)
     session = LearnerSession(enc.dim, spec, k, config, seed=seed, run_dir=out_dir,
                              normalize_observations=tcfg.observation_normalization, relabeller=relabeller,
                              keep_metrics=True)
@@ -247,9 +238,6 @@ def _train(env_fn: EnvFn, config: MPOConfig | str | os.PathLike[str] | None, tot
     space = learner.preferences  # ε-conditioned: actors act under a preference drawn per episode
     pref_rng = np.random.default_rng(seed + 7)
     normalizer = session.normalizer
-    # CRM adds one experience per non-terminal machine state (eq. 4): counted as that many inserts
-    inserts_per_step = (len(relabeller.product.nonterminal_states)
-                        if relabeller is not None and rcfg.crm_scale_updates else 1)
     resumed_from = session.start()
     counters = session.counters  # restored
 
@@ -307,11 +295,9 @@ def _train(env_fn: EnvFn, config: MPOConfig | str | os.PathLike[str] | None, tot
             next_obs, reward, terminated, truncated, info = env.step(dec(action))
             episode_return += np.asarray(reward, np.float64).reshape(-1)
             nx = enc(next_obs)
-            # (learning starts after min_size_to_sample real steps, with or without CRM)
             session.add_transition(actor.augment(x), action, np.asarray(reward, np.float32).reshape(-1),
                                    actor.augment(nx), bool(terminated), bool(truncated), log_mu,
-                                   label=int(info.get("rm_label", -1)), env_terminated=info.get("env_terminated"),
-                                   inserts=inserts_per_step if counters["env_steps"] >= rcfg.min_size_to_sample else 1)
+                                   label=int(info.get("rm_label", -1)), env_terminated=info.get("env_terminated"))
             if terminated or truncated:
                 session.record_episode(episode_return.copy(),
                                        info.get("termination") if isinstance(info, dict) else None)

@@ -18,6 +18,10 @@ this node only translates:
   :meth:`LearnerSession.allowance` when it changes; lockstep actors wait past it (back-pressure).
 * ``/diagnostics`` at 1 Hz — :meth:`LearnerSession.diagnostics`.
 
+Reward machines: with ``reward_machine`` (a reward-machine task spec) the policy acts in the task's
+product with that MORM; the experience carries the machine columns and, with ``replay.crm`` in the
+learner YAML, the session relabels it counterfactually (:func:`~morl_robot.learning.session.counterfactual_relabeller`).
+
 Checkpoints every ``training.checkpoint_every`` env steps of the learner YAML (the one cadence
 key) and at shutdown (SIGINT/SIGTERM → :meth:`LearnerNode.close`); at ``total_steps`` the node
 finishes the updates owed, writes its final artefacts and exits.
@@ -77,12 +81,14 @@ class LearnerNode(ManagedNode):
             self.get_logger().warning(f"took over the stale lock of {self._run_lock.stale} on {out_dir}")
         s = self.session = session_for_task(
             task, self.settings.task_config, self.settings.config, seed=self.settings.seed, run_dir=out_dir,
+            reward_machine=self.settings.reward_machine,
             normalize_observations=self.settings.observation_normalization,
             normalization_setting="parameter observation_normalization", snapshot_every=self.settings.snapshot_every,
             log=self._log, on_snapshot=self._publish_snapshot, on_allowance=self._publish_allowance,
             end_of_run_plots=True, total_steps=self.settings.total_steps)
         c = s.contract
-        s.accept_experience(wire.experience_columns(c.input_labels, c.action_labels, c.objective_names))
+        s.accept_experience(wire.experience_columns(c.input_labels, c.action_labels, c.objective_names,
+                                                    wire.machine_columns(s.propositions)))
         self._pub_snapshot = self.create_publisher(UInt8MultiArray, "policy_snapshot", wire.LATCHED_QOS)
         self._pub_allowance = self.create_publisher(Float64MultiArray, "experience_allowance", wire.LATCHED_QOS)
         s.start()

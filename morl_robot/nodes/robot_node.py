@@ -109,7 +109,7 @@ class RobotNode(ManagedNode):
         if runner.env is not None:
             self._pub_task = self.create_publisher(Float64MultiArray, "task_step", wire.SENSOR_QOS)
             self._task_step_msg = wire.LabelledVector(
-                wire.task_step_labels(runner.objective_names, runner.observation_labels))
+                wire.task_step_labels(runner.objective_names, runner.observation_labels, runner.machine_labels))
             self._pub_episode = self.create_publisher(String, "episode", wire.EVENT_QOS)
         self._pub_clock = self.create_publisher(Clock, "/clock", wire.CLOCK_QOS) if backend == "sim" else None
         self._sub_command = self.create_subscription(Float64MultiArray, "command_safe", self._on_command,

@@ -16,7 +16,7 @@ executor thread handles the topics:
   ``safety_monitor``'s event layout: name = rule; values rule, level, env);
 * ``/diagnostics`` — env steps, holds, safety stops, episodes, chunks, waits, policy version.
 
-Parameters: ``task``, ``task_config``, ``envs`` (8), ``actor_id``, ``seed`` (environment b's
+Parameters: ``task``, ``task_config``, ``reward_machine``, ``envs`` (8), ``actor_id``, ``seed`` (environment b's
 episode e resets with ``seed + b·10000 + e``), ``chunk_size`` (64), ``safety`` (robot name or safety
 YAML; default the task's robot, the file the monitor node reads), ``policy`` (optional first ONNX
 model; otherwise the first ``policy_snapshot``), ``back_pressure`` (true), ``diagnostics_period``.
@@ -61,7 +61,7 @@ class VectorActorNode(ManagedNode):
         cfg = VectorActorConfig(task=self.settings.task, envs=self.settings.envs,
                                 actor_index=self.settings.actor_id, seed=self.settings.seed,
                                 chunk_size=self.settings.chunk_size, safety=self.settings.safety,
-                                task_config=self.settings.task_config)
+                                task_config=self.settings.task_config, reward_machine=self.settings.reward_machine)
         pub = self.create_publisher(Float64MultiArray, "experience", wire.EXPERIENCE_QOS)
         self._pub_events = self.create_publisher(DiagnosticStatus, "safety/violations", wire.EVENT_QOS)
         self.core = VectorActor(cfg, lambda table, columns: self._emit(pub, table, columns))

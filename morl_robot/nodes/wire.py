@@ -31,10 +31,13 @@ from std_msgs.msg import Float64MultiArray, MultiArrayDimension, MultiArrayLayou
 
 # the experience table format and the decoded task step live in the actor core; re-exported here
 from morl_robot.acting.experience import (  # noqa: F401
+    ENV_TERMINATED,
     EXPERIENCE_COLUMNS,
+    LABEL_PREFIX,
     ExperienceChunk,
     TaskStep,
     experience_columns,
+    machine_columns,
     split_experience,
 )
 from morl_robot.errors import WireError
@@ -79,7 +82,8 @@ TOPICS: tuple[Topic, ...] = (
     Topic("tactile", "std_msgs/msg/Float64MultiArray", "SENSOR_QOS", "robot_node",
           "touch-sensor normal force (N), labels = sensor names (Shadow Hand)"),
     Topic("task_step", "std_msgs/msg/Float64MultiArray", "SENSOR_QOS", "robot_node",
-          "one task step: labels 'episode,step,terminated,truncated,stamp,reward/<objective>…,<observation labels>'"),
+          "one task step: labels 'episode,step,terminated,truncated,stamp,reward/<objective>…,<observation labels>' "
+          "(a reward-machine task: the machine columns 'env_terminated,label/<proposition>…' before the observation)"),
     Topic("episode", "std_msgs/msg/String", "EVENT_QOS", "robot_node",
           "JSON episode event: {event: start|end, episode, steps, termination, returns{objective: value}}"),
     Topic("command", "std_msgs/msg/Float64MultiArray", "COMMAND_QOS", "policy_server",
@@ -95,7 +99,8 @@ TOPICS: tuple[Topic, ...] = (
           "one violation as it begins: name = rule; values rule, key, level, value, threshold, unit, response, "
           "sensor_stamp, decided_at, command_published_at"),
     Topic("experience", "std_msgs/msg/Float64MultiArray", "EXPERIENCE_QOS", "policy_server (train), vector_actor",
-          "experience chunk, a table: rows = transitions, columns = EXPERIENCE_COLUMNS + fields"),
+          "experience chunk, a table: rows = transitions, columns = EXPERIENCE_COLUMNS + fields "
+          "(+ the machine columns of a reward-machine task)"),
     Topic("policy_snapshot", "std_msgs/msg/UInt8MultiArray", "LATCHED_QOS", "learner_node",
           "ONNX policy bytes; layout label 'policy_version=<n>'"),
     Topic("experience_allowance", "std_msgs/msg/Float64MultiArray", "LATCHED_QOS", "learner_node",
@@ -258,24 +263,39 @@ def read_table(msg: Float64MultiArray) -> tuple[np.ndarray, tuple[str, ...]]:
     return data.reshape(r, c), columns
 
 
-def task_step_labels(objectives: Sequence[str], observation_labels: Sequence[str]) -> tuple[str, ...]:
-    """Labels of the ``task_step`` vector: header, ``reward/<objective>``…, observation labels."""
-    return TASK_STEP_HEADER + tuple(f"reward/{o}" for o in objectives) + tuple(observation_labels)
+def task_step_labels(objectives: Sequence[str], observation_labels: Sequence[str],
+                     machine: Sequence[str] = ()) -> tuple[str, ...]:
+    """Labels of the ``task_step`` vector: header, ``reward/<objective>``…, the machine columns of
+    a reward-machine task (``machine``: :func:`machine_columns`), observation labels."""
+    return TASK_STEP_HEADER + tuple(f"reward/{o}" for o in objectives) + tuple(machine) + tuple(observation_labels)
 
 
-def split_task_step(values: np.ndarray, labels: Sequence[str]) -> TaskStep:
-    """Decode a ``task_step`` vector (see :func:`task_step_labels`)."""
+def _task_step_layout(labels: Sequence[str]) -> tuple[int, int]:
+    """(K rewards, M machine columns) of a ``task_step`` layout."""
     h = len(TASK_STEP_HEADER)
     if tuple(labels[:h]) != TASK_STEP_HEADER:
         raise WireError(f"task_step must start with {TASK_STEP_HEADER}, got {tuple(labels[:h])}")
     k = 0
     while h + k < len(labels) and labels[h + k].startswith("reward/"):
         k += 1
+    m = 0
+    if h + k < len(labels) and labels[h + k] == ENV_TERMINATED:
+        m = 1
+        while h + k + m < len(labels) and labels[h + k + m].startswith(LABEL_PREFIX):
+            m += 1
+    return k, m
+
+
+def split_task_step(values: np.ndarray, labels: Sequence[str]) -> TaskStep:
+    """Decode a ``task_step`` vector (see :func:`task_step_labels`)."""
+    h = len(TASK_STEP_HEADER)
+    k, m = _task_step_layout(labels)
+    o = h + k + m
     return TaskStep(
         episode=int(values[0]), step=int(values[1]), terminated=bool(values[2]), truncated=bool(values[3]),
-        stamp=float(values[4]), reward=values[h:h + k].copy(), observation=values[h + k:].copy(),
+        stamp=float(values[4]), reward=values[h:h + k].copy(), observation=values[o:].copy(),
         objectives=tuple(lab[len("reward/"):] for lab in labels[h:h + k]),
-        observation_labels=tuple(labels[h + k:]),
+        observation_labels=tuple(labels[o:]), machine=values[h + k:o].copy(), machine_labels=tuple(labels[h + k:o]),
     )
 
 
@@ -285,20 +305,23 @@ class TaskStepDecoder:
     ``IndexError``/``ValueError``) on a malformed message."""
 
     def __init__(self) -> None:
-        # the newest layout: (label string, size, K, objectives, observation labels)
-        self._layout: tuple[str, int, int, tuple[str, ...], tuple[str, ...]] | None = None
+        # the newest layout: (label string, size, K, objectives, observation labels, machine labels)
+        self._layout: tuple[str, int, int, tuple[str, ...], tuple[str, ...], tuple[str, ...]] | None = None
 
     def __call__(self, msg: Float64MultiArray) -> TaskStep:
         dims, layout = msg.layout.dim, self._layout
         if layout is not None and len(dims) == 1 and dims[0].label == layout[0] and len(msg.data) == layout[1]:
             values = np.asarray(msg.data, dtype=np.float64)
             h, k = len(TASK_STEP_HEADER), layout[2]
+            o = h + k + len(layout[5])
             return TaskStep(episode=int(values[0]), step=int(values[1]), terminated=bool(values[2]),
                             truncated=bool(values[3]), stamp=float(values[4]), reward=values[h:h + k],
-                            observation=values[h + k:], objectives=layout[3], observation_labels=layout[4])
+                            observation=values[o:], objectives=layout[3], observation_labels=layout[4],
+                            machine=values[h + k:o], machine_labels=layout[5])
         ts = split_task_step(*read_labelled(msg))
-        size = len(TASK_STEP_HEADER) + len(ts.objectives) + len(ts.observation_labels)
-        self._layout = (dims[0].label, size, len(ts.objectives), ts.objectives, ts.observation_labels)
+        size = len(TASK_STEP_HEADER) + len(ts.objectives) + len(ts.machine_labels) + len(ts.observation_labels)
+        self._layout = (dims[0].label, size, len(ts.objectives), ts.objectives, ts.observation_labels,
+                        ts.machine_labels)
         return ts
 
 

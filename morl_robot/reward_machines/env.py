@@ -9,7 +9,14 @@ gives σ = L(s, a, s'), the MORM moves u → u' = δ(u, σ) and pays λ(u, σ) (
 * terminates when the environment does or the MORM reaches a terminal state,
 * reports in ``info``: ``rm_label`` (σ as a bit mask over the MORM's propositions), ``rm_state``
   (u'), ``rm_state_name``, ``env_terminated`` (the environment's own termination) and, when the
-  machine ended the episode, ``termination = "reward_machine"``.
+  machine ended the episode, ``termination = "reward_machine"``,
+* names its observation components (``observation_labels``, for a labelled inner env such as
+  :class:`~morl_robot.envs.mo_env.MORobotEnv`): the inner labels, then
+  ``rm_state/<u_1>+…+<u_d>`` per product state (:func:`machine_state_labels`).
+
+A reward-machine *task* (:class:`RMTaskSpec`, :func:`wrap_task_env`) puts a robot task's
+environment in its product; the robot node, the vectorized actor and the learner node open it from
+the ``reward_machine`` setting, in-process training from the Gymnasium id.
 
 :meth:`RewardMachineEnv.relabeller` gives the :class:`~morl_robot.reward_machines.crm.CounterfactualRelabeller`
 (the observation and reward columns of the machine) for CRM in the replay.
@@ -29,10 +36,17 @@ from morl_robot.errors import ConfigError
 from morl_robot.reward_machines.crm import CounterfactualRelabeller
 from morl_robot.reward_machines.product import ProductMachine
 
-__all__ = ["Labeller", "RMTaskSpec", "RewardMachineEnv", "info_labels", "load_rm_task", "make_rm_task_env"]
+__all__ = ["Labeller", "RMTaskSpec", "RewardMachineEnv", "info_labels", "load_rm_task", "machine_state_labels",
+           "make_rm_task_env", "wrap_task_env"]
 
 #: L: (env, observation, action, next observation, info) → the set of true propositions.
 Labeller = Callable[[gym.Env, Any, Any, Any, dict], "set[str] | frozenset[str]"]
+
+
+def machine_state_labels(product: ProductMachine) -> tuple[str, ...]:
+    """Observation labels of the product-state one-hot (S,): ``rm_state/<u_1>+…+<u_d>``."""
+    return tuple("rm_state/" + "+".join(m.states[u] for m, u in zip(product.machines, state))
+                 for state in product.states)
 
 
 def info_labels(env: gym.Env, obs: Any, action: Any, next_obs: Any, info: dict) -> frozenset[str]:
@@ -63,6 +77,10 @@ class RewardMachineEnv(gym.Wrapper):
         self.reward_dim = k
         self.machine_state = product.initial
         self._obs = None
+        inner_labels = getattr(env, "observation_labels", None)
+        #: the inner env's labels + the machine one-hot's (None for an unlabelled inner env)
+        self.observation_labels = (None if inner_labels is None
+                                   else tuple(inner_labels) + machine_state_labels(product))
 
     def __getattr__(self, name: str) -> Any:
         """Robot-env attributes (``task``, ``robot``, ``state``, ``action_labels`` …) pass through, so the
@@ -145,10 +163,19 @@ def load_rm_task(path: str | os.PathLike[str]) -> tuple[RMTaskSpec, ProductMachi
     return spec, product, labeller
 
 
+def wrap_task_env(env: gym.Env, spec: str | os.PathLike[str]) -> RewardMachineEnv:
+    """A robot task's environment (:class:`~morl_robot.envs.mo_env.MORobotEnv`) in the product of
+    the reward-machine task ``spec`` (a name under ``config/reward_machines/`` or a path); a
+    :class:`ConfigError` if the spec is written for another task."""
+    task_spec, product, labeller = load_rm_task(spec)
+    name = env.unwrapped.task.name
+    if task_spec.task != name:
+        raise ConfigError(f"reward machine {spec}: it is written for task '{task_spec.task}', not '{name}'")
+    return RewardMachineEnv(env, product, labeller, keep_task_rewards=task_spec.keep_task_rewards)
+
+
 def make_rm_task_env(spec: str | os.PathLike[str] = "sawyer/peg_touch_then_insert", **env_kwargs: Any) -> RewardMachineEnv:
     """The product environment of a robot task (Gymnasium id ``morl_robot/SawyerPegInHoleRM-v0``)."""
     from morl_robot.envs.mo_env import MORobotEnv
 
-    task_spec, product, labeller = load_rm_task(spec)
-    return RewardMachineEnv(MORobotEnv(task_spec.task, **env_kwargs), product, labeller,
-                            keep_task_rewards=task_spec.keep_task_rewards)
+    return wrap_task_env(MORobotEnv(load_rm_task(spec)[0].task, **env_kwargs), spec)

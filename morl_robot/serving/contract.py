@@ -425,7 +425,8 @@ def observation_unit(label: str, spec: RobotSpec) -> str:
     * ``wrench_fx|fy|fz`` N, ``wrench_tx|ty|tz`` N·m (the wrench sensor's declared units);
     * ``ee_x|y|z`` m (end-effector position), ``ee_qw|qx|qy|qz`` 1 (unit quaternion);
     * ``last_action_<component>`` 1 (the previous normalised action in [-1, 1]);
-    * ``hole_offset_x|y|z`` mm (peg tip relative to the hole opening).
+    * ``hole_offset_x|y|z`` mm (peg tip relative to the hole opening);
+    * ``rm_state/<state>`` 1 (a reward-machine task's product-state one-hot).
 
     Raises :class:`ContractError` for a label no rule covers (extend this function for new tasks).
     """
@@ -451,6 +452,8 @@ def observation_unit(label: str, spec: RobotSpec) -> str:
         return "1"
     if base in ("hole_offset_x", "hole_offset_y", "hole_offset_z"):
         return "mm"
+    if base.startswith("rm_state/"):
+        return "1"
     raise ContractError(f"no unit known for observation label '{label}' of robot '{spec.name}' "
                         "(add a rule to morl_robot.serving.contract.observation_unit)")
 
@@ -491,13 +494,17 @@ def code_version() -> str:
 
 
 def contract_for_task(task: Task, robot: Robot, config: Any | None = None, *, policy_version: int = 0,
-                      run_id: str = "") -> PolicyContract:
+                      run_id: str = "", observation_labels: Sequence[str] | None = None,
+                      objective_names: Sequence[str] | None = None) -> PolicyContract:
     """The contract of a policy for ``task`` on ``robot`` trained with ``config``
-    (:class:`~morl_robot.learning.config.MPOConfig`; None: MO-MPO with the default ε)."""
+    (:class:`~morl_robot.learning.config.MPOConfig`; None: MO-MPO with the default ε).
+    ``observation_labels`` / ``objective_names``: those of the environment the policy acts in,
+    where it is not the task's own (a reward-machine task: + the machine one-hot, + the MORM
+    objectives)."""
     mode = ControlMode(task.control_mode)
     low, high = task.action_bounds(robot)  # also binds hand tasks to the robot's actuator names
-    obs_labels = list(task.observation_labels(robot))
-    objectives = list(task.objective_names)
+    obs_labels = list(task.observation_labels(robot) if observation_labels is None else observation_labels)
+    objectives = list(task.objective_names if objective_names is None else objective_names)
     if config is None:
         from morl_robot.learning.config import MPOConfig
 

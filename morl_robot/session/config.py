@@ -45,6 +45,7 @@ class RobotNodeSettings(ManagedNodeSettings):
     robot: str = ""  # robot name or YAML; default: the task's robot
     task: str = ""  # task name; "" = a bare robot (commands in the control mode)
     task_config: str = ""  # optional task YAML (name or path)
+    reward_machine: str = ""  # reward-machine task spec (config/reward_machines/<name>.yaml or a path; "" = none): the task in its product machine
     backend: Literal["sim", "hardware"] = "sim"
     timing: Literal["lockstep", "realtime"] = "lockstep"
     control_mode: str = ""  # bare robot: control mode ("" = the robot's default)
@@ -58,6 +59,8 @@ class RobotNodeSettings(ManagedNodeSettings):
     state_timeout: float = 5.0  # s (hardware): wait for the first driver state at configure
 
     def validate(self) -> None:
+        if self.reward_machine and not self.task:
+            fail("", "reward_machine", "needs a task (the reward machine's events are labelled on the task's readings)")
         if self.backend == "hardware" and self.timing == "lockstep":
             fail("", "timing", "lockstep needs the sim backend (real time does not wait); use realtime")
         for name in ("control_period", "command_timeout", "republish_period", "state_timeout"):
@@ -120,6 +123,7 @@ class LearnerNodeSettings(ManagedNodeSettings):
 
     task: str = ""  # task name (config/tasks/<task>.yaml)
     task_config: str = ""  # optional task YAML (name or path)
+    reward_machine: str = ""  # reward-machine task spec (config/reward_machines/<name>.yaml or a path; "" = none): the task in its product machine
     config: str = "mo_mpo_cpu_small"  # learner YAML: name under config/learner/ or a path
     out_dir: str = ""  # run directory
     seed: int = 0
@@ -165,6 +169,7 @@ class VectorActorSettings(ManagedNodeSettings):
 
     task: str = ""  # task name (config/tasks/<task>.yaml)
     task_config: str = ""  # optional task YAML (name or path)
+    reward_machine: str = ""  # reward-machine task spec (config/reward_machines/<name>.yaml or a path; "" = none): the task in its product machine
     envs: int = 8  # B environments in this process
     actor_id: int = 0  # actor index i: its environments' experience actor ids are i·B .. i·B + B - 1
     seed: int = 0
@@ -215,6 +220,7 @@ def node_parameters(settings: Any, session: Mapping[str, Any] | None = None) -> 
 @dataclass
 class SessionConfig:
     task: str = ""  # task name ("" for a bare robot: safety tests)
+    reward_machine: str = ""  # training: reward-machine task spec for the task ("" = none; see README "Reward machines")
     robot: str = ""  # robot name; default the task's robot
     backend: Literal["sim", "hardware"] = "sim"
     actors: int = 1  # training: actor pipelines (robot + safety monitor + policy server) per learner
@@ -236,6 +242,8 @@ class SessionConfig:
             fail("", "actors", f"must be >= 1, got {self.actors}")
         if not self.task and not self.robot:
             fail("", "task", "a session needs a task or a robot")
+        if self.reward_machine and not self.task:
+            fail("", "reward_machine", "needs a task (the reward machine's events are labelled on the task's readings)")
         if self.total_steps < 0:
             fail("", "total_steps", f"must be >= 0, got {self.total_steps}")
         ns = self.namespace.strip("/")

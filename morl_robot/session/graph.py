@@ -25,7 +25,7 @@ def _ns(cfg: SessionConfig) -> str:
 
 
 def _robot_params(cfg: SessionConfig, seed: int) -> dict:
-    session = {"task": cfg.task, "backend": cfg.backend, "seed": seed}
+    session = {"task": cfg.task, "backend": cfg.backend, "seed": seed, "reward_machine": cfg.reward_machine}
     if cfg.robot:
         session["robot"] = cfg.robot
     return node_parameters(cfg.robot_node, session)
@@ -62,14 +62,15 @@ def train_nodes(cfg: SessionConfig, out_dir: str | os.PathLike[str], session_ind
     ns, robot = _ns(cfg), robot_of(cfg)
     base = cfg.seed + SESSION_SEED_STRIDE * int(session_index)
     nodes = [NodeSpec("learner_node", "learner_node", ns, node_parameters(cfg.learner_node, {
-        "task": cfg.task, "out_dir": str(out_dir), "seed": cfg.seed, "total_steps": cfg.total_steps,
+        "task": cfg.task, "reward_machine": cfg.reward_machine, "out_dir": str(out_dir), "seed": cfg.seed,
+        "total_steps": cfg.total_steps,
     }))]
     for i in range(cfg.actors):
         actor_ns = f"{ns}/actor{i}"
         remap = {"policy_snapshot": f"{ns}/policy_snapshot", "experience": f"{ns}/experience",
                  "experience_allowance": f"{ns}/experience_allowance"}
         if cfg.actors_kind == "vectorized":
-            params = {**node_parameters(cfg.vector_actor, {"task": cfg.task,
+            params = {**node_parameters(cfg.vector_actor, {"task": cfg.task, "reward_machine": cfg.reward_machine,
                                                             "task_config": cfg.learner_node.task_config}),
                       "actor_id": i, "seed": base + 1000 * (i + 1)}
             nodes.append(NodeSpec("vector_actor", "vector_actor", actor_ns, params, remap))

@@ -43,6 +43,8 @@ ARGUMENT_TEXT = {
     "session": ("", "session YAML (default: config/sessions/<kind>.yaml)"),
     "robot": ("", "robot: sawyer | shadow_hand"),
     "task": ("", "task name (morl-robot tasks)"),
+    "reward_machine": ("", "reward-machine task for the task (e.g. sawyer/peg_touch_then_insert): the task in its "
+                           "product machine; with replay.crm in the learner YAML, counterfactual experience"),
     "backend": ("", "sim | hardware"),
     "actors": ("", "number of actor pipelines (robot + safety monitor + policy server), >= 1"),
     "actors_kind": ("", ("per-step (robot + safety monitor + policy server per actor) | vectorized (one "
@@ -62,7 +64,7 @@ ARGUMENT_TEXT = {
 }
 #: Which arguments each launch file declares.
 ARGUMENTS = {
-    "train": ("session", "task", "backend", "actors", "actors_kind", "envs", "steps", "seed", "namespace", "learner_config", "out",
+    "train": ("session", "task", "reward_machine", "backend", "actors", "actors_kind", "envs", "steps", "seed", "namespace", "learner_config", "out",
               "use_sim_time"),
     "deploy": ("session", "policy", "robot", "backend", "seed", "namespace", "release", "use_sim_time",
                "preference"),
@@ -106,7 +108,8 @@ def boolean(name: str, text: str) -> bool:
 
 def session_overrides(kind: str, args: dict[str, str]) -> dict[str, Any]:
     """Launch arguments (text; "" = not given) → session YAML overrides."""
-    overrides: dict[str, Any] = {key: args.get(key) or None for key in ("robot", "task", "backend", "namespace")}
+    overrides: dict[str, Any] = {key: args.get(key) or None
+                                 for key in ("robot", "task", "reward_machine", "backend", "namespace")}
     if args.get("actors"):
         overrides["actors"] = whole_number("actors", args["actors"], 1)
     if args.get("actors_kind"):
