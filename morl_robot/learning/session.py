@@ -413,11 +413,23 @@ class LearnerSession:
         if self.keep_metrics:
             self.metrics.append({"update": float(self.learner.num_updates), "env_steps": float(steps), **stats})
         if self.logger is not None:
-            extra = {"policy_version": float(self.counters["policy_version"]), "replay_size": float(len(self.replay))}
+            extra = {"policy_version": float(self.counters["policy_version"]), "replay_size": float(len(self.replay)),
+                     **self._crm_statistics()}
             if self.ingest is not None:
                 extra.update({f"actor/{a}/transitions": float(n["transitions"])
                               for a, n in self.ingest.actor_counts().items()})
             self.logger.log_update(self.learner.num_updates, steps, {**stats, **extra})
+
+    def _crm_statistics(self) -> dict[str, float]:
+        """With CRM: ``replay_inserts`` (what the samples-per-insert ratio counted: the real steps
+        and, scaled, their counterfactual experiences) and the sampled sequences the replay
+        relabelled from a machine state other than the real one (``counterfactual_sequences``,
+        this process)."""
+        relabeller = self.replay.relabeller
+        if relabeller is None:
+            return {}
+        return {"replay_inserts": float(self.limiter.inserts),
+                "counterfactual_sequences": float(relabeller.counterfactual_sequences)}
 
     def _roll_back(self, reason: str) -> None:
         self.diverged = reason
@@ -676,6 +688,7 @@ class LearnerSession:
             "incomplete_episodes": self.incomplete_episodes, "updates_owed": self.updates_owed(),
             "max_updates_owed": self.max_updates_owed,
         }
+        values.update(self._crm_statistics())
         if self.ingest is not None:
             values["rejected_chunks"] = self.ingest.rejected
             values["actors"] = len(self.ingest.actors)

@@ -27,7 +27,7 @@ rewards [T, B, K] with the MORM's d objectives in columns ``reward_offset : rewa
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -52,6 +52,10 @@ class CounterfactualRelabeller:
     obs_offset: int
     reward_offset: int
     fraction: float = 1.0
+    #: sequences relabelled so far, and of them those started in a machine state other than the
+    #: real one (counterfactual experience that reached the learner; not checkpointed)
+    sequences: int = field(default=0, init=False)
+    counterfactual_sequences: int = field(default=0, init=False)
 
     def __post_init__(self) -> None:
         if not 0.0 <= self.fraction <= 1.0:
@@ -86,9 +90,11 @@ class CounterfactualRelabeller:
         o, k = self.obs_offset, self.reward_offset
         obs = observations.copy()
         rew = rewards.copy()
-        u = self.real_states(observations[0])
+        real = self.real_states(observations[0])
         swap = rng.random(B) < self.fraction
-        u = np.where(swap, rng.choice(self._nonterminal, size=B), u)
+        u = np.where(swap, rng.choice(self._nonterminal, size=B), real)
+        self.sequences += B
+        self.counterfactual_sequences += int(np.count_nonzero((u != real) & (mask[0] > 0)))
         states = np.empty((T + 1, B), np.int64)
         term = np.zeros((T, B), np.float32)
         trunc = np.zeros((T, B), np.float32)
