@@ -39,6 +39,10 @@ def _session(tmp_path, node: str, **params):
     (lambda t: ["--config", str(_session(t, "learner_node", snapshot_evry=10))], "snapshot_evry"),
     (lambda t: ["--config", str(_session(t, "policy_server", chunk_sise=10))], "allowed"),
     (lambda t: ["--steps", str(10**23)], "total_steps"),
+    (lambda t: ["--learner-config", str(_learner(t, replay={"crm": True}))], "replay.crm is true but"),
+    (lambda t: ["--task", "shadow_touch", "--reward-machine", "sawyer/peg_touch_then_insert"],
+     "written for task 'sawyer_peg_in_hole', not 'shadow_touch'"),
+    (lambda t: ["--reward-machine", "sawyer/no_such_machine"], "no_such_machine"),
 ])
 def test_bad_configs_are_refused_before_any_node_starts(tmp_path, capsys, make, words):
     out = tmp_path / "run"
