@@ -43,8 +43,8 @@ ARGUMENT_TEXT = {
     "session": ("", "session YAML (default: config/sessions/<kind>.yaml)"),
     "robot": ("", "robot: sawyer | shadow_hand"),
     "task": ("", "task name (morl-robot tasks)"),
-    "reward_machine": ("", "reward-machine task for the task (e.g. sawyer/peg_touch_then_insert): the task in its "
-                           "product machine; with replay.crm in the learner YAML, counterfactual experience"),
+    "reward_machine": ("", ("reward-machine task for the task (e.g. sawyer/peg_touch_then_insert): the task in its "
+                            "product machine; with replay.crm in the learner YAML, counterfactual experience")),
     "backend": ("", "sim | hardware"),
     "actors": ("", "number of actor pipelines (robot + safety monitor + policy server), >= 1"),
     "actors_kind": ("", ("per-step (robot + safety monitor + policy server per actor) | vectorized (one "

@@ -21,7 +21,11 @@ from morl_robot.envs.task_runner import TaskRunner
 from morl_robot.errors import ConfigError
 from morl_robot.learning.config import load_learner_config
 from morl_robot.learning.networks import ActionSpec
-from morl_robot.learning.session import LearnerSession, counterfactual_relabeller, session_for_task
+from morl_robot.learning.session import (
+    LearnerSession,
+    counterfactual_relabeller,
+    session_for_task,
+)
 
 TASK, SPEC = "sawyer_peg_in_hole", "sawyer/peg_touch_then_insert"
 STEPS, MIN_SIZE, CHUNK = 150, 40, 16

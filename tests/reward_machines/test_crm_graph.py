@@ -75,7 +75,11 @@ def test_the_policy_acts_in_the_product_of_task_and_machine(run):
 
 
 def test_the_learner_added_counterfactual_experience(run):
-    from morl_robot.learning.checkpoint import latest_checkpoint, load_checkpoint, run_checkpoint_dir
+    from morl_robot.learning.checkpoint import (
+        latest_checkpoint,
+        load_checkpoint,
+        run_checkpoint_dir,
+    )
 
     payload = load_checkpoint(latest_checkpoint(run_checkpoint_dir(run)))
     steps = payload["counters"]["env_steps"]
