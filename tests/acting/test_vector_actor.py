@@ -162,3 +162,30 @@ def test_bad_settings_and_incompatible_models_are_named(policy_file):
         assert "differ" in actor.install(OnnxPolicy.from_file(other))
     finally:
         actor.close()
+
+
+def test_a_reward_machine_task_sends_the_machine_columns_the_learner_expects(tmp_path, short_task):
+    """``reward_machine``: the environments run the task in its product machine; the rows carry
+    the machine columns (env_terminated, label/<proposition>…) and fit the learner node's layout."""
+    from morl_robot.acting.experience import experience_columns, machine_columns
+    from morl_robot.learning.session import session_for_task
+
+    spec, path = "sawyer/peg_touch_then_insert", tmp_path / "rm.onnx"
+    learner = session_for_task(TASK, str(short_task), "mo_mpo_cpu_small", reward_machine=spec,
+                               on_snapshot=lambda version, data: path.write_bytes(data))
+    learner.publish_policy()
+    c = learner.contract
+    learner.accept_experience(experience_columns(c.input_labels, c.action_labels, c.objective_names,
+                                                 machine_columns(learner.propositions)))
+    tables = []
+    cfg = VectorActorConfig(TASK, envs=2, chunk_size=8, task_config=str(short_task), reward_machine=spec)
+    actor = VectorActor(cfg, lambda table, columns: tables.append((table, columns)))
+    assert actor.install(OnnxPolicy.from_file(path)) == ""
+    run(actor, 25)
+    columns = tables[0][1]
+    assert columns[-6:] == ("terminated", "truncated", "env_terminated", "label/touching_fixture",
+                            "label/force_over_limit", "label/inserted")
+    assert all(learner.receive(lambda t=t: t, split_experience) for t in tables)
+    assert learner.counters["env_steps"] == sum(len(t) for t, _ in tables) > 0
+    assert np.all(learner.replay._label[learner.replay._valid] >= 0)
+    actor.close()
