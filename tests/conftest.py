@@ -12,6 +12,24 @@ except ImportError:  # pragma: no cover
     pass
 
 
+def tiny_learner_yaml(samples_per_insert: float, sequence_length: int = 4, log_every: int = 10) -> str:
+    """A learner YAML small enough for graph tests on shared cores (32-unit networks, batch 16,
+    learning from 64 transitions); ``samples_per_insert`` sets how fast the learner consumes
+    experience (a large value makes a slow learner, for back-pressure tests)."""
+    return f"""
+algorithm: mo_mpo
+default_epsilon: 0.1
+temperature_solver: exact
+num_samples: 4
+batch_size: 16
+sequence_length: {sequence_length}
+target_update_period: 20
+networks: {{policy_hidden: [32], critic_hidden: [32], init_std: 0.5}}
+replay: {{capacity: 20000, samples_per_insert: {float(samples_per_insert)}, min_size_to_sample: 64, error_buffer: 256.0}}
+training: {{eval_every: 0, checkpoint_every: 0, keep_checkpoints: 2, log_every: {log_every}, tensorboard: false}}
+"""
+
+
 # --- ROS 2 end-to-end fixtures --------------------------------------------------------------
 import itertools
 from dataclasses import dataclass

@@ -68,6 +68,10 @@ def register(sub: argparse._SubParsersAction) -> None:
                           "COUNT evaluations in a row agree (--steps is then the cap), e.g. 1000 5")
     dst.add_argument("--exact-reference", type=Path, default=None, metavar="RESULTS_JSON",
                      help="a dst-exact results.json: drawn in c_to_treasure.png and compared setting by setting")
+    dst.add_argument("--exploring-starts", type=float, default=0.0, metavar="P",
+                     help="probability that a training episode starts in a uniformly drawn open cell (the "
+                          "exact reference's state distribution; evaluation always starts at the corner; "
+                          "default 0: the paper's protocol)")
     dst.add_argument("--no-progress", action="store_true", help="no progress bar")
     dst.set_defaults(func=_run_deep_sea_treasure)
 
@@ -89,6 +93,9 @@ def register(sub: argparse._SubParsersAction) -> None:
                        help="ε_time values (default 0.01 0.02 0.05)")
     exact.add_argument("--gamma", type=float, default=0.99, help="discount of the exact evaluation (default 0.99)")
     exact.add_argument("--processes", type=int, default=2)
+    exact.add_argument("--state-distribution", choices=["uniform", "visitation"], default="uniform",
+                       help="the E-step's state distribution: uniform on the map (default) or the current "
+                            "policy's discounted visitation from the start")
     exact.add_argument("--no-progress", action="store_true", help="no progress bar")
     exact.set_defaults(func=_run_dst_exact)
 
@@ -367,7 +374,7 @@ def _run_dst_exact(args: argparse.Namespace) -> int:
     if args.c_values < 1 or args.processes < 1 or not 0 < args.gamma < 1 or any(not e > 0 for e in args.eps_time):
         raise UsageError("--c-values and --processes must be >= 1, --gamma in (0, 1), --eps-time values > 0")
     r = dst_exact.run_sweep_exact(args.out, tuple(args.eps_time), args.c_values, args.gamma, args.processes,
-                                  progress=not args.no_progress)
+                                  progress=not args.no_progress, distribution=args.state_distribution)
     print(f"exact MO-MPO: {r['pareto_points_found_greedy']} of 10 Pareto points from greedy policies "
           f"(treasures {r['treasures_found_greedy']}), {r['pareto_points_found_stochastic']} from stochastic ones; "
           f"{r['converged']} of {len(r['runs'])} runs converged; {r['wall_time_s']} s")
@@ -438,6 +445,8 @@ def _run_deep_sea_treasure(args: argparse.Namespace) -> int:
         raise UsageError(f"--exact-reference: no such file {args.exact_reference}")
     if args.converge and (every < 1 or count < 2):
         raise UsageError(f"--converge EVERY COUNT needs EVERY >= 1 and COUNT >= 2, got {every} {count}")
+    if not 0.0 <= args.exploring_starts <= 1.0:
+        raise UsageError(f"--exploring-starts must be a probability in [0, 1], got {args.exploring_starts}")
     result = deep_sea_treasure.run_experiment(
         out_dir=args.out,
         processes=args.processes,
@@ -455,6 +464,7 @@ def _run_deep_sea_treasure(args: argparse.Namespace) -> int:
         eval_every=every,
         stable_evals=count,
         exact_reference=args.exact_reference,
+        exploring_starts=args.exploring_starts,
     )
     print(deep_sea_treasure.format_table(result))
     print(f"wrote {args.out}/results.json, fronts.png" + (", c_to_treasure.png" if "mo-mpo" in result else ""))

@@ -90,14 +90,50 @@ class OneHotCell(gym.ObservationWrapper):
         return out
 
 
-def make_env(one_hot: bool = True) -> gym.Env:
-    """``deep-sea-treasure-v0`` (reward vector (treasure, time)), one-hot observations by default.
+class ExploringStarts(gym.Wrapper):
+    """Start an episode, with probability ``probability``, in an open-water cell drawn uniformly
+    instead of the top-left corner (exploring starts; the dynamics, rewards and the 100-step limit
+    are unchanged).
+
+    For training only: it makes the replay's state distribution the uniform one over the map that
+    the exact reference's E-step averages its KL over (:mod:`~morl_robot.experiments.dst_exact`),
+    so states beyond the treasure a policy already prefers keep being visited.  Evaluation always
+    starts at the corner.  Wraps the raw environment (observation (row, column)).
+    """
+
+    def __init__(self, env: gym.Env, probability: float):
+        super().__init__(env)
+        if not 0.0 <= probability <= 1.0:
+            raise ValueError(f"exploring-starts probability must be in [0, 1], got {probability}")
+        self.probability = float(probability)
+        sea = np.asarray(env.unwrapped.sea_map)
+        #: (N, 2) open-water cells (neither land nor treasure)
+        self.cells = np.argwhere(sea == 0).astype(np.int32)
+        self._rng = np.random.default_rng()
+
+    def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> tuple[Any, dict]:
+        obs, info = self.env.reset(seed=seed, options=options)
+        if seed is not None:
+            self._rng = np.random.default_rng(seed)
+        if self.probability > 0 and self._rng.random() < self.probability:
+            cell = self.cells[self._rng.integers(len(self.cells))]
+            self.env.unwrapped.current_state = cell.copy()
+            obs = self.env.unwrapped._get_state()
+            info = {**info, "exploring_start": cell.tolist()}
+        return obs, info
+
+
+def make_env(one_hot: bool = True, exploring_starts: float = 0.0) -> gym.Env:
+    """``deep-sea-treasure-v0`` (reward vector (treasure, time)), one-hot observations by default;
+    ``exploring_starts`` > 0 wraps it in :class:`ExploringStarts` (training only).
 
     Module-level so that it pickles into spawned sweep workers.
     """
     import mo_gymnasium
 
     env = mo_gymnasium.make(ENV_ID)  # gym.make without the scalar-reward env checker
+    if exploring_starts > 0:
+        env = ExploringStarts(env, exploring_starts)
     return OneHotCell(env) if one_hot else env
 
 
@@ -193,6 +229,7 @@ class RunBudget:
     quick: bool = False
     eval_every: int = 0  # environment steps between greedy evaluations (0: only at the end)
     stable_evals: int = 0  # convergence: stop after this many equal greedy evaluations in a row (0: off)
+    exploring_starts: float = 0.0  # probability a training episode starts in a uniform open cell
 
 
 def learner_config(setting: Setting, budget: RunBudget) -> Any:
@@ -237,10 +274,18 @@ def train_and_evaluate(setting: Setting, budget: RunBudget) -> tuple[NDArray[np.
     greedy evaluation return (K,) and what the run measured: environment steps, updates, the step
     at which the greedy return stopped changing (``converged_at``, None if it did not within the
     budget) and the policy entropy at the last logged update (picklable for the sweep workers)."""
+    import functools
+
     from morl_robot.learning.training import evaluate, train
 
     config = learner_config(setting, budget)
-    result = train(make_env, config, total_steps=budget.steps, seed=setting.seed, out_dir=None, progress=False)
+    train_env = functools.partial(make_env, exploring_starts=budget.exploring_starts)
+
+    def corner_eval(policy: Any) -> NDArray[np.float64]:  # evaluation always starts at the corner
+        return np.asarray(evaluate(policy, make_env, budget.eval_episodes, setting.seed), dtype=np.float64)
+
+    result = train(train_env, config, total_steps=budget.steps, seed=setting.seed, out_dir=None, progress=False,
+                   eval_fn=corner_eval if budget.exploring_starts > 0 else None)
     # train() ends with evaluate() of the final deterministic policy (config.training.eval_episodes).
     if result.final_return is not None:
         returns = np.asarray(result.final_return, dtype=np.float64).reshape(-1)
@@ -298,6 +343,7 @@ def run_experiment(
     eval_every: int = 0,
     stable_evals: int = 0,
     exact_reference: str | os.PathLike[str] | None = None,
+    exploring_starts: float = 0.0,
 ) -> dict[str, Any]:
     """Run the sweeps and write ``results.json``, ``fronts.png`` and ``c_to_treasure.png`` (MO-MPO's
     greedy treasure against c per ε_time, the paper's Fig. 5 right) into ``out_dir``.
@@ -307,6 +353,8 @@ def run_experiment(
     changes; ``steps`` is then the cap); the step it stopped at is recorded per setting.
     ``exact_reference``: a ``dst-exact`` results.json drawn dashed in ``c_to_treasure.png`` and
     compared setting by setting (``agrees_with_exact``).
+    ``exploring_starts``: probability that a training episode starts in a uniformly drawn open
+    cell (:class:`ExploringStarts`; 0: the paper's protocol, always the corner).
 
     ``quick``: 2 settings per algorithm, 300 steps, tiny networks (a smoke test, not a result).
     ``time_limit_s`` is shared by the algorithms (each gets the time the previous ones left, split
@@ -328,7 +376,8 @@ def run_experiment(
         mo_settings = mo_mpo_settings(c_values, epsilon_time=epsilon_time, seed=seed, c_range=c_range)
         sc_settings = scalarized_settings(num_weights or len(mo_settings), seed=seed)
     budget = RunBudget(steps=int(steps), eval_episodes=int(eval_episodes), quick=quick,
-                       eval_every=int(eval_every), stable_evals=int(stable_evals))
+                       eval_every=int(eval_every), stable_evals=int(stable_evals),
+                       exploring_starts=float(exploring_starts))
     fn = functools.partial(train_and_evaluate, budget=budget)
     sweeps = {"mo-mpo": mo_settings, "scalarized-mpo": sc_settings}
     results: dict[str, Any] = {
@@ -342,7 +391,8 @@ def run_experiment(
         "budget": {"steps_per_run": budget.steps, "eval_episodes": budget.eval_episodes, "quick": quick,
                    "convergence": (f"stop once {stable_evals} greedy evaluations {eval_every} steps apart agree"
                                    if stable_evals else None),
-                   "processes": processes, "time_limit_s": time_limit_s, "cpu_count": os.cpu_count()},
+                   "processes": processes, "time_limit_s": time_limit_s, "cpu_count": os.cpu_count(),
+                   "exploring_starts": budget.exploring_starts},
     }
     start = time.perf_counter()
     returns_by_algorithm: dict[str, NDArray[np.float64]] = {}

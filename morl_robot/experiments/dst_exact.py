@@ -12,7 +12,9 @@ so a learned run can be read against what MO-MPO itself converges to (MO-MPO pap
 * **E-step** (eq. 3–4): per objective k and state s, q_k(a|s) ∝ π(a|s) exp(Q_k(s,a)/η_k), with η_k
   the exact minimiser of the dual, i.e. mean_s KL(q_k(·|s) ‖ π(·|s)) = ε_k, where the mean is over
   the **uniform distribution on non-terminal cells** (a replay buffer that has seen the whole map;
-  the state distribution is a stated choice, see below);
+  the state distribution is a stated choice: ``distribution="visitation"`` averages over the
+  current policy's discounted visitation from the start instead, the states a replay filled only
+  by the policy's own episodes from the corner holds);
 * **M-step** (eq. 5 without the trust region, which changes the speed, not the fixed point):
   π_new = argmax Σ_k E_{q_k} log π = (1/K) Σ_k q_k;
 * iterate until the greedy path has been the same for ``patience`` iterations (converged), or
@@ -89,13 +91,21 @@ def build_model() -> TabularDST:
     return TabularDST(nxt, rew, term, start, np.asarray(cells, dtype=np.int64), treasure)
 
 
-def evaluate_q(model: TabularDST, policy: NDArray[np.float64], gamma: float) -> NDArray[np.float64]:
-    """Exact Q_k^π (K, S, A): V_k = (I − γ P_π)^{-1} r_π, Q_k = r_k + γ (1 − terminal) V_k(s')."""
+def transition_matrix(model: TabularDST, policy: NDArray[np.float64]) -> NDArray[np.float64]:
+    """P_π (S, S): the probability of moving from s to s' under π without the episode ending."""
     s_count, a_count = policy.shape
     cont = (~model.terminal).astype(np.float64)  # (S, A)
     p_pi = np.zeros((s_count, s_count))
     np.add.at(p_pi, (np.repeat(np.arange(s_count), a_count), model.next_state.reshape(-1)),
               (policy * cont).reshape(-1))
+    return p_pi
+
+
+def evaluate_q(model: TabularDST, policy: NDArray[np.float64], gamma: float) -> NDArray[np.float64]:
+    """Exact Q_k^π (K, S, A): V_k = (I − γ P_π)^{-1} r_π, Q_k = r_k + γ (1 − terminal) V_k(s')."""
+    s_count = policy.shape[0]
+    cont = (~model.terminal).astype(np.float64)  # (S, A)
+    p_pi = transition_matrix(model, policy)
     r_pi = np.einsum("sa,sak->ks", policy, model.reward)  # (K, S)
     v = np.linalg.solve(np.eye(s_count) - gamma * p_pi, r_pi.T).T  # (K, S)
     return model.reward.transpose(2, 0, 1) + gamma * cont[None] * v[:, model.next_state]  # (K, S, A)
@@ -108,9 +118,10 @@ def _kl_rows(q: NDArray[np.float64], p: NDArray[np.float64]) -> NDArray[np.float
 
 
 def e_step(q_values: NDArray[np.float64], policy: NDArray[np.float64], epsilon: float,
-           states: NDArray[np.bool_]) -> tuple[NDArray[np.float64], float]:
-    """q(a|s) ∝ π(a|s) exp(Q(s,a)/η) with η solving mean_{s ∈ states} KL(q‖π) = ε (bisection on
-    log η; the KL falls monotonically in η).  Returns (q (S, A), η)."""
+           states: NDArray[np.bool_] | NDArray[np.float64]) -> tuple[NDArray[np.float64], float]:
+    """q(a|s) ∝ π(a|s) exp(Q(s,a)/η) with η solving E_{s∼μ} KL(q‖π) = ε (bisection on log η; the
+    KL falls monotonically in η).  ``states``: a mask (S,) (μ uniform on it) or weights μ (S,) ≥ 0.
+    Returns (q (S, A), η)."""
     log_pi = np.log(np.maximum(policy, 1e-300))
 
     def improved(eta: float) -> NDArray[np.float64]:
@@ -119,10 +130,14 @@ def e_step(q_values: NDArray[np.float64], policy: NDArray[np.float64], epsilon: 
         w = np.exp(z)
         return w / w.sum(axis=1, keepdims=True)
 
-    def kl(eta: float) -> float:
-        return float(_kl_rows(improved(eta), policy)[states].mean())
+    mu = np.asarray(states, dtype=np.float64)
+    mu = mu / mu.sum() if mu.sum() > 0 else mu
+    support = mu > 0
 
-    spread = float(np.ptp(q_values[states], axis=1).max()) if states.any() else 0.0
+    def kl(eta: float) -> float:
+        return float(_kl_rows(improved(eta), policy) @ mu)
+
+    spread = float(np.ptp(q_values[support], axis=1).max()) if support.any() else 0.0
     if spread == 0.0 or epsilon <= 0:
         return policy.copy(), math.inf
     lo, hi = math.log(spread * 1e-9), math.log(spread * 1e3)
@@ -168,6 +183,34 @@ def stochastic_return(model: TabularDST, policy: NDArray[np.float64]) -> NDArray
     return total
 
 
+#: State distributions μ the E-step's KL is averaged over (:func:`state_weights`).
+STATE_DISTRIBUTIONS = ("uniform", "visitation")
+
+
+def visitation(model: TabularDST, policy: NDArray[np.float64], gamma: float) -> NDArray[np.float64]:
+    """The policy's normalised discounted state visitation from the start (S,):
+    d = (1 − γ) (I − γ P_π^T)^{-1} e_start over non-terminal transitions — the states a replay
+    filled by this policy's own episodes holds."""
+    s_count = policy.shape[0]
+    start = np.zeros(s_count)
+    start[model.start] = 1.0
+    d = np.linalg.solve(np.eye(s_count) - gamma * transition_matrix(model, policy).T, start)
+    return d / d.sum()
+
+
+def state_weights(model: TabularDST, policy: NDArray[np.float64], gamma: float,
+                  distribution: str) -> NDArray[np.float64]:
+    """μ (S,) for the E-step: ``uniform`` on non-terminal cells (a replay that has seen the whole
+    map, e.g. filled with exploring starts) or ``visitation`` (the current policy's discounted
+    visitation from the start: a replay filled by the policy's own episodes from the corner)."""
+    nonterminal = ~model.terminal.all(axis=1)
+    if distribution == "uniform":
+        return nonterminal.astype(np.float64)
+    if distribution == "visitation":
+        return visitation(model, policy, gamma) * nonterminal
+    raise ValueError(f"unknown state distribution {distribution!r}; choose one of {STATE_DISTRIBUTIONS}")
+
+
 @dataclass
 class ExactRun:
     epsilons: tuple[float, float]
@@ -182,8 +225,9 @@ class ExactRun:
 
 
 def solve(model: TabularDST, epsilons: tuple[float, float], gamma: float = 0.99, patience: int = 300,
-          max_iterations: int = 3000) -> ExactRun:
-    """Exact MO-MPO policy iteration from the uniform policy (see the module docstring)."""
+          max_iterations: int = 3000, distribution: str = "uniform") -> ExactRun:
+    """Exact MO-MPO policy iteration from the uniform policy (see the module docstring);
+    ``distribution`` is the E-step's state distribution μ (:func:`state_weights`)."""
     s_count, a_count = model.next_state.shape
     policy = np.full((s_count, a_count), 1.0 / a_count)
     # cells from which a move exists that is not an immediate treasure ending count as states of μ
@@ -196,8 +240,9 @@ def solve(model: TabularDST, epsilons: tuple[float, float], gamma: float = 0.99,
     for it in range(1, max_iterations + 1):
         q = evaluate_q(model, policy, gamma)
         improved, etas = [], []
+        mu = state_weights(model, policy, gamma, distribution)
         for k, eps in enumerate(epsilons):
-            qk, eta = e_step(q[k], policy, float(eps), states)
+            qk, eta = e_step(q[k], policy, float(eps), mu)
             improved.append(qk)
             etas.append(eta)
         new = np.mean(improved, axis=0)
@@ -216,10 +261,10 @@ def solve(model: TabularDST, epsilons: tuple[float, float], gamma: float = 0.99,
                     float(ent[states].mean()), change)
 
 
-def _sweep_job(args: tuple[float, float, float]) -> dict[str, Any]:
-    eps_time, c, gamma = args
+def _sweep_job(args: tuple[float, float, float, str]) -> dict[str, Any]:
+    eps_time, c, gamma, distribution = args
     model = _model()
-    run = solve(model, (c * eps_time, eps_time), gamma=gamma)
+    run = solve(model, (c * eps_time, eps_time), gamma=gamma, distribution=distribution)
     return {"eps_time": eps_time, "c": round(float(c), 6), "eps_treasure": c * eps_time,
             "greedy_return": run.greedy_return.tolist(), "treasure": float(run.greedy_return[0]),
             "stochastic_return": run.stochastic_return.tolist(), "iterations": run.iterations,
@@ -238,9 +283,11 @@ def _model() -> TabularDST:
 
 
 def run_sweep_exact(out_dir: str | Path, eps_time: tuple[float, ...] = (0.01, 0.02, 0.05), c_values: int = 101,
-                    gamma: float = 0.99, processes: int = 2, progress: bool = True) -> dict[str, Any]:
+                    gamma: float = 0.99, processes: int = 2, progress: bool = True,
+                    distribution: str = "uniform") -> dict[str, Any]:
     """Exact MO-MPO over ε_time × c (c evenly in [0.5, 1.5]); writes ``results.json`` and
-    ``c_to_treasure.png`` (the paper's Fig. 5 right, exact)."""
+    ``c_to_treasure.png`` (the paper's Fig. 5 right, exact).  ``distribution``: the E-step's
+    state distribution (:func:`state_weights`)."""
     import multiprocessing as mp
 
     from tqdm import tqdm
@@ -253,7 +300,9 @@ def run_sweep_exact(out_dir: str | Path, eps_time: tuple[float, ...] = (0.01, 0.
 
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    jobs = [(float(e), float(c), gamma) for e in eps_time for c in c_grid(c_values)]
+    if distribution not in STATE_DISTRIBUTIONS:
+        raise ValueError(f"unknown state distribution {distribution!r}; choose one of {STATE_DISTRIBUTIONS}")
+    jobs = [(float(e), float(c), gamma, distribution) for e in eps_time for c in c_grid(c_values)]
     start = time.monotonic()
     with mp.get_context("spawn").Pool(max(1, processes)) as pool:
         rows = list(tqdm(pool.imap(_sweep_job, jobs), total=len(jobs), disable=not progress, desc="exact MO-MPO"))
@@ -262,8 +311,10 @@ def run_sweep_exact(out_dir: str | Path, eps_time: tuple[float, ...] = (0.01, 0.
     stochastic = np.array([r["stochastic_return"] for r in rows])
     found = pareto_points_found(greedy, front)
     results = {
-        "method": "exact tabular MO-MPO (exact policy evaluation, per-state E-step with η solving mean KL = ε "
-                  "over the uniform distribution on non-terminal cells, unconstrained M-step)",
+        "method": "exact tabular MO-MPO (exact policy evaluation, per-state E-step with η solving E_μ KL = ε, "
+                  "unconstrained M-step)",
+        "state_distribution": {"uniform": "uniform on non-terminal cells",
+                               "visitation": "the current policy's discounted visitation from the start"}[distribution],
         "gamma": gamma, "eps_time": list(eps_time), "c_values": c_values,
         "wall_time_s": round(time.monotonic() - start, 1),
         "pareto_points_found_greedy": int(found.sum()),
@@ -273,7 +324,7 @@ def run_sweep_exact(out_dir: str | Path, eps_time: tuple[float, ...] = (0.01, 0.
     }
     write_json_atomic(out / "results.json", results)
     plot_c_to_treasure(rows, eps_time, out / "c_to_treasure.png",
-                       "Deep Sea Treasure: exact tabular MO-MPO (MO-MPO paper Fig. 5 right)")
+                       f"Deep Sea Treasure: exact tabular MO-MPO, μ {distribution} (MO-MPO paper Fig. 5 right)")
     return results
 
 

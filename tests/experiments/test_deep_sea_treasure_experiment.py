@@ -98,3 +98,42 @@ def test_bad_convergence_settings_are_refused(capsys) -> None:
 
     assert main(["experiment", "deep-sea-treasure", "--out", "/tmp/never", "--converge", "100", "1"]) == 2
     assert "--converge" in capsys.readouterr().err
+
+
+def test_exploring_starts_cover_open_water_and_leave_evaluation_at_the_corner() -> None:
+    """Training episodes start in uniformly drawn open cells (never land or a treasure), seeded;
+    the default env (evaluation) always starts at the corner."""
+    env = dst.make_env(one_hot=False, exploring_starts=1.0)
+    sea = np.asarray(env.unwrapped.sea_map)
+    starts = []
+    for seed in range(400):
+        obs, info = env.reset(seed=seed)
+        r, c = (int(v) for v in obs)
+        assert sea[r, c] == 0 and info["exploring_start"] == [r, c]
+        starts.append((r, c))
+    open_cells = {tuple(x) for x in np.argwhere(sea == 0)}
+    assert set(starts) <= open_cells and len(set(starts)) > 0.8 * len(open_cells)
+    # reproducible per seed, and the dynamics continue from the drawn cell
+    assert [tuple(int(v) for v in env.reset(seed=s)[0]) for s in range(5)] == starts[:5]
+    obs, _ = env.reset(seed=3)
+    nxt, reward, *_ = env.step(1)  # down
+    assert reward[1] == -1.0 and sea[int(nxt[0]), int(nxt[1])] >= 0
+    env.close()
+    half = dst.make_env(one_hot=False, exploring_starts=0.5)
+    corner = sum(tuple(int(v) for v in half.reset(seed=s)[0]) == (0, 0) for s in range(400))
+    assert 140 < corner < 260
+    plain = dst.make_env()
+    assert plain.reset(seed=5)[0][0] == 1.0  # one-hot cell (0, 0)
+    with pytest.raises(ValueError, match="probability"):
+        dst.ExploringStarts(dst.make_env(one_hot=False), 1.5)
+
+
+def test_exploring_starts_from_the_cli(tmp_path: Path) -> None:
+    from morl_robot.cli import main
+
+    assert main(["experiment", "deep-sea-treasure", "--out", str(tmp_path), "--quick", "--steps", "200",
+                 "--algorithms", "mo-mpo", "--processes", "1", "--no-progress", "--exploring-starts", "1"]) == 0
+    results = json.loads((tmp_path / "results.json").read_text())
+    assert results["budget"]["exploring_starts"] == 1.0
+    assert results["mo-mpo"]["failures"] == [] and results["mo-mpo"]["runs"] == 2
+    assert main(["experiment", "deep-sea-treasure", "--out", "/tmp/never", "--exploring-starts", "2"]) == 2

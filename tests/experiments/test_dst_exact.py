@@ -42,6 +42,47 @@ def test_e_step_meets_its_kl_bound(model):
         assert d._kl_rows(improved, policy)[states].mean() == pytest.approx(eps, rel=1e-4)
 
 
+def test_visitation_is_the_discounted_occupancy_of_a_rollout(model):
+    """μ = visitation: the policy's normalised discounted occupancy from the start, checked against
+    a direct sum over time of the state distribution."""
+    rng = np.random.default_rng(0)
+    policy = rng.dirichlet(np.ones(4), size=model.num_states)
+    gamma = 0.9
+    mu = d.visitation(model, policy, gamma)
+    dist, total = np.zeros(model.num_states), np.zeros(model.num_states)
+    dist[model.start] = 1.0
+    for t in range(400):
+        total += gamma**t * dist
+        dist = dist @ d.transition_matrix(model, policy)
+    np.testing.assert_allclose(mu, total / total.sum(), atol=1e-9)
+    down = np.zeros((model.num_states, 4))
+    down[:, 1] = 1.0  # ends on the first treasure at once: only the start is visited
+    assert d.visitation(model, down, 0.99)[model.start] == pytest.approx(1.0)
+    weights = d.state_weights(model, policy, gamma, "uniform")
+    assert set(np.unique(weights)) <= {0.0, 1.0}
+    with pytest.raises(ValueError, match="state distribution"):
+        d.state_weights(model, policy, gamma, "replay")
+
+
+def test_e_step_meets_its_kl_bound_under_weighted_states(model):
+    rng = np.random.default_rng(1)
+    policy = rng.dirichlet(np.ones(4), size=model.num_states)
+    q = d.evaluate_q(model, policy, 0.99)
+    mu = d.visitation(model, policy, 0.99)
+    improved, _ = d.e_step(q[0], policy, 0.05, mu)
+    assert float(d._kl_rows(improved, policy) @ mu) == pytest.approx(0.05, rel=1e-4)
+
+
+def test_the_state_distribution_moves_the_fixed_point(model):
+    """Golden values of the committed exact grids (ε_time 0.02): at c = 1.28 the uniform μ reaches
+    16.1, the corner policy's own visitation stops at 8.2 — the learned runs' plateau."""
+    uniform = d.solve(model, (1.28 * 0.02, 0.02))
+    visited = d.solve(model, (1.28 * 0.02, 0.02), distribution="visitation")
+    assert uniform.converged and visited.converged
+    assert uniform.greedy_return[0] == pytest.approx(16.1)
+    assert visited.greedy_return[0] == pytest.approx(8.2)
+
+
 def test_more_weight_on_treasure_reaches_a_farther_treasure(model):
     near = d.solve(model, (0.5 * 0.01, 0.01))
     far = d.solve(model, (1.5 * 0.01, 0.01))

@@ -9,22 +9,13 @@ import sys
 
 import pytest
 
+from tests.conftest import tiny_learner_yaml
+
 pytestmark = [pytest.mark.ros]
 
 # Many samples per insert with a tiny network: the learner needs ~4 updates per environment step,
 # far slower than the robot node steps on its own, so without back-pressure the actor runs ahead.
-SLOW_LEARNER = """
-algorithm: mo_mpo
-default_epsilon: 0.1
-temperature_solver: exact
-num_samples: 4
-batch_size: 16
-sequence_length: 2
-target_update_period: 20
-networks: {policy_hidden: [32], critic_hidden: [32], init_std: 0.5}
-replay: {capacity: 20000, samples_per_insert: 64.0, min_size_to_sample: 64, error_buffer: 256.0}
-training: {eval_every: 0, checkpoint_every: 0, keep_checkpoints: 2, log_every: 20, tensorboard: false}
-"""
+SLOW_LEARNER = tiny_learner_yaml(samples_per_insert=64.0, sequence_length=2, log_every=20)
 CHUNK = 64  # config/sessions/train.yaml policy_server.chunk_size
 
 

@@ -16,19 +16,9 @@ from std_msgs.msg import Float64MultiArray
 from morl_robot.nodes import wire
 from morl_robot.session.config import load_session_config
 from morl_robot.session.graph import train_nodes
+from tests.conftest import tiny_learner_yaml
 
-TINY_LEARNER = """
-algorithm: mo_mpo
-default_epsilon: 0.1
-temperature_solver: exact
-num_samples: 4
-batch_size: 16
-sequence_length: 4
-target_update_period: 20
-networks: {policy_hidden: [32], critic_hidden: [32], init_std: 0.5}
-replay: {capacity: 20000, samples_per_insert: 2.0, min_size_to_sample: 64, error_buffer: 256.0}
-training: {eval_every: 0, checkpoint_every: 0, keep_checkpoints: 2, log_every: 5, tensorboard: false}
-"""
+TINY_LEARNER = tiny_learner_yaml(samples_per_insert=2.0, sequence_length=4, log_every=5)
 
 
 def learner_status(diags) -> dict[str, str]:

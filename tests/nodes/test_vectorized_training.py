@@ -15,21 +15,11 @@ import pytest
 import yaml
 
 from morl_robot.resources import config_path
+from tests.conftest import tiny_learner_yaml
 
 pytestmark = [pytest.mark.ros]
 
-SLOW_LEARNER = """
-algorithm: mo_mpo
-default_epsilon: 0.1
-temperature_solver: exact
-num_samples: 4
-batch_size: 16
-sequence_length: 2
-target_update_period: 20
-networks: {policy_hidden: [32], critic_hidden: [32], init_std: 0.5}
-replay: {capacity: 20000, samples_per_insert: 32.0, min_size_to_sample: 64, error_buffer: 256.0}
-training: {eval_every: 0, checkpoint_every: 0, keep_checkpoints: 2, log_every: 10, tensorboard: false}
-"""
+SLOW_LEARNER = tiny_learner_yaml(samples_per_insert=32.0, sequence_length=2, log_every=10)
 ACTORS, ENVS, CHUNK, STEPS = 2, 2, 8, 700
 
 
