@@ -21,18 +21,18 @@ from morl_robot.resources import config_path
 
 pytestmark = [pytest.mark.ros]
 
-MIN_SIZE, STEPS = 64, 240
-LEARNER = f"""
-algorithm: mo_mpo
-num_samples: 4
-batch_size: 16
-sequence_length: 2
-target_update_period: 20
-networks: {{policy_hidden: [32], critic_hidden: [32], init_std: 0.5}}
-replay: {{capacity: 20000, samples_per_insert: 4.0, min_size_to_sample: {MIN_SIZE}, error_buffer: 256.0, crm: true}}
-training: {{eval_every: 0, checkpoint_every: 0, keep_checkpoints: 1, log_every: 5, tensorboard: false,
-           checkpoint_replay: true}}
-"""
+MIN_SIZE, STEPS = 64, 240  # min_size_to_sample of the tiny learner YAML
+
+
+def crm_learner_yaml() -> str:
+    """The graph tests' tiny learner with ``replay.crm`` on and the replay in its checkpoint."""
+    from tests.conftest import tiny_learner_yaml
+
+    data = yaml.safe_load(tiny_learner_yaml(4.0, sequence_length=2, log_every=5))
+    assert data["replay"]["min_size_to_sample"] == MIN_SIZE
+    data["replay"]["crm"] = True
+    data["training"].update(checkpoint_replay=True, keep_checkpoints=1)
+    return yaml.safe_dump(data)
 
 
 @pytest.fixture(scope="module")
@@ -42,7 +42,7 @@ def run(tmp_path_factory):
     from tests.conftest import _next_domain
 
     tmp = tmp_path_factory.mktemp("crm_graph")
-    (tmp / "crm.yaml").write_text(LEARNER)
+    (tmp / "crm.yaml").write_text(crm_learner_yaml())
     task = yaml.safe_load(config_path("tasks/sawyer_peg_in_hole.yaml").read_text())
     task["episode_duration"] = 1.0  # 20-step episodes: several finish in a short run
     (tmp / "short.yaml").write_text(yaml.safe_dump(task))
