@@ -572,7 +572,10 @@ class LearnerSession:
     # --- serving distributed actors ---------------------------------------------------------------
     def begin_serving(self) -> None:
         """Start taking actors' experience: the policy they start from (:meth:`publish_policy`);
-        the diagnostics rates count from now."""
+        the diagnostics rates count from now.  The allowance goes out first: an actor acts once it
+        has a policy, and one without an allowance acts freely (a learner slow to its first
+        :meth:`tick` would be overrun)."""
+        self._offer_allowance()
         self.publish_policy()
         self._rate_mark = (self.clock(), self.counters["env_steps"], self.learner.num_updates)
         if self.draining:  # a finished run started again
@@ -627,14 +630,18 @@ class LearnerSession:
         :meth:`allowance` to ``on_allowance``, and once ``total_steps`` is reached and nothing
         more may be learned, :meth:`finish`; returns whether the run is finished."""
         self.learn(deadline=deadline)
-        allowance = (*self.allowance(), dict(self.acknowledged))
-        if allowance != self._allowance_sent and self.on_allowance is not None:
-            self.on_allowance(allowance)
-            self._allowance_sent = allowance
+        self._offer_allowance()
         if self.draining and not self.can_learn():
             self.finish("total_steps reached", publish=True)
             return True
         return False
+
+    def _offer_allowance(self) -> None:
+        """Hand :meth:`allowance` (with the per-actor acknowledgements) to ``on_allowance`` if it changed."""
+        allowance = (*self.allowance(), dict(self.acknowledged))
+        if allowance != self._allowance_sent and self.on_allowance is not None:
+            self.on_allowance(allowance)
+            self._allowance_sent = allowance
 
     def diagnostics(self) -> tuple[str, str, dict[str, Any]]:
         """``(level, message, values)``: :meth:`status`, :meth:`statistics` and the ingest and

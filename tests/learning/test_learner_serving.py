@@ -149,3 +149,25 @@ def test_describe_names_what_is_learned_and_where(tmp_path: Path) -> None:
     line = session.describe(config_source="mompo_small")
     assert line.startswith(f"{OBS} observations, {ACT} actions, objectives ['a', 'b']; ") and "(mompo_small)" in line
     assert "batch 16×1, updates after 32 transitions at 8 samples/insert" in line and str(tmp_path) in line
+
+
+def test_the_allowance_goes_out_when_serving_begins() -> None:
+    """Actors act once they hold a policy and act freely while they have no allowance: the
+    learner hands out its allowance as it begins serving (with its first policy), not at its first
+    tick (under load that tick came after the actors had run far ahead)."""
+    events: list[tuple[str, Any]] = []
+    cfg = bandit_config([0.1, 0.1])
+    cfg = dataclasses.replace(cfg, objective_names=["a", "b"], batch_size=16,
+                              replay=dataclasses.replace(cfg.replay, samples_per_insert=8.0, min_size_to_sample=32))
+    session = LearnerSession(OBS, ActionSpec.box(ACT), K, cfg, clock=Clock(),
+                             on_allowance=lambda a: events.append(("allowance", a)),
+                             on_snapshot=lambda version, data: events.append(("snapshot", version)))
+    session.accept_experience(COLUMNS)
+    session.start()
+    assert events == []
+    session.begin_serving()  # (no contract here, so no snapshot to publish)
+    assert [kind for kind, _ in events] == ["allowance"]
+    received, allowed, acknowledged = events[0][1]
+    assert received == 0 and allowed >= 32 and acknowledged == {}
+    session.tick(deadline=0.0)  # unchanged: not sent again
+    assert [kind for kind, _ in events] == ["allowance"]
