@@ -276,8 +276,14 @@ class MOMPOLearner:
         a = torch.clamp(actions, -1.0, 1.0)
         return mpo.gaussian_log_prob(a, scored["target_mean"][:T], scored["target_std"][:T]).sum(-1)
 
-    def update(self, batch: SequenceBatch | dict[str, Any]) -> dict[str, float]:
-        """One learner step on a sequence batch; returns the named statistics as floats."""
+    def update(self, batch: SequenceBatch | dict[str, Any], improve_policy: bool = True) -> dict[str, float]:
+        """One learner step on a sequence batch; returns the named statistics as floats.
+
+        ``improve_policy=False``: policy evaluation only (step 1 and the target copies of step 4):
+        the critics regress onto their targets under the current target policy, while the policy
+        and the duals are left as they are (no E- or M-step); statistics ``loss/critic``,
+        ``grad_norm/critic`` and per objective ``q_*``, ``target_mean``, ``loss_critic``.  This is
+        the critic warm-up of ``training.demonstrations.critic_warmup_updates``."""
         cfg, spec = self.config, self.spec
         data = self._to_tensors(batch)
         obs = data["observations"].float()  # [T+1, B, O]
@@ -307,6 +313,8 @@ class MOMPOLearner:
         td_sq = 0.5 * (q_online - targets) ** 2 * mask.unsqueeze(-1)
         critic_loss_k = td_sq.sum(dim=(0, 1)) / count  # [K]
         critic_loss = critic_loss_k.sum()  # independent critics: sum over objectives
+        if not improve_policy:
+            return self._evaluate_policy_only(critic_loss, critic_loss_k, scored["q"][:, :T], targets, mask, count)
 
         # ---- 2. E-step on the valid states s_0 … s_{T-1} ---------------------------------------
         sel = mask.reshape(-1) > 0  # [T*B]
@@ -408,6 +416,31 @@ class MOMPOLearner:
             keys = list(stats)
             values = torch.stack([v.reshape(()).float() for v in stats.values()]).tolist()
         return dict(zip(keys, values))
+
+    def _evaluate_policy_only(self, critic_loss: Tensor, critic_loss_k: Tensor, q: Tensor, targets: Tensor,
+                              mask: Tensor, count: Tensor) -> dict[str, float]:
+        """The critic step of :meth:`update` alone (``improve_policy=False``); ``q [N, T, B, K]``
+        the target critic's scores of the target policy's samples, ``targets [T, B, K]``."""
+        self.critic_optimizer.zero_grad(set_to_none=True)
+        critic_loss.backward()
+        critic_gn = torch.nn.utils.clip_grad_norm_(self.critic.parameters(), self.config.grad_clip)
+        self.critic_optimizer.step()
+        self.num_updates += 1
+        if self.num_updates % self.config.target_update_period == 0:
+            self.update_targets()
+        with torch.no_grad():
+            valid = mask > 0  # [T, B]
+            q_valid = q[:, valid]  # [N, S, K]
+            tmean = (targets * mask.unsqueeze(-1)).sum(dim=(0, 1)) / count
+            stats: dict[str, Tensor] = {"loss/critic": critic_loss.detach(), "grad_norm/critic": critic_gn.detach()}
+            for k, name in enumerate(self.objective_names):
+                stats[f"q_min/{name}"] = q_valid[..., k].min()
+                stats[f"q_mean/{name}"] = q_valid[..., k].mean()
+                stats[f"q_max/{name}"] = q_valid[..., k].max()
+                stats[f"target_mean/{name}"] = tmean[k]
+                stats[f"loss_critic/{name}"] = critic_loss_k[k].detach()
+            values = torch.stack([v.reshape(()).float() for v in stats.values()]).tolist()
+        return dict(zip(stats, values))
 
     def _condition(self, obs: Tensor) -> tuple[Tensor, Tensor]:
         """The preference each sequence is learned under: with ``preferences.relabel`` a fresh ε per
