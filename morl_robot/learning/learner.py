@@ -197,12 +197,12 @@ class MOMPOLearner:
         return mpo.dual_from_param(self.log_temperature.detach()).numpy().copy()
 
     def behaviour_clone(self, obs: np.ndarray, actions: np.ndarray, updates: int, batch_size: int,
-                        seed: int = 0) -> float:
+                        seed: int = 0, lr: float | None = None) -> float:
         """Maximum-likelihood pre-training of the Gaussian policy on demonstrations:
-        ``updates`` Adam steps on −mean log π(a_demo | s) over minibatches of (obs [N, O],
-        actions [N, D] normalised); then the target policy is set to the result, so MO-MPO's
-        M-step trust region (KL to the target policy) starts from the cloned behaviour.
-        Returns the last minibatch's loss."""
+        ``updates`` Adam steps (learning rate ``lr``; None: ``policy_lr``) on
+        −mean log π(a_demo | s) over minibatches of (obs [N, O], actions [N, D] normalised); then
+        the target policy is set to the result, so MO-MPO's M-step trust region (KL to the target
+        policy) starts from the cloned behaviour.  Returns the last minibatch's loss."""
         if self.spec.is_discrete:
             raise ValueError("behaviour cloning is implemented for continuous (Gaussian) policies only")
         o = torch.as_tensor(np.asarray(obs, np.float32))
@@ -211,6 +211,9 @@ class MOMPOLearner:
             raise ValueError(f"behaviour cloning needs demonstrations of shape [N>0, {self.spec.dim}], got {tuple(a.shape)}")
         g = torch.Generator().manual_seed(seed)
         loss = torch.zeros(())
+        groups = self.policy_optimizer.param_groups
+        for group in groups:  # the cloning's own step size; policy_lr again afterwards
+            group["lr"] = self.config.policy_lr if lr is None else float(lr)
         for _ in range(updates):
             idx = torch.randint(len(o), (min(batch_size, len(o)),), generator=g)
             x = o[idx]
@@ -223,6 +226,8 @@ class MOMPOLearner:
             loss.backward()
             torch.nn.utils.clip_grad_norm_(self.policy.parameters(), self.config.grad_clip)
             self.policy_optimizer.step()
+        for group in groups:
+            group["lr"] = self.config.policy_lr
         self.update_targets()
         return float(loss.detach())
 

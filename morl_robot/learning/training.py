@@ -300,7 +300,7 @@ def _train(env_fn: EnvFn, config: MPOConfig | str | os.PathLike[str] | None, tot
                     if normalizer is not None:
                         demo_obs = normalizer.normalize(demo_obs)
                     learner.behaviour_clone(demo_obs, np.stack(demo.actions), dcfg.pretrain_updates,
-                                            config.batch_size, seed)
+                                            config.batch_size, seed, dcfg.pretrain_lr)
                 if dcfg.critic_warmup_updates:
                     session.warm_up_critic(dcfg.critic_warmup_updates)
                 demo.observations.clear()

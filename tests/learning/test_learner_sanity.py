@@ -119,6 +119,24 @@ def test_behaviour_cloning_on_the_demonstrations_before_the_policy_acts() -> Non
     assert abs(deterministic_action(cloned) - 0.6) < 0.1 and abs(deterministic_action(plain) - 0.6) > 0.3
 
 
+def test_behaviour_cloning_has_its_own_learning_rate() -> None:
+    """``training.demonstrations.pretrain_lr``: the cloning steps at its rate, the fine-tuning after
+    it at ``policy_lr`` (here too small to clone in 300 steps)."""
+    import dataclasses
+
+    from morl_robot.learning.config import DemonstrationConfig
+
+    def run(pretrain_lr: float | None):
+        cfg = dataclasses.replace(bandit_config([0.1, 0.1]), policy_lr=1e-5)
+        demos = DemonstrationConfig(episodes=40, action_noise=0.1, pretrain_updates=300, pretrain_lr=pretrain_lr)
+        cfg.training = dataclasses.replace(cfg.training, demonstrations=demos)
+        return train(TwoTargetBandit, cfg, total_steps=41, seed=0, progress=False, demonstrator=lambda obs: np.array([0.6]))
+
+    own, shared = run(3e-3), run(None)
+    assert abs(deterministic_action(own) - 0.6) < 0.1 and abs(deterministic_action(shared) - 0.6) > 0.3
+    assert [g["lr"] for g in own.learner.policy_optimizer.param_groups] == [1e-5]
+
+
 def test_critic_warm_up_fits_the_critics_while_the_policy_and_duals_stay_put() -> None:
     """``training.demonstrations.critic_warmup_updates``: after cloning, policy-evaluation-only
     updates move the critics (towards the demonstrations' values) and nothing of the policy."""
