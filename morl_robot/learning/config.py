@@ -100,11 +100,21 @@ class DemonstrationConfig:
     log-probability log μ(a|s) that Retrace needs is defined.  They count as environment steps.
     With ``pretrain_updates`` > 0 the policy is then pre-trained by maximum likelihood on the
     demonstrator's noise-free actions (behaviour cloning, ``pretrain_updates`` minibatches of
-    ``batch_size``) before it acts, and MO-MPO fine-tunes it from there."""
+    ``batch_size``) before it acts, and MO-MPO fine-tunes it from there.  With
+    ``critic_warmup_updates`` > 0 the critics are then fitted to that policy first: as many
+    policy-evaluation-only updates on the replay (the demonstrations), the policy frozen (see
+    :meth:`~morl_robot.learning.learner.MOMPOLearner.update` with ``improve_policy=False``), so the
+    first E-steps weigh actions by learned values instead of a critic's initial noise."""
 
     episodes: int = 0
     action_noise: float = 0.2
     pretrain_updates: int = 0
+    #: the cloning's Adam learning rate; None: ``policy_lr``.  A clone that must be precise (the
+    #: Shadow Hand's position targets lead the joints by 0.01 rad) wants a larger step than the
+    #: fine-tuning: Adam moves every weight by about the learning rate per step whatever the
+    #: loss's scale, which at 3e-4 shifts the cloned mean by more than the M-step's trust region.
+    pretrain_lr: float | None = None
+    critic_warmup_updates: int = 0
 
     def validate(self) -> None:
         if self.episodes < 0:
@@ -113,6 +123,10 @@ class DemonstrationConfig:
             fail("", "training.demonstrations.action_noise", f"must be > 0, got {self.action_noise}")
         if self.pretrain_updates < 0:
             fail("", "training.demonstrations.pretrain_updates", f"must be >= 0, got {self.pretrain_updates}")
+        if self.pretrain_lr is not None and not (self.pretrain_lr > 0 and math.isfinite(self.pretrain_lr)):
+            fail("", "training.demonstrations.pretrain_lr", f"must be a finite number > 0 (or null), got {self.pretrain_lr}")
+        if self.critic_warmup_updates < 0:
+            fail("", "training.demonstrations.critic_warmup_updates", f"must be >= 0, got {self.critic_warmup_updates}")
 
 
 @dataclass

@@ -197,12 +197,12 @@ class MOMPOLearner:
         return mpo.dual_from_param(self.log_temperature.detach()).numpy().copy()
 
     def behaviour_clone(self, obs: np.ndarray, actions: np.ndarray, updates: int, batch_size: int,
-                        seed: int = 0) -> float:
+                        seed: int = 0, lr: float | None = None) -> float:
         """Maximum-likelihood pre-training of the Gaussian policy on demonstrations:
-        ``updates`` Adam steps on −mean log π(a_demo | s) over minibatches of (obs [N, O],
-        actions [N, D] normalised); then the target policy is set to the result, so MO-MPO's
-        M-step trust region (KL to the target policy) starts from the cloned behaviour.
-        Returns the last minibatch's loss."""
+        ``updates`` Adam steps (learning rate ``lr``; None: ``policy_lr``) on
+        −mean log π(a_demo | s) over minibatches of (obs [N, O], actions [N, D] normalised); then
+        the target policy is set to the result, so MO-MPO's M-step trust region (KL to the target
+        policy) starts from the cloned behaviour.  Returns the last minibatch's loss."""
         if self.spec.is_discrete:
             raise ValueError("behaviour cloning is implemented for continuous (Gaussian) policies only")
         o = torch.as_tensor(np.asarray(obs, np.float32))
@@ -211,6 +211,9 @@ class MOMPOLearner:
             raise ValueError(f"behaviour cloning needs demonstrations of shape [N>0, {self.spec.dim}], got {tuple(a.shape)}")
         g = torch.Generator().manual_seed(seed)
         loss = torch.zeros(())
+        groups = self.policy_optimizer.param_groups
+        for group in groups:  # the cloning's own step size; policy_lr again afterwards
+            group["lr"] = self.config.policy_lr if lr is None else float(lr)
         for _ in range(updates):
             idx = torch.randint(len(o), (min(batch_size, len(o)),), generator=g)
             x = o[idx]
@@ -223,6 +226,8 @@ class MOMPOLearner:
             loss.backward()
             torch.nn.utils.clip_grad_norm_(self.policy.parameters(), self.config.grad_clip)
             self.policy_optimizer.step()
+        for group in groups:
+            group["lr"] = self.config.policy_lr
         self.update_targets()
         return float(loss.detach())
 
@@ -276,8 +281,14 @@ class MOMPOLearner:
         a = torch.clamp(actions, -1.0, 1.0)
         return mpo.gaussian_log_prob(a, scored["target_mean"][:T], scored["target_std"][:T]).sum(-1)
 
-    def update(self, batch: SequenceBatch | dict[str, Any]) -> dict[str, float]:
-        """One learner step on a sequence batch; returns the named statistics as floats."""
+    def update(self, batch: SequenceBatch | dict[str, Any], improve_policy: bool = True) -> dict[str, float]:
+        """One learner step on a sequence batch; returns the named statistics as floats.
+
+        ``improve_policy=False``: policy evaluation only (step 1 and the target copies of step 4):
+        the critics regress onto their targets under the current target policy, while the policy
+        and the duals are left as they are (no E- or M-step); statistics ``loss/critic``,
+        ``grad_norm/critic`` and per objective ``q_*``, ``target_mean``, ``loss_critic``.  This is
+        the critic warm-up of ``training.demonstrations.critic_warmup_updates``."""
         cfg, spec = self.config, self.spec
         data = self._to_tensors(batch)
         obs = data["observations"].float()  # [T+1, B, O]
@@ -307,6 +318,8 @@ class MOMPOLearner:
         td_sq = 0.5 * (q_online - targets) ** 2 * mask.unsqueeze(-1)
         critic_loss_k = td_sq.sum(dim=(0, 1)) / count  # [K]
         critic_loss = critic_loss_k.sum()  # independent critics: sum over objectives
+        if not improve_policy:
+            return self._evaluate_policy_only(critic_loss, critic_loss_k, scored["q"][:, :T], targets, mask, count)
 
         # ---- 2. E-step on the valid states s_0 … s_{T-1} ---------------------------------------
         sel = mask.reshape(-1) > 0  # [T*B]
@@ -408,6 +421,31 @@ class MOMPOLearner:
             keys = list(stats)
             values = torch.stack([v.reshape(()).float() for v in stats.values()]).tolist()
         return dict(zip(keys, values))
+
+    def _evaluate_policy_only(self, critic_loss: Tensor, critic_loss_k: Tensor, q: Tensor, targets: Tensor,
+                              mask: Tensor, count: Tensor) -> dict[str, float]:
+        """The critic step of :meth:`update` alone (``improve_policy=False``); ``q [N, T, B, K]``
+        the target critic's scores of the target policy's samples, ``targets [T, B, K]``."""
+        self.critic_optimizer.zero_grad(set_to_none=True)
+        critic_loss.backward()
+        critic_gn = torch.nn.utils.clip_grad_norm_(self.critic.parameters(), self.config.grad_clip)
+        self.critic_optimizer.step()
+        self.num_updates += 1
+        if self.num_updates % self.config.target_update_period == 0:
+            self.update_targets()
+        with torch.no_grad():
+            valid = mask > 0  # [T, B]
+            q_valid = q[:, valid]  # [N, S, K]
+            tmean = (targets * mask.unsqueeze(-1)).sum(dim=(0, 1)) / count
+            stats: dict[str, Tensor] = {"loss/critic": critic_loss.detach(), "grad_norm/critic": critic_gn.detach()}
+            for k, name in enumerate(self.objective_names):
+                stats[f"q_min/{name}"] = q_valid[..., k].min()
+                stats[f"q_mean/{name}"] = q_valid[..., k].mean()
+                stats[f"q_max/{name}"] = q_valid[..., k].max()
+                stats[f"target_mean/{name}"] = tmean[k]
+                stats[f"loss_critic/{name}"] = critic_loss_k[k].detach()
+            values = torch.stack([v.reshape(()).float() for v in stats.values()]).tolist()
+        return dict(zip(stats, values))
 
     def _condition(self, obs: Tensor) -> tuple[Tensor, Tensor]:
         """The preference each sequence is learned under: with ``preferences.relabel`` a fresh ε per

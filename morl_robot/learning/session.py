@@ -389,12 +389,8 @@ class LearnerSession:
             self._good_state = copy.deepcopy(self.learner.state_dict())
         while (self.can_learn() and (deadline is None or time.monotonic() < deadline)
                and (max_updates is None or done < max_updates)):
-            batch = self.replay.sample(cfg.batch_size, cfg.sequence_length)
+            batch = self._sample()
             self.limiter.sample(cfg.batch_size)
-            if self.normalizer is not None:  # raw [T+1, B, O(+K)] → the observation part normalised
-                o = batch.observations.copy()
-                o[..., : self.obs_dim] = self.normalizer.normalize(o[..., : self.obs_dim])
-                batch = dataclasses.replace(batch, observations=o.astype(np.float32))
             stats = self.learner.update(batch)
             done += 1
             self.counters["updates"] = self.learner.num_updates
@@ -407,6 +403,32 @@ class LearnerSession:
             if self.snapshot_every and self.learner.num_updates - self._snapshot_updates >= self.snapshot_every:
                 self.snapshot(bump=True)
         return done
+
+    def _sample(self) -> Any:
+        """A replay batch, its observations normalised with the current running statistics."""
+        batch = self.replay.sample(self.config.batch_size, self.config.sequence_length)
+        if self.normalizer is not None:  # raw [T+1, B, O(+K)] → the observation part normalised
+            o = batch.observations.copy()
+            o[..., : self.obs_dim] = self.normalizer.normalize(o[..., : self.obs_dim])
+            batch = dataclasses.replace(batch, observations=o.astype(np.float32))
+        return batch
+
+    def warm_up_critic(self, updates: int) -> dict[str, float]:
+        """``updates`` policy-evaluation-only learner steps on the replay (the critics learn the
+        current policy's values; the policy and the duals do not move: ``update(…,
+        improve_policy=False)``), outside the samples-per-insert ratio, then a copy of the
+        critics into the targets.  Returns the last step's statistics (logged as one line)."""
+        stats: dict[str, float] = {}
+        for _ in range(updates):
+            stats = self.learner.update(self._sample(), improve_policy=False)
+        self.learner.update_targets()
+        self.counters["updates"] = self.learner.num_updates
+        if stats:
+            q = ", ".join(f"{n} q {stats[f'q_mean/{n}']:.3g} (target {stats[f'target_mean/{n}']:.3g})"
+                          for n in self.objective_names)
+            self.log("info", f"critic warm-up: {updates} policy-evaluation updates on {len(self.replay)} "
+                     f"transitions; {q}")
+        return stats
 
     def _log_update(self, stats: dict[str, float]) -> None:
         steps = self.counters["env_steps"]

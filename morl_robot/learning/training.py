@@ -218,6 +218,7 @@ def _train(env_fn: EnvFn, config: MPOConfig | str | os.PathLike[str] | None, tot
     elif not isinstance(config, MPOConfig):
         config = load_learner_config(config)
     tcfg = config.training
+    dcfg = tcfg.demonstrations
     demo_episodes = tcfg.demonstrations.episodes
     if demo_episodes and demonstrator is None:
         raise ConfigError(f"training.demonstrations.episodes is {demo_episodes} but no demonstrator was given "
@@ -279,14 +280,17 @@ def _train(env_fn: EnvFn, config: MPOConfig | str | os.PathLike[str] | None, tot
         while counters["env_steps"] < total_steps:
             if demo is not None and counters["episodes"] < demo_episodes:
                 action, log_mu = demo.act(x)
-            elif demo is not None and demo.observations and tcfg.demonstrations.pretrain_updates:
+            elif demo is not None and demo.observations and (dcfg.pretrain_updates or dcfg.critic_warmup_updates):
                 # the demonstrations are in: clone them once before the policy acts (after a resume
-                # mid-demonstrations, on the part collected since)
-                demo_obs = np.stack(demo.observations)
-                if normalizer is not None:
-                    demo_obs = normalizer.normalize(demo_obs)
-                learner.behaviour_clone(demo_obs, np.stack(demo.actions),
-                                        tcfg.demonstrations.pretrain_updates, config.batch_size, seed)
+                # mid-demonstrations, on the part collected since), then fit the critics to it
+                if dcfg.pretrain_updates:
+                    demo_obs = np.stack(demo.observations)
+                    if normalizer is not None:
+                        demo_obs = normalizer.normalize(demo_obs)
+                    learner.behaviour_clone(demo_obs, np.stack(demo.actions), dcfg.pretrain_updates,
+                                            config.batch_size, seed, dcfg.pretrain_lr)
+                if dcfg.critic_warmup_updates:
+                    session.warm_up_critic(dcfg.critic_warmup_updates)
                 demo.observations.clear()
                 demo.actions.clear()
                 continue

@@ -107,18 +107,26 @@ def test_demonstrations_need_a_task_with_a_scripted_controller(tmp_path, capsys)
     assert not (tmp_path / "runs").exists()
 
 
-def test_a_touch_run_learns_from_the_scripted_press(tmp_path, capsys):
+def test_a_touch_run_learns_from_the_scripted_press(tmp_path, capsys, caplog):
     """With ``training.demonstrations`` the first episode is the scripted slow press (noisy), cloned
-    before the policy acts; the run records the demonstrations it learned from."""
+    (at its own learning rate) and the critics warmed up before the policy acts; the run records the
+    demonstrations it learned from."""
+    import re
+
     from morl_robot.cli import main
 
     yaml = (Path(__file__).resolve().parents[2] / "config" / "learner" / "shadow_front_demos.yaml").read_text()
     cfg = tmp_path / "demos.yaml"
-    cfg.write_text(yaml.replace("episodes: 30", "episodes: 1").replace("pretrain_updates: 2000", "pretrain_updates: 5"))
+    small = re.sub(r"episodes: \d+", "episodes: 1", yaml)
+    small = re.sub(r"pretrain_updates: \d+", "pretrain_updates: 5", small)
+    cfg.write_text(re.sub(r"critic_warmup_updates: \d+", "critic_warmup_updates: 7", small))
+    caplog.set_level("INFO", logger="morl_robot.learning.session")
     assert main(["experiment", "shadow-front", "--task", "shadow_touch", "--out", str(tmp_path / "sweep"),
                  "--config", str(cfg), "--quick", "--algorithms", "mo-mpo", "--eps-pain", "0.01", "--seeds", "0",
                  "--steps", "300", "--no-progress"]) == 0
     run = next(r for r in json.loads((tmp_path / "sweep" / "results.json").read_text())["runs"] if r["finished"])
-    assert run["eval"]["demonstrations"]["episodes"] == 1
+    demos = run["eval"]["demonstrations"]
+    assert demos["episodes"] == 1 and demos["critic_warmup_updates"] == 7 and demos["pretrain_lr"] == 3e-4
+    assert "critic warm-up: 7 policy-evaluation updates" in caplog.text
     first = (tmp_path / "sweep" / "runs" / "mo-mpo" / "eps_pain=0.01" / "seed0" / "episodes.csv").read_text().splitlines()[1]
     assert "success" in first  # the scripted press (σ 0.01) ends its episode by pressing the block

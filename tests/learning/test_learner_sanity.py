@@ -119,6 +119,81 @@ def test_behaviour_cloning_on_the_demonstrations_before_the_policy_acts() -> Non
     assert abs(deterministic_action(cloned) - 0.6) < 0.1 and abs(deterministic_action(plain) - 0.6) > 0.3
 
 
+def test_behaviour_cloning_has_its_own_learning_rate() -> None:
+    """``training.demonstrations.pretrain_lr``: the cloning steps at its rate, the fine-tuning after
+    it at ``policy_lr`` (here too small to clone in 300 steps)."""
+    import dataclasses
+
+    from morl_robot.learning.config import DemonstrationConfig
+
+    def run(pretrain_lr: float | None):
+        cfg = dataclasses.replace(bandit_config([0.1, 0.1]), policy_lr=1e-5)
+        demos = DemonstrationConfig(episodes=40, action_noise=0.1, pretrain_updates=300, pretrain_lr=pretrain_lr)
+        cfg.training = dataclasses.replace(cfg.training, demonstrations=demos)
+        return train(TwoTargetBandit, cfg, total_steps=41, seed=0, progress=False, demonstrator=lambda obs: np.array([0.6]))
+
+    own, shared = run(3e-3), run(None)
+    assert abs(deterministic_action(own) - 0.6) < 0.1 and abs(deterministic_action(shared) - 0.6) > 0.3
+    assert [g["lr"] for g in own.learner.policy_optimizer.param_groups] == [1e-5]
+
+
+def test_critic_warm_up_fits_the_critics_while_the_policy_and_duals_stay_put() -> None:
+    """``training.demonstrations.critic_warmup_updates``: after cloning, policy-evaluation-only
+    updates move the critics (towards the demonstrations' values) and nothing of the policy."""
+    import dataclasses
+
+    from morl_robot.learning.config import DemonstrationConfig
+
+    def run(warmup: int):
+        cfg = bandit_config([0.1, 0.1])
+        demos = DemonstrationConfig(episodes=40, action_noise=0.1, pretrain_updates=200, critic_warmup_updates=warmup)
+        cfg.training = dataclasses.replace(cfg.training, demonstrations=demos)
+        # 41 steps: 40 demonstrations, then cloning (+ warm-up) and one policy step; no MO-MPO update yet
+        return train(TwoTargetBandit, cfg, total_steps=41, seed=0, progress=False, demonstrator=lambda obs: np.array([0.6]))
+
+    plain, warmed = run(0), run(150)
+    assert plain.updates == 0 and warmed.updates == 150
+    for name, p in plain.learner.policy.state_dict().items():  # the policy is the cloned one, bit for bit
+        assert torch.equal(p, warmed.learner.policy.state_dict()[name]), name
+        assert torch.equal(p, warmed.learner.target_policy.state_dict()[name]), name
+    for a, b in zip(plain.learner.dual_params, warmed.learner.dual_params):
+        assert torch.equal(a.detach(), b.detach())
+    # the critics learned the demonstrated action's returns: Q_k(s, 0.6) ≈ (-(0.6-0.6)², -(0.6+0.6)²)
+    q = {r.updates: r.learner.critic(torch.zeros(1, 1), torch.tensor([[0.6]]))[0].detach().numpy()
+         for r in (plain, warmed)}
+    assert np.abs(q[0]).max() < 0.1 and abs(q[150][1] - (-1.44)) < 0.3, q
+    # and the targets were synchronised with them
+    for name, p in warmed.learner.critic.state_dict().items():
+        assert torch.equal(p, warmed.learner.target_critic.state_dict()[name]), name
+
+
+def test_policy_evaluation_only_update_leaves_policy_and_duals_untouched() -> None:
+    from morl_robot.learning.learner import MOMPOLearner
+    from morl_robot.learning.networks import ActionSpec
+
+    learner = MOMPOLearner(3, ActionSpec.box(2), 2, bandit_config([0.1, 0.1]), seed=0)
+    rng = np.random.default_rng(0)
+    T, B = 1, 32
+    batch = {"observations": rng.standard_normal((T + 1, B, 3)).astype(np.float32),
+             "actions": rng.uniform(-1, 1, (T, B, 2)).astype(np.float32),
+             "rewards": np.stack([np.ones((T, B)), -np.ones((T, B))], -1).astype(np.float32),
+             "mask": np.ones((T, B), np.float32), "terminated": np.ones((T, B), np.float32),
+             "truncated": np.zeros((T, B), np.float32), "behaviour_log_prob": np.zeros((T, B), np.float32)}
+    before = {k: v.clone() for k, v in learner.state_dict()["policy"].items()}
+    duals = [p.detach().clone() for p in learner.dual_params]
+    critic = [p.detach().clone() for p in learner.critic.parameters()]
+    first = learner.update(batch, improve_policy=False)
+    for _ in range(60):
+        last = learner.update(batch, improve_policy=False)
+    assert learner.num_updates == 61 and "kl_mean" not in last and "temperature/objective_0" not in last
+    assert all(torch.equal(v, learner.policy.state_dict()[k]) for k, v in before.items())
+    assert all(torch.equal(a, b.detach()) for a, b in zip(duals, learner.dual_params))
+    assert any(not torch.equal(a, b.detach()) for a, b in zip(critic, learner.critic.parameters()))
+    assert last["loss/critic"] < 0.5 * first["loss/critic"], (first["loss/critic"], last["loss/critic"])
+    stepped = learner.update(batch)  # a full update moves the policy
+    assert "kl_mean" in stepped and any(not torch.equal(v, learner.policy.state_dict()[k]) for k, v in before.items())
+
+
 def test_training_stops_once_the_greedy_return_is_stable() -> None:
     """``training.stop_when_stable``: N equal evaluations in a row end the run; changing ones do not."""
     import dataclasses
