@@ -137,3 +137,19 @@ def test_exploring_starts_from_the_cli(tmp_path: Path) -> None:
     assert results["budget"]["exploring_starts"] == 1.0
     assert results["mo-mpo"]["failures"] == [] and results["mo-mpo"]["runs"] == 2
     assert main(["experiment", "deep-sea-treasure", "--out", "/tmp/never", "--exploring-starts", "2"]) == 2
+
+
+ES = Path(__file__).resolve().parents[2] / "results" / "deep_sea_treasure_learned" / "exploring_starts" / "es_c51"
+
+
+@pytest.mark.skipif(not (ES / "results.json").is_file(), reason="no committed exploring-starts results")
+def test_committed_exploring_starts_figures() -> None:
+    """The README's exploring-starts row: 9 of 10 Pareto points, hypervolume 2175.8, 43 of 51
+    runs converged, every greedy return one of the true front's points."""
+    results = json.loads((ES / "results.json").read_text())
+    r = results["mo-mpo"]
+    assert results["budget"]["exploring_starts"] == 1.0 and r["runs"] == 51 and r["failures"] == []
+    assert r["pareto_points_found"] == 9 and not r["pareto_points_found_mask"][6]  # 19.6 missing
+    assert r["hypervolume"] == pytest.approx(2175.8, abs=0.05) and r["converged"] == 43
+    front = dst.true_pareto_front()
+    assert dst.pareto_points_found(np.array([s["returns"] for s in r["per_setting"]]), front).sum() == 9

@@ -115,3 +115,31 @@ def test_committed_exact_results_reproduce_in_the_narrowest_c_windows(model):
         for r in (runs[i - 1], runs[i]):
             got = d.solve(model, (r["eps_treasure"], r["eps_time"]))
             assert got.greedy_return[0] == pytest.approx(r["treasure"]), (r["c"], got.greedy_return)
+
+
+VISITATION = COMMITTED.parents[1] / "deep_sea_treasure_exact_visitation" / "results.json"
+
+
+@pytest.mark.skipif(not VISITATION.is_file(), reason="no committed visitation results")
+def test_committed_visitation_results_reproduce_at_their_treasure_changes(model):
+    """The README's visitation figures: 6 of 10 over the three ε_time (4 at 0.02); re-solve the
+    runs either side of the first treasure changes at ε_time 0.02 through the CLI's solver."""
+    data = json.loads(VISITATION.read_text())
+    assert data["pareto_points_found_greedy"] == 6 and data["converged"] == 303
+    assert data["state_distribution"].startswith("the current policy's discounted visitation")
+    runs = [r for r in data["runs"] if r["eps_time"] == 0.02]
+    assert sorted({round(r["treasure"], 1) for r in runs}) == [0.7, 8.2, 11.5, 14.0]
+    changes = [i for i in range(1, len(runs)) if runs[i]["treasure"] != runs[i - 1]["treasure"]][:2]
+    for i in changes:
+        for r in (runs[i - 1], runs[i]):
+            got = d.solve(model, (r["eps_treasure"], r["eps_time"]), distribution="visitation")
+            assert got.greedy_return[0] == pytest.approx(r["treasure"]), (r["c"], got.greedy_return)
+
+
+def test_cli_state_distribution(tmp_path):
+    assert main(["experiment", "dst-exact", "--out", str(tmp_path), "--c-values", "1", "--eps-time", "0.02",
+                 "--processes", "1", "--no-progress", "--state-distribution", "visitation"]) == 0
+    data = json.loads((tmp_path / "results.json").read_text())
+    assert data["state_distribution"].startswith("the current policy's") and data["runs"][0]["treasure"] == pytest.approx(8.2)
+    with pytest.raises(SystemExit):
+        main(["experiment", "dst-exact", "--out", str(tmp_path), "--state-distribution", "replay"])
