@@ -114,6 +114,12 @@ class PolicyActor:
         return self.act(obs, deterministic=True)[0]
 
 
+def _as_floats(stats: dict[str, Tensor]) -> dict[str, float]:
+    """Scalar tensors as floats, in one device transfer."""
+    values = torch.stack([v.reshape(()).float() for v in stats.values()]).tolist()
+    return dict(zip(stats, values))
+
+
 class MOMPOLearner:
     """MO-MPO (or scalarized MPO, per ``config.algorithm``) on K objectives.
 
@@ -318,14 +324,14 @@ class MOMPOLearner:
         td_sq = 0.5 * (q_online - targets) ** 2 * mask.unsqueeze(-1)
         critic_loss_k = td_sq.sum(dim=(0, 1)) / count  # [K]
         critic_loss = critic_loss_k.sum()  # independent critics: sum over objectives
-        if not improve_policy:
-            return self._evaluate_policy_only(critic_loss, critic_loss_k, scored["q"][:, :T], targets, mask, count)
-
-        # ---- 2. E-step on the valid states s_0 … s_{T-1} ---------------------------------------
-        sel = mask.reshape(-1) > 0  # [T*B]
+        sel = mask.reshape(-1) > 0  # [T*B] the valid states s_0 … s_{T-1}
         n = scored["q"].shape[0]
         q_e = scored["q"][:, :T].reshape(n, T * rewards.shape[1], -1)[:, sel]  # [N, S, K]
         q_e = q_e.permute(2, 0, 1)  # [K, N, S]
+        if not improve_policy:
+            return self._evaluate_policy_only(critic_loss, critic_loss_k, q_e, targets, mask, count)
+
+        # ---- 2. E-step on the valid states ------------------------------------------------------
         log_prior = None
         if scored["log_prior"] is not None:
             log_prior = scored["log_prior"][:, :T].reshape(n, -1)[:, sel]  # [N, S]
@@ -381,9 +387,7 @@ class MOMPOLearner:
         with torch.no_grad():
             for p in self.dual_params:
                 p.clamp_(min=mpo.LOG_DUAL_FLOOR)
-        self.num_updates += 1
-        if self.num_updates % cfg.target_update_period == 0:
-            self.update_targets()
+        self._count_update()
 
         # ---- statistics -------------------------------------------------------------------------
         with torch.no_grad():
@@ -408,44 +412,44 @@ class MOMPOLearner:
                 else:
                     stats[f"kl_q/{name}"] = (e_stats["kl_q_rel"][i] if float(self.epsilons[i]) > 0
                                              else e_stats["kl_q"][i] * 0)
-            q_min = q_e.amin(dim=(1, 2))
-            q_max = q_e.amax(dim=(1, 2))
-            q_mean = q_e.mean(dim=(1, 2))
-            tmean = (targets * mask.unsqueeze(-1)).sum(dim=(0, 1)) / count
-            for k, name in enumerate(self.objective_names):
-                stats[f"q_min/{name}"] = q_min[k]
-                stats[f"q_mean/{name}"] = q_mean[k]
-                stats[f"q_max/{name}"] = q_max[k]
-                stats[f"target_mean/{name}"] = tmean[k]
-                stats[f"loss_critic/{name}"] = critic_loss_k[k].detach()
-            keys = list(stats)
-            values = torch.stack([v.reshape(()).float() for v in stats.values()]).tolist()
-        return dict(zip(keys, values))
+            stats.update(self._critic_statistics(q_e, targets, mask, count, critic_loss_k))
+        return _as_floats(stats)
 
-    def _evaluate_policy_only(self, critic_loss: Tensor, critic_loss_k: Tensor, q: Tensor, targets: Tensor,
+    def _evaluate_policy_only(self, critic_loss: Tensor, critic_loss_k: Tensor, q_e: Tensor, targets: Tensor,
                               mask: Tensor, count: Tensor) -> dict[str, float]:
-        """The critic step of :meth:`update` alone (``improve_policy=False``); ``q [N, T, B, K]``
-        the target critic's scores of the target policy's samples, ``targets [T, B, K]``."""
+        """The critic step of :meth:`update` alone (``improve_policy=False``); ``q_e [K, N, S]``
+        the target critic's scores of the target policy's samples at the valid states,
+        ``targets [T, B, K]``."""
         self.critic_optimizer.zero_grad(set_to_none=True)
         critic_loss.backward()
         critic_gn = torch.nn.utils.clip_grad_norm_(self.critic.parameters(), self.config.grad_clip)
         self.critic_optimizer.step()
+        self._count_update()
+        with torch.no_grad():
+            stats: dict[str, Tensor] = {"loss/critic": critic_loss.detach(), "grad_norm/critic": critic_gn.detach(),
+                                        **self._critic_statistics(q_e, targets, mask, count, critic_loss_k)}
+        return _as_floats(stats)
+
+    def _count_update(self) -> None:
+        """One more learner step; the target networks follow every ``target_update_period``."""
         self.num_updates += 1
         if self.num_updates % self.config.target_update_period == 0:
             self.update_targets()
-        with torch.no_grad():
-            valid = mask > 0  # [T, B]
-            q_valid = q[:, valid]  # [N, S, K]
-            tmean = (targets * mask.unsqueeze(-1)).sum(dim=(0, 1)) / count
-            stats: dict[str, Tensor] = {"loss/critic": critic_loss.detach(), "grad_norm/critic": critic_gn.detach()}
-            for k, name in enumerate(self.objective_names):
-                stats[f"q_min/{name}"] = q_valid[..., k].min()
-                stats[f"q_mean/{name}"] = q_valid[..., k].mean()
-                stats[f"q_max/{name}"] = q_valid[..., k].max()
-                stats[f"target_mean/{name}"] = tmean[k]
-                stats[f"loss_critic/{name}"] = critic_loss_k[k].detach()
-            values = torch.stack([v.reshape(()).float() for v in stats.values()]).tolist()
-        return dict(zip(stats, values))
+
+    def _critic_statistics(self, q_e: Tensor, targets: Tensor, mask: Tensor, count: Tensor,
+                           critic_loss_k: Tensor) -> dict[str, Tensor]:
+        """Per objective: the range and mean of ``q_e [K, N, S]``, the mean critic target over the
+        valid steps of ``targets [T, B, K]`` and the critic loss ``critic_loss_k [K]``."""
+        q_min, q_max, q_mean = q_e.amin(dim=(1, 2)), q_e.amax(dim=(1, 2)), q_e.mean(dim=(1, 2))
+        tmean = (targets * mask.unsqueeze(-1)).sum(dim=(0, 1)) / count
+        stats: dict[str, Tensor] = {}
+        for k, name in enumerate(self.objective_names):
+            stats[f"q_min/{name}"] = q_min[k]
+            stats[f"q_mean/{name}"] = q_mean[k]
+            stats[f"q_max/{name}"] = q_max[k]
+            stats[f"target_mean/{name}"] = tmean[k]
+            stats[f"loss_critic/{name}"] = critic_loss_k[k].detach()
+        return stats
 
     def _condition(self, obs: Tensor) -> tuple[Tensor, Tensor]:
         """The preference each sequence is learned under: with ``preferences.relabel`` a fresh ε per
