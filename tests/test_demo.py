@@ -4,6 +4,7 @@ import json
 import os
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -15,7 +16,10 @@ def test_demo_runs_end_to_end_on_a_tiny_budget(tmp_path, domain_id):
     from morl_robot.session.processes import ros_env
 
     out = tmp_path / "demo"
-    cmd = [sys.executable, "-m", "morl_robot.cli", "demo", "--steps", "300", "--eval-episodes", "2",
+    # the console script `make demo` runs (the venv's morl-robot), else the same CLI module
+    script = Path(sys.executable).with_name("morl-robot")
+    cli = [str(script)] if script.is_file() else [sys.executable, "-m", "morl_robot.cli"]
+    cmd = [*cli, "demo", "--steps", "300", "--eval-episodes", "2",
            "--episodes", "1", "--out", str(out), "--no-progress", "--domain-id", str(domain_id)]
     done = subprocess.run(cmd, env={**ros_env(domain_id), **{k: v for k, v in os.environ.items() if k == "PYTHONPATH"}},
                           capture_output=True, text=True, timeout=600, check=False)
