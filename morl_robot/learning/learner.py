@@ -341,10 +341,10 @@ class MOMPOLearner:
             temperature_loss = torch.zeros(())
         elif cfg.temperature_solver == "exact":
             with torch.no_grad():
-                for k in range(q_for_e.shape[0]):
-                    if float(self.epsilons[k]) > 0:
-                        eta = mpo.solve_temperature(q_for_e[k], float(self.epsilons[k]), log_prior)
-                        self.log_temperature[k] = mpo.dual_param_from_value(eta)
+                solved = self.epsilons > 0  # [K'] (ε_k = 0: objective k has no E-step)
+                if bool(solved.any()):
+                    log_eta = mpo.solve_log_temperatures(q_for_e[solved], self.epsilons[solved], None, log_prior)
+                    self.log_temperature[solved] = mpo.dual_param_from_value(log_eta.exp())
         if pref_eps is None:
             temperatures = mpo.dual_from_param(self.log_temperature)  # [K'] (K' = 1 if scalarized)
             weights, temperature_loss, e_stats = mpo.multi_objective_e_step(q_for_e, temperatures, self.epsilons,

@@ -247,3 +247,35 @@ def test_dual_parameterisation_round_trip_and_floor() -> None:
         assert float(mpo.dual_from_param(mpo.dual_param_from_value(v))) == pytest.approx(v, rel=1e-5)
     assert float(mpo.dual_param_from_value(0.0)) == mpo.LOG_DUAL_FLOOR
     assert math.isfinite(float(mpo.dual_from_param(torch.tensor(mpo.LOG_DUAL_FLOOR))))
+
+
+@settings(max_examples=25, deadline=None)
+@given(seed=st.integers(0, 10_000), log_eps=st.floats(-6.0, 0.0))
+def test_grouped_solver_equals_one_solve_per_group_on_its_own_states(seed: int, log_eps: float) -> None:
+    """solve_log_temperatures over G groups with 0/1 state weights = each group solved alone on
+    the states it weights; every group's mean KL equals its ε (the dual's stationarity, eq. 4)."""
+    g = torch.Generator().manual_seed(seed)
+    q = torch.randn((3, 6, 12), generator=g, dtype=torch.float64) * torch.tensor([0.1, 1.0, 50.0]).view(3, 1, 1)
+    weights = (torch.rand((3, 12), generator=g) > 0.3).double()
+    weights[:, 0] = 1.0
+    eps = math.exp(log_eps) * torch.tensor([1.0, 0.5, 2.0], dtype=torch.float64)
+    eta = mpo.solve_log_temperatures(q, eps, weights).exp()
+    for k in range(3):
+        keep = weights[k] > 0
+        alone = mpo.solve_temperature(q[k][:, keep], float(eps[k]))
+        assert float(eta[k]) == pytest.approx(alone, rel=1e-6)
+        greedy_kl = math.log(6)  # one action takes all the mass
+        if float(eps[k]) < 0.9 * greedy_kl:
+            w = mpo.e_step_weights(q[k][:, keep], float(eta[k]))
+            assert float(mpo.kl_to_prior(w)) == pytest.approx(float(eps[k]), rel=1e-5)
+
+
+def test_grouped_solver_limiting_cases() -> None:
+    """Flat Q: η = 1 (weights = prior); ε above the greedy KL: the nearly greedy lower bracket end."""
+    q = torch.zeros((2, 4, 5), dtype=torch.float64)
+    q[1] = torch.arange(20, dtype=torch.float64).view(4, 5)
+    eta = mpo.solve_log_temperatures(q, torch.tensor([0.1, 10.0]))
+    assert float(eta[0]) == 0.0
+    assert float(eta[1].exp()) == pytest.approx(1e-12 * 15.0, rel=1e-9)  # spread of group 1 is 15
+    with pytest.raises(ValueError, match="epsilon must be > 0"):
+        mpo.solve_log_temperatures(q, torch.tensor([0.1, 0.0]))
