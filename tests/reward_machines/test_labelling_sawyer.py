@@ -90,6 +90,17 @@ def test_sawyer_rm_command_trains_with_crm_and_evaluates(tmp_path, capsys):
     out_text = capsys.readouterr().out
     assert "return: touch_then_insert" in out_text and "scripted insertion controller (reference)" in out_text
     assert res["scripted_reference"]["episodes"] == 2 and res["scripted_reference"]["seeds"] == res["evaluation"]["seeds"]
+    # the trained policy is exported with its reward machine in the contract, and the figures are the
+    # ONNX policy's: `morl-robot evaluate OUT/policy.onnx` rebuilds the product and reproduces them
+    from morl_robot.serving.runtime import OnnxPolicy
+
+    assert res["policy"] == "policy.onnx"
+    contract = OnnxPolicy.from_file(out / "policy.onnx").contract
+    assert contract.reward_machine is not None and contract.reward_machine.spec == "sawyer/peg_touch_then_insert"
+    assert contract.objective_names == res["objectives"] and contract.policy_version == 120
+    assert main(["evaluate", str(out / "policy.onnx"), "--episodes", "2", "--seed", "10000", "--json"]) == 0
+    got = json.loads(capsys.readouterr().out)
+    assert got["per_episode"] == res["evaluation"]["per_episode"]
 
 
 def test_sawyer_rm_learns_from_demonstrations_with_the_baselines_update_budget(tmp_path, capsys):
