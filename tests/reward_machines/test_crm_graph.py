@@ -69,6 +69,10 @@ def test_the_policy_acts_in_the_product_of_task_and_machine(run):
     assert contract.objective_names == ["task", "wrist_force", "touch_then_insert", "force_budget"]
     machine = [lab for lab in contract.observation_labels if lab.startswith("rm_state/")]
     assert len(machine) == 12 and machine[0] == "rm_state/approach+clean"
+    # the learner node's export records the machine: evaluate / deploy rebuild the product from it
+    from morl_robot.reward_machines.env import machine_inputs
+
+    assert contract.reward_machine == machine_inputs("sawyer/peg_touch_then_insert")
     with open(run / "episodes.csv", newline="") as f:
         episodes = list(csv.DictReader(f))
     assert episodes and "return/force_budget" in episodes[0]
