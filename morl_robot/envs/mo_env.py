@@ -78,7 +78,7 @@ def open_policy_env(contract: PolicyContract, task_config: str | os.PathLike[str
         raise ContractError(f"contract field 'reward_machine' is missing but the policy's observation includes a "
                             f"reward-machine one-hot ({len(contract.machine_state_labels)} labels "
                             f"'{contract.machine_state_labels[0]}'…): the model was exported before contracts "
-                            "recorded the machine; export it again with this version")
+                            "recorded the machine; train (or resume) its run with this version and export again")
     if machine is not None:
         from morl_robot.reward_machines.env import check_machine
 

@@ -153,3 +153,70 @@ def test_sim_to_sim_check_of_a_reward_machine_policy(policy, tmp_path, domain_id
     assert report["graph_success"] == report["in_process_success"]
     for line in ("touch_then_insert", "force_budget"):
         assert line in done.stdout
+
+
+# --- the committed Sawyer MORM policy (results/sawyer_rm/conservative_no_crm) ---------------------
+COMMITTED = Path(__file__).resolve().parents[2] / "results" / "sawyer_rm" / "conservative_no_crm"
+#: two of its evaluation episodes: 10004 crosses the force limit twice (force_budget −2, the machine
+#: ends it after the insertion), 10005 inserts after a light touch and runs to the time limit
+SEEDS = (10004, 10005)
+
+
+def committed_episodes() -> dict[int, dict]:
+    data = json.loads((COMMITTED / "results.json").read_text())
+    assert data["policy"] == "policy.onnx" and data["spec"] == SPEC
+    return {e["seed"]: e for e in data["evaluation"]["per_episode"]}
+
+
+def test_the_committed_sawyer_morm_policy_reproduces_its_episodes(capsys):
+    """`morl-robot evaluate results/sawyer_rm/conservative_no_crm/policy.onnx` (the README's
+    command, on two of its 20 seeds) gives the committed per-episode figures."""
+    committed = committed_episodes()
+    assert committed[SEEDS[0]]["termination"] == "reward_machine" and committed[SEEDS[1]]["success"]
+    assert main(["evaluate", str(COMMITTED / "policy.onnx"), "--episodes", str(len(SEEDS)), "--seed", str(SEEDS[0]),
+                 "--json"]) == 0
+    got = json.loads(capsys.readouterr().out)
+    for episode in got["per_episode"]:
+        want = committed[episode["seed"]]
+        assert episode["termination"] == want["termination"] and episode["steps"] == want["steps"]
+        assert episode["success"] == want["success"]
+        for name in OBJECTIVES:
+            assert episode["returns"][name] == pytest.approx(want["returns"][name], abs=1e-6)
+
+
+@pytest.mark.ros
+def test_the_committed_sawyer_morm_policy_deploys_through_the_graph(tmp_path, domain_id):
+    """`morl-robot deploy --policy results/sawyer_rm/conservative_no_crm/policy.onnx --episodes 1
+    --seed 10004`: the robot node runs the machine; the graph's episode is the committed one."""
+    done = cli(["deploy", "--policy", str(COMMITTED / "policy.onnx"), "--episodes", "1", "--seed", str(SEEDS[0]),
+                "--out", str(tmp_path), "--domain-id", str(domain_id)], domain_id)
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-3000:]
+    report = json.loads((tmp_path / "deploy_report.json").read_text())
+    want = committed_episodes()[SEEDS[0]]
+    assert report["terminations"] == [want["termination"]]
+    for i, name in enumerate(OBJECTIVES):
+        assert report["graph_returns"][0][i] == pytest.approx(want["returns"][name], abs=1e-3)
+    assert max(report["max_abs_difference"]) < 1e-3, report
+
+
+def test_the_readme_commands_for_the_committed_policy_go_through_the_real_parser(capsys):
+    """The README's inspect / evaluate / deploy lines for the committed policy parse with the CLI's
+    parser as the commands the tests above run (inspect runs here)."""
+    import shlex
+
+    from morl_robot.cli import build_parser
+
+    readme = (COMMITTED.parents[2] / "README.md").read_text()
+    lines = [line.split("#")[0].strip() for line in readme.splitlines()
+             if line.startswith("morl-robot ") and "results/sawyer_rm/conservative_no_crm/policy.onnx" in line]
+    commands = {shlex.split(line)[1]: shlex.split(line)[1:] for line in lines}
+    assert set(commands) == {"inspect", "evaluate", "deploy"}
+    root = COMMITTED.parents[2]
+    parser = build_parser()
+    evaluate = parser.parse_args(commands["evaluate"])
+    assert (evaluate.episodes, evaluate.seed) == (20, 10000) and (root / evaluate.policy).is_file()
+    deploy = parser.parse_args(commands["deploy"])
+    assert (deploy.episodes, deploy.seed, deploy.backend) == (2, SEEDS[0], "sim") and (root / deploy.policy).is_file()
+    inspect = commands["inspect"]
+    assert main([inspect[0], str(root / inspect[1])]) == 0
+    assert f"reward machine {SPEC}" in capsys.readouterr().out
