@@ -155,6 +155,19 @@ def test_sim_to_sim_check_of_a_reward_machine_policy(policy, tmp_path, domain_id
         assert line in done.stdout
 
 
+@pytest.mark.ros
+def test_the_hardware_backend_runs_the_machine_too(policy, tmp_path, domain_id):
+    """`--backend hardware` against the driver emulator: the robot node labels the driver's readings
+    and steps the machine; the policy server gets the product observation (no layout holds) and
+    keeps its rate."""
+    done = cli(["deploy", "--policy", str(policy), "--backend", "hardware", "--emulate", "none", "--duration", "10",
+                "--out", str(tmp_path), "--domain-id", str(domain_id)], domain_id)
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-3000:]
+    server = json.loads(done.stdout[done.stdout.index("{"):])["policy_server"]
+    assert int(server["held_bad_layout"]) == 0 and int(server["commands"]) > 100, server
+    assert float(server["rate_hz"]) == 20
+
+
 # --- the committed Sawyer MORM policy (results/sawyer_rm/conservative_no_crm) ---------------------
 COMMITTED = Path(__file__).resolve().parents[2] / "results" / "sawyer_rm" / "conservative_no_crm"
 #: two of its evaluation episodes: 10004 crosses the force limit twice (force_budget −2, the machine
