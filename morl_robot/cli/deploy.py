@@ -11,6 +11,11 @@ the torch policy of the run's newest checkpoint (``--compare RUN_DIR``, default 
 the ONNX file lies in) or, without a checkpoint, onnxruntime in-process.  Both are reported, with
 their difference, in ``OUT/deploy_report.json``.
 
+A policy of a reward-machine task (its contract's ``reward_machine``) is deployed with its machine:
+the robot node runs it (the session's ``reward_machine``, as in training) and publishes the product
+observation the policy takes; the machine is checked against this installation's files first, and
+the sim-to-sim check compares every objective, the task's and the machine's.
+
 An ε-conditioned policy (its contract lists preference inputs) serves under ``--preference`` (one
 ε per objective, checked against the contract's ranges; default the centre of its box); the
 in-process reference acts under the same preference.
@@ -25,11 +30,14 @@ import json
 import sys
 import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from morl_robot.errors import UsageError
+
+if TYPE_CHECKING:
+    from morl_robot.serving.contract import PolicyContract
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -58,11 +66,13 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(func=run)
 
 
-def in_process_returns(policy_path: Path, compare: Path | None, task: str,
+def in_process_returns(policy_path: Path, compare: Path | None, served: PolicyContract,
                        seeds: list[int], preference: np.ndarray | None = None) -> tuple[np.ndarray, list[bool], str]:
     """Per-episode returns [N, K] and successes [N] of the deterministic policy in-process (an
-    ε-conditioned one under ``preference``, default its box's centre), and what was evaluated."""
-    from morl_robot.envs.mo_env import MORobotEnv
+    ε-conditioned one under ``preference``, default its box's centre) in the environment the served
+    policy's contract describes (a reward-machine policy: the product with its machine), and what
+    was evaluated."""
+    from morl_robot.envs.mo_env import open_policy_env
 
     act: Any
     source: str
@@ -93,7 +103,7 @@ def in_process_returns(policy_path: Path, compare: Path | None, task: str,
     from morl_robot.evaluation.protocol import run_episode
     from morl_robot.safety.shield import SafetyShield
 
-    env = MORobotEnv(task)
+    env = open_policy_env(served)
     try:  # through the same safety rules as the graph's monitor
         shield = SafetyShield(env)
         episodes = [run_episode(env, act, seed, shield) for seed in seeds]
@@ -124,7 +134,7 @@ def run(args: argparse.Namespace) -> int:
     from morl_robot.nodes import wire
     from morl_robot.serving.runtime import OnnxPolicy
     from morl_robot.session.config import load_session_config, node_parameters
-    from morl_robot.session.graph import deploy_nodes
+    from morl_robot.session.graph import deploy_nodes, policy_session
     from morl_robot.session.processes import NodeSpec
     from morl_robot.session.runner import SessionRunner
 
@@ -149,8 +159,8 @@ def run(args: argparse.Namespace) -> int:
     if args.episodes and args.backend != "sim":
         raise UsageError("--episodes (the sim-to-sim check) needs --backend sim")
     timing = args.timing or ("lockstep" if args.episodes else "realtime")
-    overrides: dict[str, Any] = {"task": contract.task, "robot": contract.robot, "backend": args.backend,
-                                 "policy": str(policy_path), "seed": args.seed, "use_sim_time": args.use_sim_time or None,
+    overrides: dict[str, Any] = {**policy_session(contract, str(policy_path)), "backend": args.backend,
+                                 "seed": args.seed, "use_sim_time": args.use_sim_time or None,
                                  "robot_node": {"timing": timing}, "policy_server": {"timing": timing}}
     if preference is not None:
         overrides["policy_server"]["preference"] = [float(x) for x in preference]
@@ -221,7 +231,7 @@ def run(args: argparse.Namespace) -> int:
     # robot_node: reset_world started episode first_episode with the seed, the next ones seed + 1, …
     seeds = [cfg.seed + int(e["episode"]) - first_episode for e in ends[:args.episodes]]
     reference, reference_success, source = in_process_returns(policy_path, Path(args.compare) if args.compare else None,
-                                           contract.task, seeds, preference)
+                                           contract, seeds, preference)
     report = {
         "policy": str(policy_path), "task": contract.task, "timing": timing, "episodes": args.episodes,
         "seeds": seeds, "objectives": list(contract.objective_names),

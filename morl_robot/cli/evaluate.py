@@ -5,6 +5,10 @@ Deterministic episodes on seeds S … S+N−1; prints a Markdown table (each obj
 with its 95 % bootstrap CI, success rate, peak and mean contact force, termination reasons) or,
 with ``--json``, one JSON object on stdout.  ``random --task T`` evaluates uniform random actions;
 ``scripted --task sawyer_peg_in_hole`` a hand-written insertion controller.
+
+A policy of a reward-machine task (its contract's ``reward_machine``) is evaluated in the product of
+its task and that machine, checked against this installation's machine files: the table lists the
+task's objectives and the machine's.
 """
 from __future__ import annotations
 
@@ -40,7 +44,7 @@ def run(args: argparse.Namespace) -> int:
     loaded = load_policy(args.policy, args.task, args.seed, args.preference)
     result = evaluate_policy(loaded.act, loaded.task, args.episodes, args.seed, loaded.description,
                              progress=not args.no_progress and not args.json and sys.stderr.isatty(),
-                             safety=not args.no_safety)
+                             safety=not args.no_safety, env_fn=loaded.make_env)
     if args.json:
         print(json.dumps(result.to_json()))
     else:

@@ -43,6 +43,10 @@ def format_info(info: ModelInfo) -> str:
         lines.append("preference   " + ", ".join(f"{n} ε in [{lo:g}, {hi:g}]" for n, (lo, hi) in
                                                  zip(c.preferences.names, c.preferences.ranges))
                      + " (input 'preference'; default " + c.preferences.describe(c.preferences.centre) + ")")
+    if c.reward_machine is not None:
+        rm = c.reward_machine
+        lines.append(f"reward machine {rm.spec} (labelling {rm.labelling}; machines {', '.join(rm.machines)}; "
+                     f"{len(rm.states)} product states, the last observation values; {rm.digest[:19]}…)")
     lines += [
         f"normalizer   {c.observation_normalizer} (inside the graph)",
         f"code         {c.code_version or '(unknown)'}",

@@ -7,6 +7,8 @@ ended (``force_threshold``, ``success``, ``time_limit``) or None.
 
 :func:`open_task_env` is the one way the graph's actors (robot node, vectorized actor) and the
 learner open a task by its settings: a task, optionally in the product of a reward-machine task.
+:func:`open_policy_env` opens the environment an exported policy acts in, from its contract (the
+evaluation protocol and the deploy check's in-process reference).
 """
 from __future__ import annotations
 
@@ -25,6 +27,7 @@ from morl_robot.tasks.registry import load_task
 
 if TYPE_CHECKING:
     from morl_robot.reward_machines.env import RewardMachineEnv
+    from morl_robot.serving.contract import PolicyContract
 
 
 def make_sim_robot(task: Task, model_source: str = "builtin") -> MujocoRobot:
@@ -57,6 +60,45 @@ def open_task_env(task: str | Task, task_config: str | None = None, reward_machi
     except Exception:
         env.close()
         raise
+
+
+def open_policy_env(contract: PolicyContract, task_config: str | os.PathLike[str] | None = None,
+                    robot: Robot | None = None) -> MORobotEnv | RewardMachineEnv:
+    """The environment a policy with ``contract`` acts in: its task and, if the contract records a
+    reward machine (field ``reward_machine``), the product with that machine, checked against this
+    installation's files (:func:`~morl_robot.reward_machines.env.check_machine`).  A
+    :class:`~morl_robot.serving.contract.ContractError` naming the field if the machine differs, if
+    the policy's observation has a machine one-hot but its contract does not say which machine
+    (exported before contracts carried it), or if the environment's observation labels or
+    objectives are not the contract's (instead of a shape error in the first step)."""
+    from morl_robot.serving.contract import ContractError
+
+    machine = contract.reward_machine
+    if machine is None and contract.machine_state_labels:
+        raise ContractError(f"contract field 'reward_machine' is missing but the policy's observation includes a "
+                            f"reward-machine one-hot ({len(contract.machine_state_labels)} labels "
+                            f"'{contract.machine_state_labels[0]}'…): the model was exported before contracts "
+                            "recorded the machine; train (or resume) its run with this version and export again")
+    if machine is not None:
+        from morl_robot.reward_machines.env import check_machine
+
+        check_machine(machine, contract.task)
+    env = open_task_env(contract.task, str(task_config) if task_config else None,
+                        machine.spec if machine is not None else "", robot)
+    try:
+        for name, have in (("observation_labels", list(env.observation_labels)),
+                           ("objective_names", list(env.objective_names))):
+            want = list(getattr(contract, name))
+            if have != want:
+                i = next((i for i, (a, b) in enumerate(zip(have, want)) if a != b), min(len(have), len(want)))
+                raise ContractError(f"contract field '{name}': the policy has {len(want)} entries, task "
+                                    f"'{contract.task}' here gives {len(have)}; first difference at index {i}: "
+                                    f"{want[i] if i < len(want) else '(none)'!r} vs "
+                                    f"{have[i] if i < len(have) else '(none)'!r}")
+    except ContractError:
+        env.close()
+        raise
+    return env
 
 
 class MORobotEnv(gym.Env[np.ndarray, np.ndarray]):

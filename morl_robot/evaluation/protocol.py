@@ -227,6 +227,14 @@ class LoadedPolicy:
     description: str
     contract: Any = None  # serving.contract.PolicyContract (None for a random policy)
 
+    def make_env(self) -> Any:
+        """The environment the policy acts in: the one its contract describes (a reward-machine
+        policy: the task in the product with its machine, checked; :func:`~morl_robot.envs.mo_env.open_policy_env`),
+        else its task's."""
+        from morl_robot.envs.mo_env import MORobotEnv, open_policy_env
+
+        return open_policy_env(self.contract) if self.contract is not None else MORobotEnv(self.task)
+
 
 def onnx_policy(path: str | os.PathLike[str], preference: Sequence[float] | None = None) -> LoadedPolicy:
     """An exported ONNX policy (normaliser and action scaling inside), acting deterministically; an
@@ -389,5 +397,5 @@ def evaluation_curve(run_dir: str | os.PathLike[str], episodes: int, seed: int,
     for steps, path in snapshot_files(run_dir):
         loaded = onnx_policy(path)
         curve.append((steps, evaluate_policy(loaded.act, loaded.task, episodes, seed, loaded.description,
-                                             progress=progress)))
+                                             progress=progress, env_fn=loaded.make_env)))
     return curve

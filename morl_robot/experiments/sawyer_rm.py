@@ -11,9 +11,12 @@ history-dependent objectives from reward machines over the labelling function
   episode for a second one ("never cross the force limit twice").
 
 MO-MPO learns on the product (observation + machine one-hot) with counterfactual experience
-(``replay.crm``), then the trained policy is evaluated with the evaluation protocol
+(``replay.crm``), then the trained policy is exported to ``OUT/policy.onnx`` (its contract records
+the reward machine: ``morl-robot evaluate OUT/policy.onnx`` and ``morl-robot deploy`` rebuild the
+product from it) and that ONNX policy is evaluated with the evaluation protocol
 (:mod:`morl_robot.evaluation.protocol`: deterministic episodes on fixed seeds through the safety
-rules; means with 95 % bootstrap CIs per objective, success rate, terminations, forces).
+rules; means with 95 % bootstrap CIs per objective, success rate, terminations, forces), so the
+figures in ``results.json`` are what ``morl-robot evaluate`` reproduces.
 """
 from __future__ import annotations
 
@@ -38,15 +41,22 @@ def make_env() -> Any:
 def run(out_dir: str | os.PathLike[str], steps: int = 40_000, crm: bool = True, seed: int = 0,
         eval_episodes: int = 20, eval_seed: int = 10_000, learner_config: str | None = None,
         progress: bool = True, crm_scale_updates: bool | None = None) -> dict[str, Any]:
-    """Train (resumable: the run folder keeps checkpoints), evaluate with the protocol, write results.json.
+    """Train (resumable: the run folder keeps checkpoints), export ``policy.onnx``, evaluate it with
+    the protocol, write results.json and evaluation.md.
 
     ``learner_config``: a YAML path or a name under ``config/`` (e.g. ``learner/sawyer_front_demos.yaml``:
     with ``training.demonstrations`` the first episodes are acted by the scripted insertion
     controller, which reads the task part of the product observation).  ``crm_scale_updates``:
     None keeps the YAML's ``replay.crm_scale_updates``."""
-    from morl_robot.evaluation.protocol import evaluate_policy, scripted_policy
+    from morl_robot.evaluation.protocol import (
+        evaluate_policy,
+        onnx_policy,
+        scripted_policy,
+    )
     from morl_robot.learning import load_learner_config, train
     from morl_robot.reward_machines.env import load_rm_task
+    from morl_robot.serving.contract import contract_for_env
+    from morl_robot.serving.export import export_policy
 
     out = Path(out_dir)
     _, product, _ = load_rm_task(SPEC)
@@ -60,8 +70,16 @@ def run(out_dir: str | os.PathLike[str], steps: int = 40_000, crm: bool = True, 
     result = train(make_env, config, total_steps=steps, seed=seed, out_dir=out / "run", progress=progress,
                    demonstrator=demonstrator)
     train_s = time.monotonic() - t0
-    evaluation = evaluate_policy(result.policy, TASK, episodes=eval_episodes, seed=eval_seed,
-                                 policy=f"MO-MPO{' + CRM' if crm else ''} seed {seed}", env_fn=make_env,
+    env = make_env()
+    try:  # the contract of the product env: task, observation with the one-hot, objectives, the machine
+        contract = contract_for_env(env, config, policy_version=result.env_steps,
+                                    run_id=f"sawyer_rm/{out.name}/seed{seed}")
+    finally:
+        env.close()
+    export_policy(result.learner.policy, contract, out / "policy.onnx", normalizer=result.policy.normalizer)
+    loaded = onnx_policy(out / "policy.onnx")
+    evaluation = evaluate_policy(loaded.act, TASK, episodes=eval_episodes, seed=eval_seed,
+                                 policy=f"MO-MPO{' + CRM' if crm else ''} seed {seed}", env_fn=loaded.make_env,
                                  progress=progress)
     summary = {
         "spec": SPEC, "task": TASK, "crm": crm, "crm_scale_updates": config.replay.crm_scale_updates if crm else None,
@@ -72,6 +90,7 @@ def run(out_dir: str | os.PathLike[str], steps: int = 40_000, crm: bool = True, 
         "budget": {"env_steps": result.env_steps, "updates": result.updates, "episodes": result.episodes,
                    "train_wall_time_s": round(train_s, 1),  # this sitting's
                    "resumed_from": str(result.resumed_from) if result.resumed_from else None},
+        "policy": "policy.onnx",  # the evaluated policy, next to this file
         "evaluation": evaluation.to_json(),
     }
     # the scripted insertion controller on the same seeds and machines: what the objectives give a

@@ -739,12 +739,12 @@ def session_for_task(task_name: str, task_config: str | None, config_file: str |
     task's robot (observation/action labels, units, bounds).  With ``reward_machine`` (a
     reward-machine task spec) the task is in the product of that MORM, as the actors run it
     (:func:`~morl_robot.envs.mo_env.open_task_env`): the machine one-hot joins the observation,
-    the MORM objectives the task's, and ``replay.crm`` relabels the replay
-    (:func:`counterfactual_relabeller`).  ``options``: see :class:`LearnerSession`."""
+    the MORM objectives the task's, the machine the contract (its ``reward_machine`` field), and
+    ``replay.crm`` relabels the replay (:func:`counterfactual_relabeller`).  ``options``: see :class:`LearnerSession`."""
     from morl_robot.envs.mo_env import make_sim_robot, open_task_env
     from morl_robot.learning.config import load_learner_config
     from morl_robot.resources import resolve_config
-    from morl_robot.serving.contract import contract_for_task
+    from morl_robot.serving.contract import contract_for_env
     from morl_robot.tasks.registry import load_task
 
     path = resolve_config("learner", config_file)
@@ -763,8 +763,7 @@ def session_for_task(task_name: str, task_config: str | None, config_file: str |
             config, env, what=f"{path}: task '{task_name}'",
             hint="give the session a reward-machine task: morl-robot train --reward-machine SPEC, the "
                  "reward_machine parameter")
-        contract = contract_for_task(task, robot, config, policy_version=0, run_id=uuid.uuid4().hex[:12],
-                                     observation_labels=env.observation_labels, objective_names=objectives)
+        contract = contract_for_env(env, config, policy_version=0, run_id=uuid.uuid4().hex[:12])
         propositions = tuple(env.product.propositions) if reward_machine else ()
     finally:
         env.close()

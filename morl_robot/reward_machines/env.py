@@ -16,13 +16,19 @@ gives σ = L(s, a, s'), the MORM moves u → u' = δ(u, σ) and pays λ(u, σ) (
 
 A reward-machine *task* (:class:`RMTaskSpec`, :func:`wrap_task_env`) puts a robot task's
 environment in its product; the robot node, the vectorized actor and the learner node open it from
-the ``reward_machine`` setting, in-process training from the Gymnasium id.
+the ``reward_machine`` setting, in-process training from the Gymnasium id.  Its policies carry the
+machine in their contract (:func:`machine_inputs`: the spec, the one-hot layout and a digest of the
+product's tables and the labelling function); :func:`check_machine` compares a contract's machine
+with the files of this installation before a policy is evaluated or deployed.
 
 :meth:`RewardMachineEnv.relabeller` gives the :class:`~morl_robot.reward_machines.crm.CounterfactualRelabeller`
 (the observation and reward columns of the machine) for CRM in the replay.
 """
 from __future__ import annotations
 
+import dataclasses
+import hashlib
+import json
 import os
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -35,9 +41,10 @@ from gymnasium import spaces
 from morl_robot.errors import ConfigError
 from morl_robot.reward_machines.crm import CounterfactualRelabeller
 from morl_robot.reward_machines.product import ProductMachine
+from morl_robot.serving.contract import ContractError, RewardMachineInputs
 
-__all__ = ["Labeller", "RMTaskSpec", "RewardMachineEnv", "info_labels", "load_rm_task", "machine_state_labels",
-           "make_rm_task_env", "wrap_task_env"]
+__all__ = ["Labeller", "RMTaskSpec", "RewardMachineEnv", "check_machine", "info_labels", "load_rm_task",
+           "machine_inputs", "machine_state_labels", "make_rm_task_env", "wrap_task_env"]
 
 #: L: (env, observation, action, next observation, info) → the set of true propositions.
 Labeller = Callable[[gym.Env, Any, Any, Any, dict], "set[str] | frozenset[str]"]
@@ -76,6 +83,8 @@ class RewardMachineEnv(gym.Wrapper):
         self.reward_space = spaces.Box(-np.inf, np.inf, shape=(k,), dtype=np.float64)
         self.reward_dim = k
         self.machine_state = product.initial
+        #: what a policy's contract records of this machine (set by :func:`wrap_task_env`; None otherwise)
+        self.contract_machine: RewardMachineInputs | None = None
         self._obs = None
         inner_labels = getattr(env, "observation_labels", None)
         #: the inner env's labels + the machine one-hot's (None for an unlabelled inner env)
@@ -163,15 +172,65 @@ def load_rm_task(path: str | os.PathLike[str]) -> tuple[RMTaskSpec, ProductMachi
     return spec, product, labeller
 
 
+def _machine_inputs(spec: str | os.PathLike[str], task_spec: RMTaskSpec, product: ProductMachine,
+                    labeller: Any) -> RewardMachineInputs:
+    """The contract's ``reward_machine`` of a loaded reward-machine task.  The digest is the SHA-256
+    of canonical JSON of what decides the policy's inputs and rewards: the task, the product's
+    propositions, state labels, tables δ (S, M), λ (S, M, d) and F (S,), the objectives, whether
+    the task's rewards are kept, and the labelling function's features and propositions (names
+    of files, comments, guard order and descriptions do not enter it)."""
+    states = machine_state_labels(product)
+    labelling = dataclasses.asdict(labeller.spec)
+    labelling.pop("description", None)
+    content = {
+        "task": task_spec.task, "keep_task_rewards": bool(task_spec.keep_task_rewards),
+        "objectives": list(product.objective_names), "propositions": list(product.propositions),
+        "states": list(states), "next_state": product.next_state.tolist(), "reward": product.reward.tolist(),
+        "terminal": product.terminal.tolist(), "labelling": labelling,
+    }
+    text = json.dumps(content, sort_keys=True, separators=(",", ":"))
+    return RewardMachineInputs(
+        spec=str(spec), labelling=str(task_spec.labelling), machines=[str(m) for m in task_spec.machines],
+        objectives=list(product.objective_names), keep_task_rewards=bool(task_spec.keep_task_rewards),
+        states=list(states), digest="sha256:" + hashlib.sha256(text.encode()).hexdigest())
+
+
+def machine_inputs(spec: str | os.PathLike[str]) -> RewardMachineInputs:
+    """The contract field ``reward_machine`` of a policy trained on the reward-machine task ``spec``
+    (a name under ``config/reward_machines/`` or a path), from this installation's files."""
+    return _machine_inputs(spec, *load_rm_task(spec))
+
+
+def check_machine(recorded: RewardMachineInputs, task: str) -> RewardMachineInputs:
+    """This installation's version of the machine a policy's contract records (loaded by its
+    ``spec`` reference), checked: :class:`~morl_robot.serving.contract.ContractError` naming the
+    contract field if the spec cannot be loaded, is for another task, or differs from the one the
+    policy was trained with (labelling, machines, objectives, one-hot layout, digest)."""
+    try:
+        task_spec, product, labeller = load_rm_task(recorded.spec)
+    except (ConfigError, OSError) as exc:
+        raise ContractError(f"contract field 'reward_machine': its spec {recorded.spec!r} cannot be loaded here: "
+                            f"{exc}") from None
+    if task_spec.task != task:
+        raise ContractError(f"contract field 'reward_machine': spec {recorded.spec!r} is written for task "
+                            f"'{task_spec.task}' but the policy's task is '{task}'")
+    local = _machine_inputs(recorded.spec, task_spec, product, labeller)
+    recorded.check_same(local, f"this installation's {recorded.spec}")
+    return local
+
+
 def wrap_task_env(env: gym.Env, spec: str | os.PathLike[str]) -> RewardMachineEnv:
     """A robot task's environment (:class:`~morl_robot.envs.mo_env.MORobotEnv`) in the product of
     the reward-machine task ``spec`` (a name under ``config/reward_machines/`` or a path); a
-    :class:`ConfigError` if the spec is written for another task."""
+    :class:`ConfigError` if the spec is written for another task.  Its ``contract_machine`` is the
+    :class:`~morl_robot.serving.contract.RewardMachineInputs` its policies' contracts record."""
     task_spec, product, labeller = load_rm_task(spec)
     name = env.unwrapped.task.name
     if task_spec.task != name:
         raise ConfigError(f"reward machine {spec}: it is written for task '{task_spec.task}', not '{name}'")
-    return RewardMachineEnv(env, product, labeller, keep_task_rewards=task_spec.keep_task_rewards)
+    wrapped = RewardMachineEnv(env, product, labeller, keep_task_rewards=task_spec.keep_task_rewards)
+    wrapped.contract_machine = _machine_inputs(spec, task_spec, product, labeller)
+    return wrapped
 
 
 def make_rm_task_env(spec: str | os.PathLike[str] = "sawyer/peg_touch_then_insert", **env_kwargs: Any) -> RewardMachineEnv:

@@ -2,8 +2,9 @@
 
 * :mod:`.contract` — :class:`PolicyContract` (observation/action names, units, bounds, control mode
   and rate, robot, task, objectives, ε_k or weights, run id, code version) ↔ ONNX metadata;
-  :func:`contract_for_task`; :class:`PreferenceInputs` (an ε-conditioned policy's preference
-  input: ranges, checks, features).
+  :func:`contract_for_task`, :func:`contract_for_env`; :class:`PreferenceInputs` (an ε-conditioned
+  policy's preference input: ranges, checks, features); :class:`RewardMachineInputs` (a
+  reward-machine task's machine: spec, one-hot layout, digest).
 * :mod:`.export` — :func:`export_policy` (torch policy → ONNX bytes/file with normaliser and action
   scaling in the graph), :func:`export_run` (newest checkpoint of a run directory → ONNX file).
 * :mod:`.runtime` — :class:`OnnxPolicy` (load, validate, warm up, ``act``; ``set_preference`` for an
@@ -19,8 +20,8 @@ from typing import Any
 
 _EXPORTS = {
     "ContractError": "contract", "PolicyContract": "contract", "contract_for_task": "contract",
-    "PreferenceError": "contract", "PreferenceInputs": "contract",
-    "observation_unit": "contract", "code_version": "contract",
+    "PreferenceError": "contract", "PreferenceInputs": "contract", "RewardMachineInputs": "contract",
+    "contract_for_env": "contract", "observation_unit": "contract", "code_version": "contract",
     "ExportError": "export", "export_policy": "export", "export_run": "export",
     "NonFiniteInput": "runtime", "NonFiniteOutput": "runtime", "OnnxPolicy": "runtime",
     "PolicyLoadError": "runtime", "PolicyOutput": "runtime", "inspect_model": "runtime",
@@ -28,7 +29,7 @@ _EXPORTS = {
 
 __all__ = [  # noqa: RUF022 - grouped as in _EXPORTS
     "ContractError", "PolicyContract", "contract_for_task", "observation_unit", "code_version",
-    "PreferenceError", "PreferenceInputs",
+    "PreferenceError", "PreferenceInputs", "RewardMachineInputs", "contract_for_env",
     "ExportError", "export_policy", "export_run",
     "NonFiniteInput", "NonFiniteOutput", "OnnxPolicy", "PolicyLoadError", "PolicyOutput", "inspect_model",
 ]

@@ -15,6 +15,15 @@ preference ε = (ε_1 … ε_K) as a second input; its contract lists that input
 :class:`PreferenceInputs` (objective names and the ``[low, high]`` box it was trained on), which
 also validates a preference and computes the network's features from it with numpy only (the
 policy server must not import torch).
+
+A policy trained in the product of a task and a multi-objective reward machine (MORM paper §3.3:
+the observation ends with the product-state one-hot, the reward ends with one entry per machine)
+lists that machine in :class:`RewardMachineInputs` (contract field ``reward_machine``): the
+reward-machine task spec by its resolvable reference, the labelling function and machines it
+names, the MORM objectives, the one-hot layout (the ``rm_state/…`` observation labels, in order)
+and a digest of the machine's content, so an evaluator or a robot rebuilds the same product and a
+different machine behind the same name is refused (:func:`morl_robot.reward_machines.env.machine_inputs`
+computes it, :func:`morl_robot.reward_machines.env.check_machine` compares).
 """
 from __future__ import annotations
 
@@ -175,6 +184,92 @@ class PreferenceInputs:
         return cls(list(names), [[float(x) for x in r] for r in ranges])
 
 
+#: Prefix of the observation labels of a reward-machine product state one-hot.
+MACHINE_STATE_PREFIX = "rm_state/"
+_DIGEST = re.compile(r"^sha256:[0-9a-f]{64}$")
+_MACHINE_KEYS = ("spec", "labelling", "machines", "objectives", "keep_task_rewards", "states", "digest")
+
+
+@dataclass
+class RewardMachineInputs:
+    """The reward machine a policy acts under (contract field ``reward_machine``, see the module doc).
+
+    Stored as a JSON object with these keys.  The product-state one-hot is the last
+    ``len(states)`` observation entries (labels ``rm_state/<u_1>+…+<u_d>``, in the product's
+    breadth-first state order), the MORM objectives the last ``len(objectives)`` objectives."""
+
+    spec: str  # reward-machine task spec: a name under config/reward_machines/ (or a path) as trained
+    labelling: str  # the labelling function the spec names
+    machines: list[str]  # the reward machines the spec names, one per MORM objective
+    objectives: list[str]  # the MORM objective names (the machines' names), in reward order
+    keep_task_rewards: bool  # the reward is [task objectives, MORM objectives] (else MORM objectives only)
+    states: list[str]  # the one-hot layout: its observation labels rm_state/…, in order
+    digest: str  # "sha256:<hex>" of the product machine's tables and the labelling function
+
+    def validate(self, contract: PolicyContract | None = None) -> None:
+        """Raise :class:`ContractError` naming the first bad entry; with ``contract``, also that its
+        observation labels end with ``states`` and its objectives with ``objectives``."""
+        where = "contract field 'reward_machine'"
+        for key in ("spec", "labelling"):
+            if not getattr(self, key):
+                raise ContractError(f"{where}: '{key}' is empty")
+        if not self.machines or len(self.machines) != len(self.objectives):
+            raise ContractError(f"{where}: 'machines' {self.machines} and 'objectives' {self.objectives} must name "
+                                "one reward machine per MORM objective")
+        bad = [x for x in self.states if not x.startswith(MACHINE_STATE_PREFIX)]
+        if not self.states or bad:
+            raise ContractError(f"{where}: 'states' must be the one-hot's observation labels "
+                                f"'{MACHINE_STATE_PREFIX}…', got {bad or 'none'}")
+        if not _DIGEST.match(self.digest):
+            raise ContractError(f"{where}: 'digest' must be 'sha256:' and 64 hex digits, got {self.digest!r}")
+        if contract is None:
+            return
+        obs, s = list(contract.observation_labels), len(self.states)
+        if obs[-s:] != list(self.states) or any(x.startswith(MACHINE_STATE_PREFIX) for x in obs[:-s]):
+            raise ContractError(f"{where}: the observation labels must end with its {s} product states "
+                                f"{self.states[:2]}… (the one-hot), and only there; they end with {obs[-s:][:2]}…")
+        k, d = len(contract.objective_names), len(self.objectives)
+        if list(contract.objective_names[-d:]) != list(self.objectives) or (k > d) != self.keep_task_rewards:
+            raise ContractError(f"{where}: the objectives {contract.objective_names} must be "
+                                f"{'the task objectives, then ' if self.keep_task_rewards else ''}the MORM "
+                                f"objectives {self.objectives}")
+
+    def to_dict(self) -> dict[str, Any]:
+        return {key: (list(v) if isinstance(v := getattr(self, key), list) else v) for key in _MACHINE_KEYS}
+
+    @classmethod
+    def from_value(cls, value: Any) -> RewardMachineInputs | None:
+        """From the decoded ``reward_machine`` metadata value (``None`` or the object of :meth:`to_dict`)."""
+        if value is None:
+            return None
+        if not isinstance(value, dict) or set(value) != set(_MACHINE_KEYS):
+            raise ContractError(f"contract field 'reward_machine' must be null or an object with keys "
+                                f"{', '.join(_MACHINE_KEYS)}, got {value!r}")
+        for key in ("spec", "labelling", "digest"):
+            if not isinstance(value[key], str):
+                raise ContractError(f"contract field 'reward_machine': '{key}' must be a string, got {value[key]!r}")
+        for key in ("machines", "objectives", "states"):
+            if not (isinstance(value[key], list) and all(isinstance(x, str) for x in value[key])):
+                raise ContractError(f"contract field 'reward_machine': '{key}' must be a list of strings, "
+                                    f"got {value[key]!r}")
+        if not isinstance(value["keep_task_rewards"], bool):
+            raise ContractError(f"contract field 'reward_machine': 'keep_task_rewards' must be true or false, "
+                                f"got {value['keep_task_rewards']!r}")
+        return cls(**{key: value[key] for key in _MACHINE_KEYS})
+
+    def check_same(self, other: RewardMachineInputs, what: str) -> None:
+        """:class:`ContractError` naming the first entry in which ``other`` (the machine ``what``
+        found, e.g. this installation's files) differs from this one (the policy's); ``spec`` may
+        differ (the same machine may be named by a path on one side and a name on the other)."""
+        for key in _MACHINE_KEYS[1:]:
+            a, b = getattr(self, key), getattr(other, key)
+            if a != b:
+                hint = (" (the machines or the labelling function changed since the policy was trained)"
+                        if key == "digest" else "")
+                raise ContractError(f"contract field 'reward_machine': '{key}' of the policy is {a!r} but {what} "
+                                    f"has {b!r}{hint}")
+
+
 @dataclass
 class PolicyContract:
     """Everything a policy server must know to feed a policy and use its output (see module doc)."""
@@ -200,6 +295,8 @@ class PolicyContract:
     code_version: str = ""  # morl_robot version + git commit if available
     #: ε-conditioned policy: its preference input (objective names, ranges); None = unconditioned
     preferences: PreferenceInputs | None = field(default=None)
+    #: policy of a reward-machine task: the machine and its one-hot layout; None = the task alone
+    reward_machine: RewardMachineInputs | None = field(default=None)
 
     # --- validation ----------------------------------------------------------------------------
     def validate(self) -> None:
@@ -250,6 +347,17 @@ class PolicyContract:
                 raise ContractError(f"contract field 'preferences' must be PreferenceInputs or None, "
                                     f"got {type(self.preferences).__name__}")
             self.preferences.validate(self.objective_names)
+        if self.reward_machine is not None:
+            if not isinstance(self.reward_machine, RewardMachineInputs):
+                raise ContractError(f"contract field 'reward_machine' must be RewardMachineInputs or None, "
+                                    f"got {type(self.reward_machine).__name__}")
+            self.reward_machine.validate(self)
+
+    @property
+    def machine_state_labels(self) -> list[str]:
+        """The observation labels of a reward-machine one-hot (``rm_state/…``), whether or not the
+        contract records the machine (one exported before contracts carried it does not)."""
+        return [x for x in self.observation_labels if x.startswith(MACHINE_STATE_PREFIX)]
 
     def _same_length(self, name: str, of: str) -> None:
         a, b = getattr(self, name), getattr(self, of)
@@ -259,11 +367,11 @@ class PolicyContract:
     # --- ONNX metadata ---------------------------------------------------------------------------
     def to_metadata(self) -> dict[str, str]:
         """ONNX ``metadata_props``: one key per field, JSON-encoded value, plus ``contract_format``
-        (``preferences`` only for an ε-conditioned policy, so unconditioned models carry the same keys
-        as before it existed)."""
+        (``preferences`` only for an ε-conditioned policy, ``reward_machine`` only for a policy of a
+        reward-machine task, so other models carry the same keys as before these existed)."""
         self.validate()
         md = {f.name: json.dumps(_plain(getattr(self, f.name)), ensure_ascii=False) for f in dataclasses.fields(self)
-              if not (f.name == "preferences" and self.preferences is None)}
+              if not (f.name in OPTIONAL_FIELDS and getattr(self, f.name) is None)}
         md["contract_format"] = CONTRACT_FORMAT
         return md
 
@@ -295,11 +403,12 @@ class PolicyContract:
         """Raise :class:`ContractError` naming the first field in which ``other`` (a new model)
         cannot replace ``self`` (the running one): robot, task, control mode, rate, observation
         and action labels, units, frame stack, bounds, objectives, the preference input (present or
-        not, and its ranges).  Version, run id, code
-        version, algorithm, ε_k/weights and the normaliser may differ."""
+        not, and its ranges), the reward machine (when both record one: a contract written before
+        the field existed is taken on its observation labels, which include the one-hot).  Version,
+        run id, code version, algorithm, ε_k/weights and the normaliser may differ."""
         for name in COMPATIBILITY_FIELDS:
             a, b = getattr(self, name), getattr(other, name)
-            if _equal(a, b):
+            if _equal(a, b) or (name == "reward_machine" and (a is None or b is None)):
                 continue
             raise ContractError(f"policy contract mismatch in '{name}': running model has {_describe(a)}, "
                                 f"new model has {_describe(b)}{_first_difference(a, b)}")
@@ -322,7 +431,8 @@ class PolicyContract:
     def summary(self) -> str:
         """One line: task, robot, sizes, version."""
         conditioned = "" if self.preferences is None else f" + {self.preferences.dim} preferences"
-        return (f"{self.task} on {self.robot} ({self.control_mode} @ {self.control_rate:g} Hz): "
+        machine = "" if self.reward_machine is None else f" (reward machine {self.reward_machine.spec})"
+        return (f"{self.task}{machine} on {self.robot} ({self.control_mode} @ {self.control_rate:g} Hz): "
                 f"{len(self.observation_labels)} observations{conditioned} -> {len(self.action_labels)} actions, "
                 f"{self.algorithm}, version {self.policy_version}, run '{self.run_id}'")
 
@@ -330,7 +440,9 @@ class PolicyContract:
 #: Fields that must agree for one model to replace another (see :meth:`PolicyContract.check_compatible`).
 COMPATIBILITY_FIELDS = ("robot", "task", "control_mode", "control_rate", "observation_labels", "observation_units",
                         "frame_stack", "action_labels", "action_units", "action_low", "action_high",
-                        "objective_names", "preferences")
+                        "objective_names", "preferences", "reward_machine")
+#: Fields written to the metadata only when set (older models lack them; they load as None).
+OPTIONAL_FIELDS = ("preferences", "reward_machine")
 
 _FIELD_TYPES: dict[str, str] = {
     "robot": "str", "task": "str", "control_mode": "str", "control_rate": "float",
@@ -339,11 +451,12 @@ _FIELD_TYPES: dict[str, str] = {
     "action_high": "list[float]", "objective_names": "list[str]", "algorithm": "str",
     "epsilons": "list[float]", "weights": "list[float]", "observation_normalizer": "str",
     "policy_version": "int", "run_id": "str", "code_version": "str", "preferences": "preferences",
+    "reward_machine": "reward_machine",
 }
 
 
 def _plain(value: Any) -> Any:
-    return value.to_dict() if isinstance(value, PreferenceInputs) else value
+    return value.to_dict() if isinstance(value, (PreferenceInputs, RewardMachineInputs)) else value
 
 
 def _typed(name: str, kind: str, value: Any) -> Any:
@@ -357,6 +470,8 @@ def _typed(name: str, kind: str, value: Any) -> Any:
 
     if kind == "preferences":
         return PreferenceInputs.from_value(value)
+    if kind == "reward_machine":
+        return RewardMachineInputs.from_value(value)
     if kind == "str":
         if not isinstance(value, str):
             raise bad()
@@ -377,7 +492,7 @@ def _typed(name: str, kind: str, value: Any) -> Any:
 
 
 def _equal(a: Any, b: Any) -> bool:
-    if isinstance(a, PreferenceInputs) or isinstance(b, PreferenceInputs):
+    if isinstance(a, (PreferenceInputs, RewardMachineInputs)) or isinstance(b, (PreferenceInputs, RewardMachineInputs)):
         return _equal(_plain(a), _plain(b))
     if isinstance(a, dict) and isinstance(b, dict):
         return a.keys() == b.keys() and all(_equal(a[k], b[k]) for k in a)
@@ -391,6 +506,8 @@ def _equal(a: Any, b: Any) -> bool:
 def _describe(x: Any) -> str:
     if x is None:
         return "none (not preference-conditioned)"
+    if isinstance(x, RewardMachineInputs):
+        return f"reward machine {x.spec} ({', '.join(x.objectives)}; {len(x.states)} product states, {x.digest[:19]}…)"
     if isinstance(x, PreferenceInputs):
         return "preference input " + ", ".join(f"{n} in [{lo:g}, {hi:g}]" for n, (lo, hi) in zip(x.names, x.ranges))
     if isinstance(x, list):
@@ -495,12 +612,13 @@ def code_version() -> str:
 
 def contract_for_task(task: Task, robot: Robot, config: Any | None = None, *, policy_version: int = 0,
                       run_id: str = "", observation_labels: Sequence[str] | None = None,
-                      objective_names: Sequence[str] | None = None) -> PolicyContract:
+                      objective_names: Sequence[str] | None = None,
+                      reward_machine: RewardMachineInputs | None = None) -> PolicyContract:
     """The contract of a policy for ``task`` on ``robot`` trained with ``config``
     (:class:`~morl_robot.learning.config.MPOConfig`; None: MO-MPO with the default ε).
     ``observation_labels`` / ``objective_names``: those of the environment the policy acts in,
     where it is not the task's own (a reward-machine task: + the machine one-hot, + the MORM
-    objectives)."""
+    objectives), and then ``reward_machine``: that machine (see :func:`contract_for_env`)."""
     mode = ControlMode(task.control_mode)
     low, high = task.action_bounds(robot)  # also binds hand tasks to the robot's actuator names
     obs_labels = list(task.observation_labels(robot) if observation_labels is None else observation_labels)
@@ -537,9 +655,22 @@ def contract_for_task(task: Task, robot: Robot, config: Any | None = None, *, po
         run_id=run_id,
         code_version=code_version(),
         preferences=preferences,
+        reward_machine=reward_machine,
     )
     contract.validate()
     return contract
+
+
+def contract_for_env(env: Any, config: Any | None = None, **kwargs: Any) -> PolicyContract:
+    """The contract of a policy acting in ``env``: a task's environment
+    (:class:`~morl_robot.envs.mo_env.MORobotEnv`) or a reward-machine task's product of it
+    (:class:`~morl_robot.reward_machines.env.RewardMachineEnv` from ``wrap_task_env``, whose
+    ``contract_machine`` is the contract's ``reward_machine``): its task, robot, observation labels
+    and objectives.  ``kwargs``: ``policy_version``, ``run_id`` (see :func:`contract_for_task`)."""
+    inner = env.unwrapped
+    return contract_for_task(inner.task, inner.robot, config, observation_labels=env.observation_labels,
+                             objective_names=env.objective_names,
+                             reward_machine=getattr(env, "contract_machine", None), **kwargs)
 
 
 def replace(contract: PolicyContract, **changes: Any) -> PolicyContract:
@@ -555,8 +686,10 @@ __all__ = [
     "PolicyContract",
     "PreferenceError",
     "PreferenceInputs",
+    "RewardMachineInputs",
     "action_unit",
     "code_version",
+    "contract_for_env",
     "contract_for_task",
     "observation_unit",
     "replace",

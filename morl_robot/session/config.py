@@ -220,7 +220,7 @@ def node_parameters(settings: Any, session: Mapping[str, Any] | None = None) -> 
 @dataclass
 class SessionConfig:
     task: str = ""  # task name ("" for a bare robot: safety tests)
-    reward_machine: str = ""  # training: reward-machine task spec for the task ("" = none; see README "Reward machines")
+    reward_machine: str = ""  # reward-machine task spec for the task ("" = none; see README "Reward machines"); deploy: set from the policy contract
     robot: str = ""  # robot name; default the task's robot
     backend: Literal["sim", "hardware"] = "sim"
     actors: int = 1  # training: actor pipelines (robot + safety monitor + policy server) per learner

@@ -8,16 +8,22 @@ One function per session kind, used by the CLI (as processes) and by the launch 
   or one ``vector_actor`` (``actors_kind: vectorized``: B simulated environments, their experience
   actor ids ``i·B + b``), with ``policy_snapshot``, ``experience`` and ``experience_allowance``
   remapped to the learner's ``/<ns>/…`` topics.
-* **deploy** — in ``/<ns>``: ``robot_node``, ``safety_monitor``, ``policy_server`` (mode deploy).
+* **deploy** — in ``/<ns>``: ``robot_node``, ``safety_monitor``, ``policy_server`` (mode deploy);
+  :func:`policy_session` gives the session settings a policy's contract decides (task, robot,
+  reward machine).
 * **safety_test** — per phase (control mode) in ``/<ns>/<mode>``: ``robot_node`` (bare robot) and
   ``safety_monitor``; later phases start unconfigured.
 """
 from __future__ import annotations
 
 import os
+from typing import TYPE_CHECKING, Any
 
 from morl_robot.session.config import SessionConfig, node_parameters
 from morl_robot.session.processes import NodeSpec
+
+if TYPE_CHECKING:
+    from morl_robot.serving.contract import PolicyContract
 
 
 def _ns(cfg: SessionConfig) -> str:
@@ -40,6 +46,24 @@ def _safety_params(cfg: SessionConfig, robot: str) -> dict:
 
         session["action_labels"] = ",".join(load_task(cfg.task).action_labels)
     return node_parameters(cfg.safety_monitor, session)
+
+
+def policy_session(contract: PolicyContract, policy: str) -> dict[str, Any]:
+    """The session overrides of a deploy session serving ``policy`` (a model with ``contract``):
+    its task, robot and file, and for a policy of a reward-machine task (contract field
+    ``reward_machine``) the machine's spec, checked first against this installation's files
+    (:func:`~morl_robot.reward_machines.env.check_machine`, a ``ContractError`` naming the field).
+    The robot node runs the machine, as in training: its ``task_step`` carries the product
+    observation (task observation + machine one-hot, labelled) that the policy server checks
+    against the contract's labels and feeds to the policy, and its episode returns include the
+    machine's objectives; the safety monitor sees only commands and readings, as for any policy."""
+    session: dict[str, Any] = {"task": contract.task, "robot": contract.robot, "policy": policy}
+    if contract.reward_machine is not None:
+        from morl_robot.reward_machines.env import check_machine
+
+        check_machine(contract.reward_machine, contract.task)
+        session["reward_machine"] = contract.reward_machine.spec
+    return session
 
 
 def robot_of(cfg: SessionConfig) -> str:

@@ -131,7 +131,9 @@ def session_overrides(kind: str, args: dict[str, str]) -> dict[str, Any]:
         if args.get("robot") and args["robot"] != contract.robot:
             raise UsageError(f"launch argument robot:={args['robot']}: the policy was trained for "
                              f"'{contract.robot}' (task {contract.task})")
-        overrides.update(task=contract.task, robot=contract.robot, policy=args["policy"])
+        from morl_robot.session.graph import policy_session
+
+        overrides.update(policy_session(contract, args["policy"]))
         if args.get("preference"):
             eps = preference_argument(args["preference"])
             try:

@@ -10,6 +10,7 @@ counterfactual experience (|U \\ F| = 9 per real step past ``min_size_to_sample`
 from __future__ import annotations
 
 import csv
+import json
 import subprocess
 import sys
 
@@ -69,9 +70,22 @@ def test_the_policy_acts_in_the_product_of_task_and_machine(run):
     assert contract.objective_names == ["task", "wrist_force", "touch_then_insert", "force_budget"]
     machine = [lab for lab in contract.observation_labels if lab.startswith("rm_state/")]
     assert len(machine) == 12 and machine[0] == "rm_state/approach+clean"
+    # the learner node's export records the machine: evaluate / deploy rebuild the product from it
+    from morl_robot.reward_machines.env import machine_inputs
+
+    assert contract.reward_machine == machine_inputs("sawyer/peg_touch_then_insert")
     with open(run / "episodes.csv", newline="") as f:
         episodes = list(csv.DictReader(f))
     assert episodes and "return/force_budget" in episodes[0]
+
+
+def test_evaluate_takes_the_run_directory_of_a_reward_machine_policy(run, capsys):
+    """`morl-robot evaluate RUN_DIR` (its policy.onnx): the product rebuilt from the contract, every objective."""
+    from morl_robot.cli import main
+
+    assert main(["evaluate", str(run), "--episodes", "1", "--seed", "7", "--json"]) == 0
+    got = json.loads(capsys.readouterr().out)
+    assert list(got["objectives"]) == ["task", "wrist_force", "touch_then_insert", "force_budget"]
 
 
 def test_the_learner_added_counterfactual_experience(run):

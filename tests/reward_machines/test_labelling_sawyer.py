@@ -90,6 +90,17 @@ def test_sawyer_rm_command_trains_with_crm_and_evaluates(tmp_path, capsys):
     out_text = capsys.readouterr().out
     assert "return: touch_then_insert" in out_text and "scripted insertion controller (reference)" in out_text
     assert res["scripted_reference"]["episodes"] == 2 and res["scripted_reference"]["seeds"] == res["evaluation"]["seeds"]
+    # the trained policy is exported with its reward machine in the contract, and the figures are the
+    # ONNX policy's: `morl-robot evaluate OUT/policy.onnx` rebuilds the product and reproduces them
+    from morl_robot.serving.runtime import OnnxPolicy
+
+    assert res["policy"] == "policy.onnx"
+    contract = OnnxPolicy.from_file(out / "policy.onnx").contract
+    assert contract.reward_machine is not None and contract.reward_machine.spec == "sawyer/peg_touch_then_insert"
+    assert contract.objective_names == res["objectives"] and contract.policy_version == 120
+    assert main(["evaluate", str(out / "policy.onnx"), "--episodes", "2", "--seed", "10000", "--json"]) == 0
+    got = json.loads(capsys.readouterr().out)
+    assert got["per_episode"] == res["evaluation"]["per_episode"]
 
 
 def test_sawyer_rm_learns_from_demonstrations_with_the_baselines_update_budget(tmp_path, capsys):
@@ -112,3 +123,30 @@ def test_sawyer_rm_learns_from_demonstrations_with_the_baselines_update_budget(t
     with pytest.raises(SystemExit) as exit_:  # argparse: an unknown choice
         main(["experiment", "sawyer-rm", "--out", str(tmp_path / "x"), "--crm-updates", "twice"])
     assert exit_.value.code == 2 and "--crm-updates" in capsys.readouterr().err
+
+
+def test_the_contract_digest_follows_the_machines_content_not_their_files(tmp_path):
+    """A policy's contract names its reward machine by spec and by a digest of its content: copies
+    of the files (other names, no comments) give the same digest; a changed threshold in the
+    labelling function or a changed reward does not."""
+    import yaml
+
+    from morl_robot.resources import config_path
+    from morl_robot.reward_machines.env import machine_inputs
+
+    shipped = machine_inputs("sawyer/peg_touch_then_insert")
+    spec = yaml.safe_load(config_path("reward_machines/sawyer/peg_touch_then_insert.yaml").read_text())
+    machines = []
+    for name in spec["machines"]:
+        copy = tmp_path / (name.replace("/", "_") + ".yaml")
+        copy.write_text(yaml.safe_dump(yaml.safe_load(config_path(f"reward_machines/{name}.yaml").read_text())))
+        machines.append(str(copy))
+    labels = yaml.safe_load(config_path("reward_machines/labels/sawyer_peg_in_hole.yaml").read_text())
+    (tmp_path / "labels.yaml").write_text(yaml.safe_dump(labels))
+    (tmp_path / "spec.yaml").write_text(yaml.safe_dump({**spec, "machines": machines,
+                                                        "labelling": str(tmp_path / "labels.yaml")}))
+    copied = machine_inputs(tmp_path / "spec.yaml")
+    assert copied.digest == shipped.digest and copied.states == shipped.states and copied.spec != shipped.spec
+    labels["propositions"]["force_over_limit"][0]["value"] = 20.0
+    (tmp_path / "labels.yaml").write_text(yaml.safe_dump(labels))
+    assert machine_inputs(tmp_path / "spec.yaml").digest != shipped.digest

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import dataclasses
+import functools
 import json
 
 import numpy as np
@@ -16,6 +17,8 @@ from morl_robot.serving.contract import (
     PolicyContract,
     PreferenceError,
     PreferenceInputs,
+    RewardMachineInputs,
+    contract_for_env,
     contract_for_task,
     observation_unit,
     replace,
@@ -76,9 +79,11 @@ CHANGES = {
 
 @pytest.mark.parametrize("field", COMPATIBILITY_FIELDS)
 def test_incompatibility_names_the_field(field: str) -> None:
-    c = task_contract(SAWYER)
+    c = task_contract(SAWYER) if field != "reward_machine" else rm_contract()
     value = getattr(c, field)
-    if field in CHANGES:
+    if field == "reward_machine":  # the same names and layout, another machine
+        new = dataclasses.replace(value, digest="sha256:" + "0" * 64)
+    elif field in CHANGES:
         new = CHANGES[field]
     elif field in ("action_low", "action_high"):
         new = [v * 0.5 for v in value]
@@ -219,3 +224,71 @@ def test_preference_features_match_the_learner_preference_space() -> None:
     np.testing.assert_allclose(mine.features(eps), space.features(eps), atol=1e-6)
     np.testing.assert_allclose(mine.centre, space.centre)
     assert mine.to_dict() == space.to_dict()
+
+
+# --- the reward machine of a reward-machine task's policy ---------------------------------------
+@functools.lru_cache(maxsize=1)
+def _rm_contract() -> PolicyContract:
+    from morl_robot.reward_machines.env import make_rm_task_env
+
+    env = make_rm_task_env("sawyer/peg_touch_then_insert")
+    try:
+        return contract_for_env(env, None, policy_version=3, run_id="rm")
+    finally:
+        env.close()
+
+
+def rm_contract() -> PolicyContract:
+    return dataclasses.replace(_rm_contract())
+
+
+def test_reward_machine_contract_round_trips_and_other_metadata_is_unchanged() -> None:
+    assert "reward_machine" not in task_contract(SAWYER).to_metadata()  # the keys models had before
+    c = rm_contract()
+    rm = c.reward_machine
+    assert isinstance(rm, RewardMachineInputs) and rm.spec == "sawyer/peg_touch_then_insert"
+    assert rm.machines == ["sawyer/touch_then_insert", "sawyer/force_budget"] and rm.labelling == "sawyer_peg_in_hole"
+    assert c.objective_names == ["task", "wrist_force", "touch_then_insert", "force_budget"]
+    assert c.observation_labels[-12:] == rm.states == c.machine_state_labels and c.observation_units[-1] == "1"
+    md = c.to_metadata()
+    assert json.loads(md["reward_machine"])["digest"] == rm.digest
+    back = PolicyContract.from_metadata(md)
+    assert back == c and "reward machine sawyer/peg_touch_then_insert" in back.summary()
+
+
+def test_a_contract_written_before_the_field_loads_and_stays_compatible() -> None:
+    c = rm_contract()
+    md = c.to_metadata()
+    del md["reward_machine"]
+    old = PolicyContract.from_metadata(md)
+    assert old.reward_machine is None and len(old.machine_state_labels) == 12  # its one-hot, unnamed
+    old.check_compatible(c)  # the same labels: a learner resumed from an old checkpoint keeps going
+    c.check_compatible(old)
+
+
+@pytest.mark.parametrize("change, message", [
+    ({"digest": "md5:abc"}, "'digest' must be 'sha256:' and 64 hex digits"),
+    ({"spec": ""}, "'spec' is empty"),
+    ({"machines": ["sawyer/touch_then_insert"]}, "one reward machine per MORM objective"),
+    ({"states": ["approach+clean"] * 12}, "'states' must be the one-hot's observation labels"),
+    ({"states": ["rm_state/x"] * 12}, "the observation labels must end with its 12 product states"),
+    ({"objectives": ["force_budget", "touch_then_insert"]}, "must be the task objectives, then the MORM objectives"),
+    ({"keep_task_rewards": False}, "must be the MORM objectives"),
+])
+def test_invalid_reward_machine_inputs_name_the_entry(change: dict, message: str) -> None:
+    c = rm_contract()
+    with pytest.raises(ContractError, match=f"contract field 'reward_machine'.*{message}"):
+        replace(c, reward_machine=dataclasses.replace(c.reward_machine, **change))
+
+
+@pytest.mark.parametrize("value, message", [
+    ('{"spec": "x"}', "must be null or an object with keys spec, labelling"),
+    ("[1]", "must be null or an object"),
+])
+def test_bad_reward_machine_metadata_names_the_field(value: str, message: str) -> None:
+    md = rm_contract().to_metadata()
+    with pytest.raises(ContractError, match=f"contract field 'reward_machine' {message}"):
+        PolicyContract.from_metadata({**md, "reward_machine": value})
+    rm = json.loads(md["reward_machine"])
+    with pytest.raises(ContractError, match="'keep_task_rewards' must be true or false"):
+        PolicyContract.from_metadata({**md, "reward_machine": json.dumps({**rm, "keep_task_rewards": 1})})
