@@ -83,7 +83,7 @@ def run(out_dir: str | os.PathLike[str], steps: int = 40_000, crm: bool = True, 
                                  progress=progress)
     summary = {
         "spec": SPEC, "task": TASK, "crm": crm, "crm_scale_updates": config.replay.crm_scale_updates if crm else None,
-        "demonstrations": config.training.demonstrations.episodes, "seed": seed, "learner_config": str(cfg_path),
+        "demonstrations": config.training.demonstrations.episodes, "seed": seed, "learner_config": learner_config or "mo_mpo_cpu_small",
         "objectives": list(result.objective_names),
         "morm": {"machines": list(product.objective_names), "product_states": product.num_states,
                  "nonterminal_states": product.num_nonterminal},
