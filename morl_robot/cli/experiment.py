@@ -93,9 +93,10 @@ def register(sub: argparse._SubParsersAction) -> None:
                        help="ε_time values (default 0.01 0.02 0.05)")
     exact.add_argument("--gamma", type=float, default=0.99, help="discount of the exact evaluation (default 0.99)")
     exact.add_argument("--processes", type=int, default=2)
-    exact.add_argument("--state-distribution", choices=["uniform", "visitation"], default="uniform",
-                       help="the E-step's state distribution: uniform on the map (default) or the current "
-                            "policy's discounted visitation from the start")
+    exact.add_argument("--state-distribution", choices=["uniform", "visitation", "exploring"], default="uniform",
+                       help="the E-step's state distribution: uniform on the map (default), the current "
+                            "policy's discounted visitation from the start, or from starts drawn uniformly on "
+                            "open water (exploring starts)")
     exact.add_argument("--no-progress", action="store_true", help="no progress bar")
     exact.set_defaults(func=_run_dst_exact)
 

@@ -184,30 +184,44 @@ def stochastic_return(model: TabularDST, policy: NDArray[np.float64]) -> NDArray
 
 
 #: State distributions μ the E-step's KL is averaged over (:func:`state_weights`).
-STATE_DISTRIBUTIONS = ("uniform", "visitation")
+STATE_DISTRIBUTIONS = ("uniform", "visitation", "exploring")
+#: What each state distribution stands for (written into results.json).
+STATE_DISTRIBUTION_MEANING = {
+    "uniform": "uniform on non-terminal cells",
+    "visitation": "the current policy's discounted visitation from the start",
+    "exploring": "the current policy's discounted visitation from a start drawn uniformly on open-water cells "
+                 "(exploring starts)",
+}
 
 
-def visitation(model: TabularDST, policy: NDArray[np.float64], gamma: float) -> NDArray[np.float64]:
-    """The policy's normalised discounted state visitation from the start (S,):
-    d = (1 − γ) (I − γ P_π^T)^{-1} e_start over non-terminal transitions — the states a replay
-    filled by this policy's own episodes holds."""
+def visitation(model: TabularDST, policy: NDArray[np.float64], gamma: float,
+               start: NDArray[np.float64] | None = None) -> NDArray[np.float64]:
+    """The policy's normalised discounted state visitation (S,):
+    d ∝ (I − γ P_π^T)^{-1} ρ_0 over non-terminal transitions, ρ_0 the start distribution (S,)
+    (default: the corner) — the states a replay filled by this policy's own episodes holds."""
     s_count = policy.shape[0]
-    start = np.zeros(s_count)
-    start[model.start] = 1.0
-    d = np.linalg.solve(np.eye(s_count) - gamma * transition_matrix(model, policy).T, start)
+    if start is None:
+        start = np.zeros(s_count)
+        start[model.start] = 1.0
+    d = np.linalg.solve(np.eye(s_count) - gamma * transition_matrix(model, policy).T, np.asarray(start, np.float64))
     return d / d.sum()
 
 
 def state_weights(model: TabularDST, policy: NDArray[np.float64], gamma: float,
                   distribution: str) -> NDArray[np.float64]:
     """μ (S,) for the E-step: ``uniform`` on non-terminal cells (a replay that has seen the whole
-    map, e.g. filled with exploring starts) or ``visitation`` (the current policy's discounted
-    visitation from the start: a replay filled by the policy's own episodes from the corner)."""
+    map evenly), ``visitation`` (the current policy's discounted visitation from the start: a
+    replay filled by the policy's own episodes from the corner) or ``exploring`` (its visitation
+    from a start drawn uniformly on non-terminal cells: a replay filled with exploring starts,
+    ``deep-sea-treasure --exploring-starts 1``)."""
     nonterminal = ~model.terminal.all(axis=1)
     if distribution == "uniform":
         return nonterminal.astype(np.float64)
     if distribution == "visitation":
         return visitation(model, policy, gamma) * nonterminal
+    if distribution == "exploring":  # starts as ExploringStarts draws them: open water, no treasure
+        open_water = (model.treasure_at == 0).astype(np.float64)
+        return visitation(model, policy, gamma, open_water / open_water.sum()) * nonterminal
     raise ValueError(f"unknown state distribution {distribution!r}; choose one of {STATE_DISTRIBUTIONS}")
 
 
@@ -313,8 +327,7 @@ def run_sweep_exact(out_dir: str | Path, eps_time: tuple[float, ...] = (0.01, 0.
     results = {
         "method": "exact tabular MO-MPO (exact policy evaluation, per-state E-step with η solving E_μ KL = ε, "
                   "unconstrained M-step)",
-        "state_distribution": {"uniform": "uniform on non-terminal cells",
-                               "visitation": "the current policy's discounted visitation from the start"}[distribution],
+        "state_distribution": STATE_DISTRIBUTION_MEANING[distribution],
         "gamma": gamma, "eps_time": list(eps_time), "c_values": c_values,
         "wall_time_s": round(time.monotonic() - start, 1),
         "pareto_points_found_greedy": int(found.sum()),
