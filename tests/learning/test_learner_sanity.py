@@ -68,7 +68,7 @@ def test_demonstration_episodes_come_first_and_score_their_own_log_probability()
     import dataclasses
 
     from morl_robot.learning.config import DemonstrationConfig
-    from morl_robot.learning.training import NoisyDemonstrator
+    from morl_robot.acting.demonstrator import NoisyDemonstrator
 
     calls: list[np.ndarray] = []
 
