@@ -7,7 +7,6 @@ import os
 import re
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 
@@ -103,7 +102,3 @@ def test_a_policy_server_refuses_demonstrations_outside_training():
         PolicyServerSettings(mode="deploy", demonstrations=3).validate()
     with pytest.raises(ConfigError, match="demonstration_noise"):
         PolicyServerSettings(mode="train", demonstrations=3, demonstration_noise=0.0).validate()
-
-
-if __name__ == "__main__":  # pragma: no cover
-    sys.exit(pytest.main([str(Path(__file__))]))
