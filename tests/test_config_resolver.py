@@ -46,7 +46,7 @@ def test_unknown_name_names_the_kind_and_lists_the_available_names():
         resolve_config("learner", "nope")
     with pytest.raises(UnknownNameError, match=r"unknown reward machine 'sawyer/nope'; available: button_world/abb_cycle"):
         resolve_config("reward_machines", "sawyer/nope")
-    with pytest.raises(UnknownNameError, match="no session given; available: deploy, safety_test, train"):
+    with pytest.raises(UnknownNameError, match="no session given; available: demo, deploy, safety_test, train"):
         resolve_config("sessions", "")
 
 

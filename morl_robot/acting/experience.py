@@ -6,7 +6,8 @@ environment of a vectorized actor is one actor id), columns (:func:`experience_c
     actor, policy_version, episode, step, obs/<o>…, action/<a>…, log_prob, reward/<k>…,
     next_obs/<o>…, terminated, truncated
 
-``step`` is the step the action was taken at (0 = the episode's first observation), ``action``
+``policy_version`` is the version of the learner's policy that acted (:data:`DEMONSTRATION_VERSION`
+for a demonstration), ``step`` the step the action was taken at (0 = the episode's first observation), ``action``
 the normalised action in [-1, 1] and ``log_prob`` its behaviour log-probability log μ(a|s), which
 Retrace's importance weights need (Munos et al. 2016).
 
@@ -38,6 +39,9 @@ from morl_robot.errors import WireError
 #: Leading columns of an experience chunk; then ``obs/<label>``…, ``action/<label>``…,
 #: ``log_prob``, ``reward/<objective>``…, ``next_obs/<label>``…, ``terminated``, ``truncated``.
 EXPERIENCE_COLUMNS = ("actor", "policy_version", "episode", "step")
+#: ``policy_version`` of a row acted by the task's demonstrator (learning from demonstrations,
+#: :mod:`morl_robot.acting.demonstrator`); learned policies are versions 1, 2, …
+DEMONSTRATION_VERSION = 0
 #: The first machine column; then ``label/<proposition>``… (:func:`machine_columns`).
 ENV_TERMINATED = "env_terminated"
 LABEL_PREFIX = "label/"

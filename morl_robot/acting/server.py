@@ -23,6 +23,13 @@ what it sends (commands, heartbeats, experience chunks, log lines) into messages
   under, checked against the contract's ranges (:meth:`PreferenceInputs.check`), each change
   logged ``old -> new``; empty = the box's centre.  Train: one ε sampled per episode
   (log-uniform, :meth:`PreferenceInputs.sample`), its features recorded with the observation.
+* **Demonstrations** (train, ``demonstrations`` > 0: learning from demonstrations): this actor's
+  first ``demonstrations`` episodes are acted whole by the task's scripted demonstrator with
+  Gaussian noise ``demonstration_noise`` (:class:`~morl_robot.acting.demonstrator.NoisyDemonstrator`,
+  commands scaled to robot units by the running contract), their rows sent with ``policy_version``
+  :data:`~morl_robot.acting.experience.DEMONSTRATION_VERSION`; then acting waits (hold
+  ``no_model``) for a policy version newer than the one serving at that moment: the learner's
+  clone of the demonstrations.  The safety monitor sees these commands like any other.
 * **Back-pressure** (train + lockstep): a step is held back while this actor has used up the
   learner's :class:`~morl_robot.acting.experience.Allowance`, and acted on when it grows.
 """
@@ -37,7 +44,9 @@ from typing import Any
 
 import numpy as np
 
+from morl_robot.acting.demonstrator import NoisyDemonstrator, task_demonstrator
 from morl_robot.acting.experience import (
+    DEMONSTRATION_VERSION,
     Allowance,
     Emit,
     ExperienceWriter,
@@ -53,8 +62,10 @@ from morl_robot.serving.runtime import (
     NonFiniteOutput,
     OnnxPolicy,
     PolicyLoadError,
+    PolicyOutput,
 )
 from morl_robot.session.config import PolicyServerSettings
+from morl_robot.tasks.base import scale_action
 
 #: Hold reasons (counters ``held_<reason>``).
 HOLD_REASONS = ("no_model", "missing_input", "bad_layout", "non_finite_input", "non_finite_output")
@@ -155,6 +166,10 @@ class PolicyServerCore:
         self._answered: tuple[int, int] | None = None
         self._waiting: TaskStep | None = None  # held back until the learner's allowance grows
         self._preference_episode: int | None = None  # train: the episode the preference was sampled for
+        self.demonstrator: NoisyDemonstrator | None = None  # train: built from the first model's task
+        self._demo_episode: int | None = None  # the episode the demonstrator decision was made for
+        self._demonstrating = False  # the demonstrator acts the current episode
+        self._clone_after: int | None = None  # after the demonstrations: act only with a newer version
         self.holding = ""  # current hold reason ("" = serving)
         self.last_error = ""
         self.inference: deque[float] = deque(maxlen=2000)  # s per forward pass
@@ -162,7 +177,7 @@ class PolicyServerCore:
         self.counters = {"ticks": 0, "commands": 0, "repeated_commands": 0, "held": 0,
                          **{f"held_{r}": 0 for r in HOLD_REASONS}, "reloads": 0, "rejected_models": 0,
                          "back_pressure_waits": 0, "preference_changes": 0, "rejected_preferences": 0,
-                         "preference_samples": 0}
+                         "preference_samples": 0, "demonstration_episodes": 0, "demonstration_steps": 0}
 
     # --- lifecycle -----------------------------------------------------------------------------
     def open_model(self) -> None:
@@ -317,9 +332,15 @@ class PolicyServerCore:
             policy.set_preference(policy.preferences.sample(self.rng))  # this episode's preference
             self._preference_episode = ts.episode
             self.counters["preference_samples"] += 1
+        demonstrating = self._demonstrates(ts, policy)
+        version = DEMONSTRATION_VERSION if demonstrating else policy.version
+        if not demonstrating and self._clone_after is not None and policy.version <= self._clone_after:
+            return self.hold("no_model", f"demonstrations done: waiting for the learner's policy cloned from them "
+                                         f"(a version newer than {self._clone_after})")
         t0 = time.perf_counter()
         try:
-            out = policy.act(ts.observation, deterministic=not self.train, rng=self.rng)
+            out = (self._demonstrate(ts, policy.contract) if demonstrating
+                   else policy.act(ts.observation, deterministic=not self.train, rng=self.rng))
         except NonFiniteInput as exc:
             return self.hold("non_finite_input", str(exc))
         except NonFiniteOutput as exc:
@@ -336,11 +357,43 @@ class PolicyServerCore:
         if self.writer is not None:
             features = (policy.preferences.features(policy.preference) if policy.preferences is not None
                         and policy.preference is not None else np.zeros(0, np.float32))
-            self.writer.acted(Pending(ts.observation, out.action, out.log_prob, policy.version, ts.episode, ts.step,
+            self.writer.acted(Pending(ts.observation, out.action, out.log_prob, version, ts.episode, ts.step,
                                       features.astype(np.float64)))
         if self.holding:
             self._log("info", f"serving again (was holding: {self.holding})")
             self.holding = ""
+
+    # --- demonstrations ------------------------------------------------------------------------
+    def _demonstrates(self, ts: TaskStep, policy: OnnxPolicy) -> bool:
+        """Whether the demonstrator acts this step: decided once per episode (this actor's first
+        ``demonstrations`` episodes); at the first episode after them the serving version is
+        noted, and only a newer one acts (the learner's clone)."""
+        if not (self.train and self.settings.demonstrations):
+            return False
+        if ts.episode != self._demo_episode:
+            self._demo_episode = ts.episode
+            self._demonstrating = self.counters["demonstration_episodes"] < self.settings.demonstrations
+            if self._demonstrating:
+                self.counters["demonstration_episodes"] += 1
+            elif self._clone_after is None:
+                self._clone_after = policy.version
+                self._log("info", f"{self.counters['demonstration_episodes']} demonstration episodes acted; waiting "
+                                  f"for the learner's cloned policy (newer than version {policy.version})")
+        return self._demonstrating
+
+    def _demonstrate(self, ts: TaskStep, contract: PolicyContract) -> PolicyOutput:
+        """The noisy demonstrator's action on this step, scaled to the contract's robot units."""
+        if self.demonstrator is None:  # the task is the running contract's (ConfigError without a demonstrator)
+            self.demonstrator = NoisyDemonstrator(task_demonstrator(contract.task), self.settings.demonstration_noise,
+                                                  self.settings.seed + 5)
+        if not np.all(np.isfinite(ts.observation)):
+            raise NonFiniteInput("the task_step observation is not finite (the demonstrator holds)")
+        a, log_mu = self.demonstrator.act(ts.observation)
+        action = a.astype(np.float64)
+        self.counters["demonstration_steps"] += 1
+        return PolicyOutput(command=scale_action(action, np.asarray(contract.action_low, np.float64),
+                                                 np.asarray(contract.action_high, np.float64)),
+                            action=action, log_prob=log_mu)
 
     # --- models --------------------------------------------------------------------------------
     def install_loaded(self, loaded: Sequence[Loaded]) -> None:

@@ -2,7 +2,9 @@
 
 1. A training session through the ROS graph (``morl-robot train``: robot node in lockstep, safety
    monitor, an exploring policy server, the MO-MPO learner node) on the Sawyer peg-in-hole task
-   with the demo learner profile (``config/learner/demo.yaml``).
+   with the demo session (``config/sessions/demo.yaml``) and learner profile
+   (``config/learner/demo_demos.yaml``: learning from demonstrations; the policy server acts the
+   first episodes with the scripted insertion controller, the learner clones them, MO-MPO fine-tunes).
 2. The evaluation protocol (:mod:`morl_robot.evaluation.protocol`) on the initial policy and on
    the final one, same fixed seeds: a before/after table (each objective with its CI, success
    rate, peak contact force, termination reasons), written as ``demo_report.json``
@@ -27,7 +29,8 @@ from morl_robot.errors import UsageError
 
 #: What ``make demo`` trains: chosen so the improvement is clear within the 10-minute budget.
 DEMO_TASK = "sawyer_peg_in_hole"
-DEMO_LEARNER = "demo"
+DEMO_LEARNER = "demo_demos"
+DEMO_SESSION = "demo"
 DEMO_STEPS = 12_000
 
 
@@ -36,6 +39,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--task", default=DEMO_TASK)
     p.add_argument("--steps", type=int, default=DEMO_STEPS, help=f"training env steps (default {DEMO_STEPS})")
     p.add_argument("--learner-config", default=DEMO_LEARNER, help=f"learner YAML or name (default {DEMO_LEARNER})")
+    p.add_argument("--session-config", default=DEMO_SESSION,
+                   help=f"training session YAML or name under config/sessions/ (default {DEMO_SESSION})")
     p.add_argument("--eval-episodes", type=int, default=10,
                    help="evaluation episodes per policy, seeds S…S+N−1 (default 10)")
     p.add_argument("--episodes", type=int, default=2, help="deploy check episodes (default 2)")
@@ -99,7 +104,8 @@ def run(args: argparse.Namespace) -> int:
     start = time.monotonic()
     print(f"[demo 1/3] training {args.task} for {args.steps} env steps through the ROS graph -> {out}", file=sys.stderr)
     rc = _sub_command(["train", "--task", args.task, "--steps", str(args.steps), "--out", str(out),
-                       "--learner-config", args.learner_config, "--namespace", "demo", *common]
+                       "--learner-config", args.learner_config, "--config", args.session_config, "--namespace", "demo",
+                       *common]
                       + (["--no-progress"] if args.no_progress else []))
     if rc != 0:
         return rc
@@ -119,7 +125,8 @@ def run(args: argparse.Namespace) -> int:
     names = list(curve[0][1].objective_names)
     plot_learning_curves(out / "eval_curve.csv", out / "plots" / "eval_curve.png", step_column="env_steps",
                          return_columns=[f"return/{n}" for n in names] + ["success_rate"], title=f"{args.task}: deterministic evaluation ({args.eval_episodes} episodes, 95 % CI)")
-    report = {"task": args.task, "steps": args.steps, "learner_config": args.learner_config, "seed": args.seed,
+    report = {"task": args.task, "steps": args.steps, "learner_config": args.learner_config,
+              "session_config": args.session_config, "seed": args.seed,
               "eval_seed": args.eval_seed, "before_env_steps": curve[0][0], "after_env_steps": curve[-1][0],
               "train_wall_time_s": round(train_s, 1), "before": before, "after": after,
               "curve": [{"env_steps": s, **{n: v["mean"] for n, v in ev.objectives().items()},

@@ -20,6 +20,15 @@ owns everything of a learner run that is not acting, so the in-process loop
   :func:`counterfactual_relabeller`, for both drivers), and with ``replay.crm_scale_updates``
   every real step past ``min_size_to_sample`` counts as |U \\ F| inserts, one per counterfactual
   experience (:meth:`inserts_for`); the allowance counts env steps accordingly.
+* **demonstrations** (``training.demonstrations``, with the task's ``demonstrator``): while
+  :attr:`demonstrating`, experience acted by the demonstrator (in-process: ``add_transition(…,
+  demonstration=True)``; distributed: rows of ``policy_version``
+  :data:`~morl_robot.acting.experience.DEMONSTRATION_VERSION`) is kept aside as well; new policy
+  versions are made but not published (actors that demonstrated wait for the clone).
+  :meth:`end_demonstrations` clones the policy on the demonstrator's noise-free actions
+  (behaviour cloning, then the critic warm-up); :meth:`tick` calls it once the configured
+  demonstration episodes are in (or an actor acts a learned policy: a resumed run), then publishes
+  the cloned policy as the next version.
 * **learning** (:meth:`learn`): updates while the ratio allows (optionally until a deadline),
   the sampled observations normalised with the current running statistics; a non-finite
   statistic rolls the learner back to the newest policy version's state and stops learning
@@ -64,6 +73,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import torch
 
+from morl_robot.acting.experience import DEMONSTRATION_VERSION
 from morl_robot.errors import ConfigError, MorlRobotError, WireError
 from morl_robot.learning.checkpoint import (
     CheckpointError,
@@ -80,13 +90,15 @@ from morl_robot.learning.normalization import RunningNormalizer
 from morl_robot.learning.replay import SampleToInsertRatio, SequenceReplay
 
 if TYPE_CHECKING:  # pragma: no cover - typing only
+    from morl_robot.acting.demonstrator import Demonstrator
     from morl_robot.reward_machines.crm import CounterfactualRelabeller
     from morl_robot.serving.contract import PolicyContract
 
 #: the keys of every checkpoint payload (None where a session has no such part).
 PAYLOAD_KEYS = ("learner", "config", "contract", "normalizer", "counters", "limiter", "replay", "rng", "ingest",
                 "evaluations")
-COUNTERS = ("env_steps", "updates", "episodes", "policy_version", "chunks")
+COUNTERS = ("env_steps", "updates", "episodes", "policy_version", "chunks", "demonstration_episodes",
+            "demonstrations_done")
 #: the end-of-run Pareto plot shows the returns of this many newest finished episodes.
 RECENT_EPISODES = 200
 
@@ -167,6 +179,8 @@ class LearnerSession:
         on_allowance: ``(received, allowed, rows received per actor id)`` whenever :meth:`tick` finds the allowance changed
             (e.g. publish it to the actors).
         clock: monotonic seconds (rejection logging, diagnostics rates).
+        demonstrator: the task's hand-written controller, raw observation (O,) → normalised action
+            (D,): what the policy is cloned on (needed when ``training.demonstrations.episodes`` > 0).
     """
 
     def __init__(self, obs_dim: int, action_spec: ActionSpec, num_objectives: int, config: MPOConfig, *,
@@ -177,7 +191,7 @@ class LearnerSession:
                  log: Log = warnings_log, on_snapshot: Callable[[int, bytes], None] | None = None,
                  keep_metrics: bool = False, end_of_run_plots: bool = False, total_steps: int = 0,
                  on_allowance: Callable[[tuple[int, int, dict[int, int]]], None] | None = None,
-                 clock: Callable[[], float] = time.monotonic) -> None:
+                 clock: Callable[[], float] = time.monotonic, demonstrator: Demonstrator | None = None) -> None:
         if snapshot_every < 0:
             raise ConfigError(f"snapshot_every: must be >= 0 learner updates, got {snapshot_every}")
         self.config, self.obs_dim, self.contract = config, int(obs_dim), contract
@@ -213,6 +227,13 @@ class LearnerSession:
         self._last_checkpoint_steps = 0
         self._finished = False
         self.on_allowance, self.clock = on_allowance, clock
+        self.seed = int(seed)
+        if config.training.demonstrations.episodes and demonstrator is None:
+            raise ConfigError(f"training.demonstrations.episodes is {config.training.demonstrations.episodes} but no "
+                              "demonstrator was given (the task has none, or the command does not pass one)")
+        self.demonstrator = demonstrator
+        self._demonstrations: list[np.ndarray] = []  # raw observations [R, O] acted by the demonstrator
+        self._learned_rows = False  # an actor acted a learned policy during the demonstration phase
         self._allowance_sent: tuple[int, int, dict[int, int]] | None = None
         self._rate_mark, self._rates = (clock(), 0, 0), (0.0, 0.0)
         self._last_rejection_time = self._last_rejection_log = -math.inf
@@ -297,11 +318,14 @@ class LearnerSession:
 
     def add_transition(self, obs: np.ndarray, action: Any, reward: np.ndarray, next_obs: np.ndarray,
                        terminated: bool, truncated: bool, behaviour_log_prob: float, *, label: int = -1,
-                       env_terminated: Any = None) -> None:
+                       env_terminated: Any = None, demonstration: bool = False) -> None:
         """One environment step of an in-process actor.  ``obs``/``next_obs`` ``[O (+K)]`` as the
         networks take them (ε-conditioned: the preference features after the O observations);
         the first O update the observation statistics.  ``label``/``env_terminated``: a
-        reward-machine step's σ mask and the environment's own termination (CRM needs them)."""
+        reward-machine step's σ mask and the environment's own termination (CRM needs them);
+        ``demonstration``: acted by the demonstrator (kept for :meth:`end_demonstrations`)."""
+        if demonstration and self.demonstrating:
+            self._demonstrations.append(np.asarray(obs, np.float32)[None, : self.obs_dim])
         if self.normalizer is not None:
             self.normalizer.update(obs[: self.obs_dim])
         self.replay.add(obs, action, reward, next_obs, terminated, truncated, behaviour_log_prob,
@@ -310,9 +334,11 @@ class LearnerSession:
         self.counters["env_steps"] += 1
 
     def record_episode(self, returns: np.ndarray, termination: str | None,
-                       extra: dict[str, Any] | None = None) -> None:
-        """A finished training episode ``returns [K]`` (``episodes.csv``)."""
+                       extra: dict[str, Any] | None = None, demonstration: bool = False) -> None:
+        """A finished training episode ``returns [K]`` (``episodes.csv``); ``demonstration``: acted
+        by the demonstrator."""
         self.counters["episodes"] += 1
+        self.counters["demonstration_episodes"] += int(demonstration)
         self.last_returns = np.asarray(returns)
         if self.logger is not None:
             self.logger.log_episode(self.counters["env_steps"],
@@ -328,16 +354,23 @@ class LearnerSession:
         actor = int(chunk.actor)
         self.acknowledged[actor] = self.acknowledged.get(actor, 0) + len(chunk.episode)
         result = self.ingest.add(chunk)
+        if self.demonstrating:
+            demo = np.asarray(chunk.policy_version) == DEMONSTRATION_VERSION  # (R,) acted by the demonstrator
+            if demo.any():
+                self._demonstrations.append(np.asarray(chunk.obs, np.float32)[demo, : self.obs_dim])
+            self._learned_rows = self._learned_rows or not demo.all()
         self.limiter.insert(self.inserts_for(result.transitions))
         self.counters["env_steps"] += result.transitions
         self.counters["chunks"] += 1
         for rec in result.episodes:
             if not rec.complete:
                 self.counters["episodes"] += 1
+                self.counters["demonstration_episodes"] += int(rec.policy_version == DEMONSTRATION_VERSION)
                 self.incomplete_episodes += 1
                 continue  # its beginning was not seen: its return would be wrong
             self.record_episode(rec.returns, "terminated" if rec.terminated else "truncated",
-                                {"length": rec.length, "actor": rec.actor, "policy_version": rec.policy_version})
+                                {"length": rec.length, "actor": rec.actor, "policy_version": rec.policy_version},
+                                demonstration=rec.policy_version == DEMONSTRATION_VERSION)
         return result
 
     def record_evaluation(self, returns: np.ndarray) -> None:
@@ -401,7 +434,7 @@ class LearnerSession:
             if self.learner.num_updates % cfg.training.log_every == 0:
                 self._log_update(stats)
             if self.snapshot_every and self.learner.num_updates - self._snapshot_updates >= self.snapshot_every:
-                self.snapshot(bump=True)
+                self.snapshot(bump=True, publish=not self.demonstrating)
         return done
 
     def _sample(self) -> Any:
@@ -412,6 +445,44 @@ class LearnerSession:
             o[..., : self.obs_dim] = self.normalizer.normalize(o[..., : self.obs_dim])
             batch = dataclasses.replace(batch, observations=o.astype(np.float32))
         return batch
+
+    # --- demonstrations ---------------------------------------------------------------------------
+    @property
+    def demonstrating(self) -> bool:
+        """Learning from demonstrations is configured and its demonstrations are not cloned yet."""
+        return bool(self.config.training.demonstrations.episodes) and not self.counters["demonstrations_done"]
+
+    @property
+    def demonstrations_complete(self) -> bool:
+        """The configured demonstration episodes are in, or an actor already acts a learned policy."""
+        return (self.counters["demonstration_episodes"] >= self.config.training.demonstrations.episodes
+                or self._learned_rows)
+
+    def end_demonstrations(self) -> bool:
+        """End the demonstration phase (once): behaviour cloning of the policy on the demonstrator's
+        noise-free actions at the demonstrations received in this process
+        (``pretrain_updates`` minibatches, :meth:`MOMPOLearner.behaviour_clone`, on observations
+        normalised with the current statistics), then the critic warm-up
+        (``critic_warmup_updates``, :meth:`warm_up_critic`).  Returns whether anything was learned
+        (nothing after a resume past the demonstrations: they were not kept)."""
+        dcfg = self.config.training.demonstrations
+        self.counters["demonstrations_done"] = 1
+        parts, self._demonstrations = self._demonstrations, []
+        if not parts or not (dcfg.pretrain_updates or dcfg.critic_warmup_updates):
+            return False
+        if dcfg.pretrain_updates:
+            assert self.demonstrator is not None
+            obs = np.concatenate(parts)  # [N, O] raw
+            actions = np.stack([np.clip(np.asarray(self.demonstrator(o), np.float64).reshape(-1), -1.0, 1.0)
+                                for o in obs]).astype(np.float32)  # [N, D] noise-free
+            x = self.normalizer.normalize(obs) if self.normalizer is not None else obs
+            loss = self.learner.behaviour_clone(x, actions, dcfg.pretrain_updates, self.config.batch_size, self.seed,
+                                                dcfg.pretrain_lr)
+            self.log("info", f"behaviour cloning: {dcfg.pretrain_updates} updates on {len(obs)} demonstration steps "
+                     f"({self.counters['demonstration_episodes']} episodes); last loss {loss:.4g}")
+        if dcfg.critic_warmup_updates:
+            self.warm_up_critic(dcfg.critic_warmup_updates)
+        return True
 
     def warm_up_critic(self, updates: int) -> dict[str, float]:
         """``updates`` policy-evaluation-only learner steps on the replay (the critics learn the
@@ -513,8 +584,8 @@ class LearnerSession:
         goes to ``on_snapshot``)."""
         if self.run_dir is None:
             return None
-        if self.learner.num_updates != self._snapshot_updates:
-            self.snapshot(bump=True, publish=publish)  # the checkpoint's weights get their own version
+        if self.learner.num_updates != self._snapshot_updates:  # the checkpoint's weights get their own version
+            self.snapshot(bump=True, publish=publish and not self.demonstrating)
         self.counters["updates"] = self.learner.num_updates
         tcfg = self.config.training
         payload = {
@@ -650,7 +721,13 @@ class LearnerSession:
     def tick(self, deadline: float) -> bool:
         """One learner turn: :meth:`learn` until ``deadline`` (``time.monotonic()`` s), a changed
         :meth:`allowance` to ``on_allowance``, and once ``total_steps`` is reached and nothing
-        more may be learned, :meth:`finish`; returns whether the run is finished."""
+        more may be learned, :meth:`finish`; returns whether the run is finished.  At the end of
+        the demonstration phase (:attr:`demonstrations_complete`, or ``total_steps`` reached
+        during it) the policy is cloned (:meth:`end_demonstrations`) and published as the next
+        version first."""
+        if self.demonstrating and (self.demonstrations_complete or self.draining):
+            self.end_demonstrations()
+            self.snapshot(bump=True)  # the cloned policy: what actors that demonstrated wait for
         self.learn(deadline=deadline)
         self._offer_allowance()
         if self.draining and not self.can_learn():
@@ -767,6 +844,11 @@ def session_for_task(task_name: str, task_config: str | None, config_file: str |
         propositions = tuple(env.product.propositions) if reward_machine else ()
     finally:
         env.close()
+    demonstrator = None
+    if config.training.demonstrations.episodes:  # the task's scripted controller: what the policy is cloned on
+        from morl_robot.acting.demonstrator import task_demonstrator
+
+        demonstrator = task_demonstrator(task_name)
     return LearnerSession(len(contract.observation_labels), ActionSpec.box(len(contract.action_labels)),
                           len(objectives), config, seed=seed, contract=contract, relabeller=relabeller,
-                          propositions=propositions, **options)
+                          propositions=propositions, demonstrator=demonstrator, **options)

@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import copy
 import dataclasses
-import math
 import os
 import time
 import warnings
@@ -29,6 +28,7 @@ from typing import Any
 
 import numpy as np
 
+from morl_robot.acting.demonstrator import Demonstrator, NoisyDemonstrator
 from morl_robot.errors import ConfigError
 from morl_robot.learning.config import MPOConfig, load_learner_config
 from morl_robot.learning.learner import MOMPOLearner, PolicyActor
@@ -76,35 +76,6 @@ class ActionDecoder:
         if not self.identity:
             a = self.low.reshape(-1) + (a + 1.0) * 0.5 * (self.high - self.low).reshape(-1)
         return a.reshape(self.shape).astype(self.dtype)
-
-
-#: A hand-written controller: encoded observation (D_obs,) -> normalised action (D_act,) in [-1, 1].
-Demonstrator = Callable[[np.ndarray], np.ndarray]
-
-
-class NoisyDemonstrator:
-    """A demonstrator acting as a behaviour policy: a = clip(d(s) + σ·ξ, −1, 1), ξ ~ N(0, I), with
-    log μ(a|s) = Σ_i log N(a_i; d_i(s), σ²) (the clipped sample scored under the unclipped Gaussian,
-    as :class:`~morl_robot.learning.learner.PolicyActor` scores its own), so Retrace's truncated
-    importance weights min(1, π/μ) are defined on demonstration data too."""
-
-    def __init__(self, demonstrator: Demonstrator, std: float, seed: int):
-        self.demonstrator, self.std = demonstrator, float(std)
-        self.rng = np.random.default_rng(seed)
-
-        self.observations: list[np.ndarray] = []  # what it saw and its noise-free actions, for cloning
-        self.actions: list[np.ndarray] = []
-
-    def act(self, obs: np.ndarray) -> tuple[np.ndarray, float]:
-        mean = np.asarray(self.demonstrator(obs), np.float64).reshape(-1)  # (D_act,)
-        if not np.all(np.isfinite(mean)):
-            raise ValueError(f"the demonstrator returned a non-finite action {mean.tolist()}")
-        a = np.clip(mean + self.std * self.rng.standard_normal(mean.shape), -1.0, 1.0)
-        self.observations.append(np.asarray(obs, np.float32))
-        self.actions.append(np.clip(mean, -1.0, 1.0).astype(np.float32))
-        z = (a - mean) / self.std
-        log_mu = float(np.sum(-0.5 * z * z - math.log(self.std) - 0.5 * math.log(2.0 * math.pi)))
-        return a.astype(np.float32), log_mu
 
 
 def num_objectives_of(env: Any) -> int:
@@ -218,7 +189,6 @@ def _train(env_fn: EnvFn, config: MPOConfig | str | os.PathLike[str] | None, tot
     elif not isinstance(config, MPOConfig):
         config = load_learner_config(config)
     tcfg = config.training
-    dcfg = tcfg.demonstrations
     demo_episodes = tcfg.demonstrations.episodes
     if demo_episodes and demonstrator is None:
         raise ConfigError(f"training.demonstrations.episodes is {demo_episodes} but no demonstrator was given "
@@ -234,7 +204,7 @@ def _train(env_fn: EnvFn, config: MPOConfig | str | os.PathLike[str] | None, tot
     relabeller = counterfactual_relabeller(config, env)  # replay.crm: counterfactual experience (CRM)
     session = LearnerSession(enc.dim, spec, k, config, seed=seed, run_dir=out_dir,
                              normalize_observations=tcfg.observation_normalization, relabeller=relabeller,
-                             keep_metrics=True)
+                             keep_metrics=True, demonstrator=demonstrator if demo_episodes else None)
     learner = session.learner
     space = learner.preferences  # ε-conditioned: actors act under a preference drawn per episode
     pref_rng = np.random.default_rng(seed + 7)
@@ -278,21 +248,13 @@ def _train(env_fn: EnvFn, config: MPOConfig | str | os.PathLike[str] | None, tot
         new_preference()
         episode_return = np.zeros(k)
         while counters["env_steps"] < total_steps:
-            if demo is not None and counters["episodes"] < demo_episodes:
+            demonstrating = demo is not None and session.demonstrating and counters["episodes"] < demo_episodes
+            if demonstrating:
                 action, log_mu = demo.act(x)
-            elif demo is not None and demo.observations and (dcfg.pretrain_updates or dcfg.critic_warmup_updates):
+            elif demo is not None and session.demonstrating:
                 # the demonstrations are in: clone them once before the policy acts (after a resume
                 # mid-demonstrations, on the part collected since), then fit the critics to it
-                if dcfg.pretrain_updates:
-                    demo_obs = np.stack(demo.observations)
-                    if normalizer is not None:
-                        demo_obs = normalizer.normalize(demo_obs)
-                    learner.behaviour_clone(demo_obs, np.stack(demo.actions), dcfg.pretrain_updates,
-                                            config.batch_size, seed, dcfg.pretrain_lr)
-                if dcfg.critic_warmup_updates:
-                    session.warm_up_critic(dcfg.critic_warmup_updates)
-                demo.observations.clear()
-                demo.actions.clear()
+                session.end_demonstrations()
                 continue
             else:
                 action, log_mu = actor.act(x)
@@ -301,10 +263,12 @@ def _train(env_fn: EnvFn, config: MPOConfig | str | os.PathLike[str] | None, tot
             nx = enc(next_obs)
             session.add_transition(actor.augment(x), action, np.asarray(reward, np.float32).reshape(-1),
                                    actor.augment(nx), bool(terminated), bool(truncated), log_mu,
-                                   label=int(info.get("rm_label", -1)), env_terminated=info.get("env_terminated"))
+                                   label=int(info.get("rm_label", -1)), env_terminated=info.get("env_terminated"),
+                                   demonstration=demonstrating)
             if terminated or truncated:
                 session.record_episode(episode_return.copy(),
-                                       info.get("termination") if isinstance(info, dict) else None)
+                                       info.get("termination") if isinstance(info, dict) else None,
+                                       demonstration=demonstrating)
                 episode_return[:] = 0.0
                 obs, _ = env.reset(seed=seed + counters["episodes"])
                 x = enc(obs)

@@ -32,6 +32,10 @@ Parameters:
   contract's), ``realtime_priority`` (0; 1–99 runs the realtime loop thread under SCHED_FIFO, as
   ros2_control does for its loop, if the process may), ``back_pressure`` (train + lockstep: wait
   while the learner's ``experience_allowance`` is used up), ``diagnostics_period`` (1 s), ``autostart``.
+* ``demonstrations`` (0), ``demonstration_noise`` (0.2) — train: this actor's first episodes are
+  acted by the task's scripted demonstrator with that Gaussian noise (rows with ``policy_version``
+  0), then it waits for the learner's cloned policy (learning from demonstrations; a training
+  session sets them from the learner YAML's ``training.demonstrations``).
 
 Never garbage: no model, a stale, non-finite or mislabelled observation or a non-finite output means
 *hold* (no command; the robot node holds after its ``command_timeout``), the reason counted and
@@ -69,7 +73,7 @@ from morl_robot.session.config import PolicyServerSettings
 
 #: Parameters fixed once the node is configured (``policy``, ``observation_timeout``, ``preference`` may change).
 FIXED_WHILE_CONFIGURED = ("mode", "timing", "actor_id", "chunk_size", "seed", "rate", "diagnostics_period",
-                          "realtime_priority")
+                          "realtime_priority", "demonstrations", "demonstration_noise")
 #: s between checks for a model loaded on the worker thread (also checked on every tick / task_step).
 RELOAD_POLL_PERIOD = 0.05
 

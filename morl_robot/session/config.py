@@ -100,8 +100,15 @@ class PolicyServerSettings(ManagedNodeSettings):
     realtime_priority: int = 0  # realtime loop thread: SCHED_FIFO priority 1..99 (0 = normal scheduling)
     back_pressure: bool = True  # train + lockstep: wait while the learner's experience_allowance is used up
     preference: list[float] = field(default_factory=list)  # ε per objective of a conditioned policy ([] = centre)
+    demonstrations: int = 0  # train: this actor's first episodes acted by the task's scripted demonstrator (learner YAML training.demonstrations)
+    demonstration_noise: float = 0.2  # train: σ of the demonstrator's Gaussian action noise (normalised action units)
 
     def validate(self) -> None:
+        if self.demonstrations < 0:
+            fail("", "demonstrations", f"must be >= 0 episodes, got {self.demonstrations}")
+        if self.demonstrations and self.mode != "train":
+            fail("", "demonstrations", "demonstration episodes are acted by an exploring actor: needs mode train")
+        _positive(self, "demonstration_noise")
         if self.chunk_size < 1:
             fail("", "chunk_size", f"must be >= 1, got {self.chunk_size}")
         _positive(self, "observation_timeout")

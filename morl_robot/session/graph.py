@@ -7,7 +7,9 @@ One function per session kind, used by the CLI (as processes) and by the launch 
   ``safety_monitor`` and ``policy_server`` (mode train, ``actor_id`` i) (``actors_kind: per-step``)
   or one ``vector_actor`` (``actors_kind: vectorized``: B simulated environments, their experience
   actor ids ``i·B + b``), with ``policy_snapshot``, ``experience`` and ``experience_allowance``
-  remapped to the learner's ``/<ns>/…`` topics.
+  remapped to the learner's ``/<ns>/…`` topics.  With ``training.demonstrations.episodes`` N > 0
+  in the learner YAML, a new run's policy servers act the first N episodes with the task's
+  demonstrator (:func:`demonstration_settings`: N shared among the actors).
 * **deploy** — in ``/<ns>``: ``robot_node``, ``safety_monitor``, ``policy_server`` (mode deploy);
   :func:`policy_session` gives the session settings a policy's contract decides (task, robot,
   reward machine).
@@ -80,11 +82,33 @@ def robot_of(cfg: SessionConfig) -> str:
 SESSION_SEED_STRIDE = 100_000
 
 
+def demonstration_settings(cfg: SessionConfig, session_index: int) -> list[dict[str, Any]]:
+    """Per actor, the policy server's ``demonstrations`` and ``demonstration_noise`` from the
+    learner YAML's ``training.demonstrations`` (its N episodes shared among the actors); none for
+    a resumed run (``session_index`` > 0: the learner clones what it has once actors act its policy)
+    or without demonstrations.  Vectorized actors cannot act them yet (a :class:`ConfigError`)."""
+    from morl_robot.acting.demonstrator import demonstration_shares
+    from morl_robot.errors import ConfigError
+    from morl_robot.learning.config import load_learner_config
+    from morl_robot.resources import resolve_config
+
+    path = resolve_config("learner", cfg.learner_node.config)
+    demos = load_learner_config(path).training.demonstrations
+    if not demos.episodes or session_index > 0:
+        return [{} for _ in range(cfg.actors)]
+    if cfg.actors_kind == "vectorized":
+        raise ConfigError(f"{path}: training.demonstrations: vectorized actors do not act demonstrations yet; "
+                          "use actors_kind: per-step (policy servers act them)")
+    return [{"demonstrations": n, "demonstration_noise": demos.action_noise}
+            for n in demonstration_shares(demos.episodes, cfg.actors)]
+
+
 def train_nodes(cfg: SessionConfig, out_dir: str | os.PathLike[str], session_index: int = 0) -> list[NodeSpec]:
     """The training graph; ``session_index`` (0 for a new run, k for its k-th resumption) shifts
     the actors' seeds by ``k · SESSION_SEED_STRIDE``."""
     ns, robot = _ns(cfg), robot_of(cfg)
     base = cfg.seed + SESSION_SEED_STRIDE * int(session_index)
+    demonstrations = demonstration_settings(cfg, session_index)
     nodes = [NodeSpec("learner_node", "learner_node", ns, node_parameters(cfg.learner_node, {
         "task": cfg.task, "reward_machine": cfg.reward_machine, "out_dir": str(out_dir), "seed": cfg.seed,
         "total_steps": cfg.total_steps,
@@ -103,7 +127,8 @@ def train_nodes(cfg: SessionConfig, out_dir: str | os.PathLike[str], session_ind
             NodeSpec("robot_node", "robot_node", actor_ns, _robot_params(cfg, base + 1000 * (i + 1))),
             NodeSpec("safety_monitor", "safety_monitor", actor_ns, _safety_params(cfg, robot)),
             NodeSpec("policy_server", "policy_server", actor_ns,
-                     {**node_parameters(cfg.policy_server), "actor_id": i, "seed": base + 1000 * (i + 1)}, remap),
+                     {**node_parameters(cfg.policy_server, demonstrations[i]), "actor_id": i,
+                      "seed": base + 1000 * (i + 1)}, remap),
         ]
     return with_clock(cfg, nodes)
 

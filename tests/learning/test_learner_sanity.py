@@ -67,8 +67,8 @@ def test_train_writes_logs_and_resumes_from_out_dir(tmp_path: Path) -> None:
 def test_demonstration_episodes_come_first_and_score_their_own_log_probability() -> None:
     import dataclasses
 
+    from morl_robot.acting.demonstrator import NoisyDemonstrator
     from morl_robot.learning.config import DemonstrationConfig
-    from morl_robot.learning.training import NoisyDemonstrator
 
     calls: list[np.ndarray] = []
 

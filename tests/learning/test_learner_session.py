@@ -128,3 +128,61 @@ def test_an_interrupted_train_call_resumes_with_nothing_lost_or_repeated(tmp_pat
     final = load_checkpoint(list_checkpoints(run_checkpoint_dir(tmp_path))[-1])
     assert final["counters"]["env_steps"] == 500 and final["counters"]["updates"] == result.updates
     assert final["limiter"]["inserts"] == 500  # the replay and its ratio came back with the checkpoint
+
+
+def _chunk(actor: int, episode: int, rows: int, version: int, rng: np.random.Generator):
+    """A chunk of one whole episode of ``rows`` steps acted by policy ``version`` (0: the demonstrator)."""
+    from morl_robot.acting.experience import ExperienceChunk
+
+    obs = rng.normal(size=(rows + 1, OBS))
+    return ExperienceChunk(actor=actor, policy_version=np.full(rows, float(version)), episode=np.full(rows, float(episode)),
+                           step=np.arange(rows, dtype=float), obs=obs[:-1], action=rng.uniform(-1, 1, (rows, ACT)),
+                           log_prob=np.full(rows, -1.0), reward=rng.normal(size=(rows, K)), next_obs=obs[1:],
+                           terminated=np.arange(rows) == rows - 1, truncated=np.zeros(rows, bool),
+                           objectives=("objective_0", "objective_1"))
+
+
+def _demo_session(episodes: int, **options) -> LearnerSession:
+    from morl_robot.acting.experience import experience_columns
+    from morl_robot.learning.config import DemonstrationConfig
+
+    cfg = bandit_config([0.1, 0.1])
+    cfg = dataclasses.replace(cfg, batch_size=16, objective_names=["objective_0", "objective_1"], training=dataclasses.replace(
+        cfg.training, demonstrations=DemonstrationConfig(episodes=episodes, action_noise=0.1, pretrain_updates=300)))
+    session = LearnerSession(OBS, ActionSpec.box(ACT), K, cfg, seed=0,
+                             demonstrator=lambda obs: np.array([0.6, -0.4]), **options)
+    session.accept_experience(experience_columns([f"o{i}" for i in range(OBS)], [f"a{i}" for i in range(ACT)],
+                                                 ["objective_0", "objective_1"]))
+    session.start()
+    return session
+
+
+def test_distributed_demonstrations_are_cloned_once_all_are_in() -> None:
+    """The graph's learner: rows of policy_version 0 are demonstrations; once the configured
+    episodes are in, a tick clones the policy on the demonstrator's noise-free actions (not the
+    noisy ones in the rows) and makes it the next policy version."""
+    rng = np.random.default_rng(0)
+    session = _demo_session(episodes=2)
+    session.add_chunk(_chunk(0, 0, 20, 0, rng))
+    assert session.demonstrating and not session.demonstrations_complete
+    version = session.counters["policy_version"]
+    session.add_chunk(_chunk(0, 1, 20, 0, rng))
+    assert session.demonstrations_complete and session.counters["demonstration_episodes"] == 2
+    session.tick(deadline=0.0)
+    assert not session.demonstrating and session.counters["policy_version"] == version + 1
+    with torch.no_grad():
+        mean, _ = session.learner.policy(torch.zeros(1, OBS))
+    assert np.allclose(mean.numpy()[0], [0.6, -0.4], atol=0.1)
+    with pytest.raises(Exception, match="no demonstrator"):
+        LearnerSession(OBS, ActionSpec.box(ACT), K, session.config, seed=0)
+
+
+def test_a_learned_policy_acting_ends_the_demonstration_phase() -> None:
+    """A resumed run's actors do not demonstrate again: the first row of a learned policy ends the
+    phase (cloned on what was received)."""
+    rng = np.random.default_rng(1)
+    session = _demo_session(episodes=5)
+    session.add_chunk(_chunk(0, 0, 20, 0, rng))
+    session.add_chunk(_chunk(0, 1, 20, 3, rng))
+    assert session.demonstrations_complete and session.counters["demonstration_episodes"] == 1
+    assert session.end_demonstrations() and not session.demonstrating
