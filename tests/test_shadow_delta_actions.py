@@ -43,12 +43,12 @@ def test_delta_actions_are_labelled_bounded_and_move_targets_from_the_measured_p
     assert env.action_labels == tuple(delta_label(a) for a in spec.actuator_names)
     assert all(delta_actuator(lab) == a for lab, a in zip(env.action_labels, spec.actuator_names))
     lo, hi = task.action_bounds(env.robot)
-    assert np.allclose(hi, 0.1) and np.allclose(lo, -0.1)  # ±max_delta rad (task config default)
+    assert np.allclose(hi, 0.03) and np.allclose(lo, -0.03)  # ±max_delta rad (task config default)
     q = motor_positions(env)
     lo_m, hi_m = spec.command_bounds(spec.default_control_mode)
     a = np.linspace(-1.0, 1.0, 20)
     target = task.command(a, env.robot, env.state)
-    assert np.allclose(target, np.clip(q + 0.1 * a, lo_m, hi_m))
+    assert np.allclose(target, np.clip(q + 0.03 * a, lo_m, hi_m))
     assert np.allclose(task.command(np.zeros(20), env.robot, env.state), np.clip(q, lo_m, hi_m))
     # a coupled J0 motor's position is J1 + J2
     names = spec.joint_names
@@ -100,10 +100,10 @@ def test_bad_action_settings_name_the_key(key, value, words):
 
 def test_the_contract_declares_delta_actions_and_refuses_to_swap_modes(env):
     delta = contract_for_task(env.task, env.robot, MPOConfig())
-    assert delta.action_mode == "delta" and delta.action_high == [0.1] * 20 and set(delta.action_units) == {"rad"}
+    assert delta.action_mode == "delta" and delta.action_high == [0.03] * 20 and set(delta.action_units) == {"rad"}
     md = delta.to_metadata()
     assert md["action_mode"] == '"delta"' and PolicyContract.from_metadata(md) == delta
-    assert delta.task_overrides() == {"action_mode": "delta", "max_delta": 0.1}
+    assert delta.task_overrides() == {"action_mode": "delta", "max_delta": 0.03}
     absolute = contract_for_task(_envs["absolute"].task, _envs["absolute"].robot, MPOConfig())
     assert "action_mode" not in absolute.to_metadata()  # absolute models keep the keys they had
     assert absolute.task_overrides() == {}
@@ -135,7 +135,7 @@ def test_the_monitor_checks_a_delta_command_as_the_targets_it_stands_for(env):
     m = _released_monitor(env)
     spec = env.robot.spec
     q = motor_positions(env)
-    small = np.full(20, 0.05)
+    small = np.full(20, 0.02)
     out = m.on_command(small, env.action_labels, env.state.stamp, 0.05).command
     assert out.labels == env.action_labels and np.allclose(out.values, small)  # forwarded, still relative
     # a change that would take a motor past its range is clamped as a target would be (soft range)
@@ -155,13 +155,13 @@ def test_a_delta_command_from_the_wire_runs_the_episode_as_in_training(env):
     runner = TaskRunner(env.robot, env, seed=5)
     rec = runner.reset()
     m = _released_monitor(env)
-    change = np.full(20, 0.03)
+    change = np.full(20, 0.024)
     q = motor_positions(env)
     out = m.on_command(change, env.action_labels, env.state.stamp, 0.05).command
     assert runner.kind_of(out.labels) == "action"
-    assert np.allclose(out.values, change)  # 0.03 rad up keeps every motor inside its soft range here
+    assert np.allclose(out.values, change)  # 0.024 rad up keeps every motor inside its soft range here
     a = runner.normalised_action(out.values)
-    assert np.allclose(a, 0.3)
+    assert np.allclose(a, 0.8)
     assert np.allclose(env.task.command(a, env.robot, env.state), np.clip(q + change, env.task._lo, env.task._hi))
     rec = runner.step(out.values, out.labels)
     assert rec.step == 1 and rec.reward is not None

@@ -299,46 +299,61 @@ def random_policy(task: str, seed: int = 0, overrides: dict[str, Any] | None = N
 
 
 #: tasks with a hand-written controller (``morl-robot evaluate scripted --task T``, demonstrations)
-SCRIPTED_TASKS = ("sawyer_peg_in_hole", "shadow_touch")
+SCRIPTED_TASKS = ("sawyer_peg_in_hole", "shadow_touch", "shadow_turn")
 
 #: shadow_touch's pressing posture (rad; J0 = J1 + J2): the wrist flexed, the first finger bent at
 #: J3 and slightly at J1/J2 (``tests/test_shadow_hand_model.py::test_touch_press_block``)
 SHADOW_PRESS_POSTURE = {"rh_WRJ1": 0.49, "rh_FFJ3": 0.9, "rh_FFJ0": 0.3}
+#: shadow_turn's turning posture (rad): the wrist flexed, the four fingers bent at J3 with J1/J2
+#: straight, which sweeps the paddle past the target (``test_shadow_hand_model.py::test_turn_dial``)
+SHADOW_TURN_POSTURE = {"rh_WRJ1": 0.49, **{f"rh_{f}J3": 1.2 for f in ("FF", "MF", "RF", "LF")},
+                       **{f"rh_{f}J0": 0.0 for f in ("FF", "MF", "RF", "LF")}}
+#: per Shadow task: (posture, default lead in rad per step, what the controller does)
+SHADOW_SCRIPTS = {"shadow_touch": (SHADOW_PRESS_POSTURE, 0.01, "slow press"),
+                  "shadow_turn": (SHADOW_TURN_POSTURE, 0.03, "slow sweep")}
 
 
-def scripted_policy(task: str, gain: float = 5.0, clearance: float = 0.002, lead: float = 0.01,
+def scripted_policy(task: str, gain: float = 5.0, clearance: float = 0.002, lead: float | None = None,
                     overrides: dict[str, Any] | None = None) -> LoadedPolicy:
     """A hand-written controller for a task in :data:`SCRIPTED_TASKS` (the reference a learned
     policy is read against, and the demonstrator of learning from demonstrations).
 
     ``sawyer_peg_in_hole`` (``gain``, ``clearance``): see :func:`_sawyer_insertion`.
-    ``shadow_touch`` (``lead``; ``overrides`` of the task config, e.g. its action mode): see
-    :func:`_shadow_slow_press`."""
+    ``shadow_touch`` / ``shadow_turn`` (``lead``, default :data:`SHADOW_SCRIPTS`; ``overrides`` of the
+    task config, e.g. its action mode): see :func:`_shadow_slow_posture`."""
     if task not in SCRIPTED_TASKS:
         raise UsageError(f"a scripted policy exists for {', '.join(SCRIPTED_TASKS)} only, not {task!r}")
     if task == "sawyer_peg_in_hole":
         if overrides:
             raise UsageError(f"the scripted {task} controller takes no task overrides, got {overrides}")
         return _sawyer_insertion(gain, clearance)
-    return _shadow_slow_press(lead, overrides)
+    posture, default_lead, what = SHADOW_SCRIPTS[task]
+    return _shadow_slow_posture(task, posture, default_lead if lead is None else lead, what, overrides)
 
 
-def _shadow_slow_press(lead: float, overrides: dict[str, Any] | None = None) -> LoadedPolicy:
-    """``shadow_touch``: press the block slowly.  Each motor's position target is its current
-    position (from the observation; a coupled J0 motor: J1 + J2) moved toward
-    :data:`SHADOW_PRESS_POSTURE` by at most ``lead`` rad, the other motors held where they are.
-    The lead sets the approach speed, so it trades the (discounted) task reward against pain: on
-    seeds 0–4, 0.01 rad presses in 30–36 steps with pain −3.4 … −4.4; 0.02 in 17–20 steps with
-    −6 … −10; 0.05 in 7–8 steps with −6 … −20.  The targets are written in the task's action mode
-    (``overrides``, e.g. ``{"action_mode": "delta"}``; :meth:`ShadowHandTask.action_for_targets`):
-    absolute, the targets themselves; delta, ±lead on the pressing motors and 0 on the others."""
+def _shadow_slow_posture(task_name: str, posture: dict[str, float], lead: float, what: str,
+                         overrides: dict[str, Any] | None = None) -> LoadedPolicy:
+    """Move the hand slowly into ``posture``.  Each motor's position target is its current
+    position (from the observation; a coupled J0 motor: J1 + J2) moved toward ``posture`` by at
+    most ``lead`` rad, the other motors held where they are.  The lead sets the approach speed.
+
+    ``shadow_touch`` (:data:`SHADOW_PRESS_POSTURE`) presses the block; the lead trades the
+    (discounted) task reward against pain: on seeds 0–4, 0.01 rad presses in 30–36 steps with pain
+    −3.4 … −4.4; 0.02 in 17–20 steps with −6 … −10; 0.05 in 7–8 steps with −6 … −20.
+    ``shadow_turn`` (:data:`SHADOW_TURN_POSTURE`) sweeps the dial's paddle toward +angle; the
+    observation has no dial angle, so the sweep is open loop and succeeds when it passes the
+    target window (the episode ends there).
+
+    The targets are written in the task's action mode (``overrides``, e.g.
+    ``{"action_mode": "delta"}``; :meth:`ShadowHandTask.action_for_targets`): absolute, the
+    targets themselves; delta, at most ±lead on the posture's motors and 0 on the others."""
     from morl_robot.envs.mo_env import MORobotEnv
 
-    env = MORobotEnv("shadow_touch", overrides=overrides)
+    env = MORobotEnv(task_name, overrides=overrides)
     task, spec = env.task, env.robot.spec
     env.close()
     nj = len(spec.joints)  # the observation starts with the joint positions, in the spec's order
-    goal_of = {spec.actuator_names.index(m): v for m, v in SHADOW_PRESS_POSTURE.items()}
+    goal_of = {spec.actuator_names.index(m): v for m, v in posture.items()}
     mode = "" if task.action_mode == "absolute" else f", {task.action_mode} actions"
 
     def act(obs: np.ndarray) -> np.ndarray:
@@ -348,7 +363,7 @@ def _shadow_slow_press(lead: float, overrides: dict[str, Any] | None = None) -> 
             goal[i] = v
         return task.action_for_targets(pos + np.clip(goal - pos, -lead, lead), pos)
 
-    return LoadedPolicy(act, "shadow_touch", f"scripted slow press (lead {lead:g} rad per step{mode})",
+    return LoadedPolicy(act, task_name, f"scripted {what} (lead {lead:g} rad per step{mode})",
                         task_overrides=dict(overrides or {}))
 
 

@@ -97,13 +97,13 @@ def test_committed_front_policies_reproduce_their_figures(folder, capsys):
 
 
 def test_demonstrations_need_a_task_with_a_scripted_controller(tmp_path, capsys):
-    """shadow_front_demos.yaml on shadow_turn (no scripted controller) is refused before training."""
+    """shadow_front_demos.yaml on shadow_orient (no scripted controller) is refused before training."""
     from morl_robot.cli import main
 
-    assert main(["experiment", "shadow-front", "--task", "shadow_turn", "--out", str(tmp_path),
+    assert main(["experiment", "shadow-front", "--task", "shadow_orient", "--algorithms", "mo-mpo", "--out", str(tmp_path),
                  "--config", "learner/shadow_front_demos.yaml", "--quick", "--no-progress"]) == 2
     err = capsys.readouterr().err
-    assert "training.demonstrations needs a scripted controller" in err and "shadow_touch" in err
+    assert "training.demonstrations needs a scripted controller" in err and "shadow_turn" in err
     assert not (tmp_path / "runs").exists()
 
 
