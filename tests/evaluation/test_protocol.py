@@ -199,3 +199,13 @@ def test_action_error_against_the_scripted_controller(capsys):
     assert got["steps"] > 20 and max(got["max_abs"]) == 0.0
     assert main(["evaluate", "scripted", "--task", "sawyer_peg_in_hole", "--action-mode", "delta"]) == 2
     assert "no action modes" in capsys.readouterr().err
+
+
+def test_random_delta_actions_through_the_cli(capsys):
+    """``evaluate random --action-mode delta``: uniform random changes of the motor targets (the
+    baseline of the delta-action fronts) run through the protocol on the task built in that mode."""
+    assert main(["evaluate", "random", "--task", "shadow_turn", "--action-mode", "delta", "--episodes", "2",
+                 "--seed", "0", "--json"]) == 0
+    got = json.loads(capsys.readouterr().out)
+    assert got["episodes"] == 2 and got["policy"] == "uniform random actions"
+    assert sum(got["terminations"].values()) == 2
