@@ -165,3 +165,16 @@ def test_a_delta_command_from_the_wire_runs_the_episode_as_in_training(env):
     assert np.allclose(env.task.command(a, env.robot, env.state), np.clip(q + change, env.task._lo, env.task._hi))
     rec = runner.step(out.values, out.labels)
     assert rec.step == 1 and rec.reward is not None
+
+
+def test_inspect_names_the_delta_action_mode(capsys):
+    """`morl-robot inspect` on a committed delta-action policy says its actions are changes."""
+    from pathlib import Path
+
+    from morl_robot.cli import main
+
+    onnx = (Path(__file__).resolve().parents[1] / "results" / "shadow_touch_delta_front" / "policies" / "mo-mpo"
+            / "eps_pain=0.01_seed0.onnx")
+    assert main(["inspect", str(onnx)]) == 0
+    out = capsys.readouterr().out
+    assert "changes of the position targets from the measured positions" in out and "rh_WRJ1/delta" in out
