@@ -178,3 +178,27 @@ def test_inspect_names_the_delta_action_mode(capsys):
     assert main(["inspect", str(onnx)]) == 0
     out = capsys.readouterr().out
     assert "changes of the position targets from the measured positions" in out and "rh_WRJ1/delta" in out
+
+
+def test_a_delta_policy_deploys_sim_to_sim(tmp_path):
+    """`morl-robot deploy` of a committed delta-action touch policy: the robot node's task is built in
+    the contract's action mode (``task.yaml`` next to the report), the safety monitor passes the
+    ``…/delta`` commands, and the graph's episode equals the in-process one (and presses the block)."""
+    import json
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    from morl_robot.session.processes import pick_domain_id, ros_env
+
+    onnx = (Path(__file__).resolve().parents[1] / "results" / "shadow_touch_delta_front" / "policies" / "mo-mpo"
+            / "eps_pain=0.01_seed1.onnx")
+    cmd = [sys.executable, "-m", "morl_robot.cli", "deploy", "--policy", str(onnx), "--episodes", "1",
+           "--seed", "10000", "--out", str(tmp_path)]
+    done = subprocess.run(cmd, env=ros_env(pick_domain_id()), capture_output=True, text=True, timeout=300,
+                          check=False)
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-3000:]
+    assert "action_mode: delta" in (tmp_path / "task.yaml").read_text()
+    report = json.loads((tmp_path / "deploy_report.json").read_text())
+    assert max(report["max_abs_difference"]) < 1e-3, report
+    assert report["graph_success"] == report["in_process_success"] == [True]

@@ -59,9 +59,11 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def in_process_returns(policy_path: Path, compare: Path | None, task: str,
-                       seeds: list[int], preference: np.ndarray | None = None) -> tuple[np.ndarray, list[bool], str]:
+                       seeds: list[int], preference: np.ndarray | None = None,
+                       task_overrides: dict[str, Any] | None = None) -> tuple[np.ndarray, list[bool], str]:
     """Per-episode returns [N, K] and successes [N] of the deterministic policy in-process (an
-    ε-conditioned one under ``preference``, default its box's centre), and what was evaluated."""
+    ε-conditioned one under ``preference``, default its box's centre) on the task with
+    ``task_overrides`` (the contract's, e.g. its action mode), and what was evaluated."""
     from morl_robot.envs.mo_env import MORobotEnv
 
     act: Any
@@ -93,7 +95,7 @@ def in_process_returns(policy_path: Path, compare: Path | None, task: str,
     from morl_robot.evaluation.protocol import run_episode
     from morl_robot.safety.shield import SafetyShield
 
-    env = MORobotEnv(task)
+    env = MORobotEnv(task, overrides=task_overrides or None)
     try:  # through the same safety rules as the graph's monitor
         shield = SafetyShield(env)
         episodes = [run_episode(env, act, seed, shield) for seed in seeds]
@@ -156,9 +158,14 @@ def run(args: argparse.Namespace) -> int:
         overrides["policy_server"]["preference"] = [float(x) for x in preference]
     if timing == "lockstep":
         overrides["safety_monitor"] = {"watchdogs": False}  # simulated time stands still between steps
-    cfg = load_session_config(args.config, overrides)
     out = Path(args.out).resolve() if args.out else policy_path.parent / f"deploy_{policy_path.stem}"
     out.mkdir(parents=True, exist_ok=True)
+    if contract.task_overrides():  # e.g. delta actions: the robot node's task reads them as training did
+        from morl_robot.tasks.registry import write_task_config
+
+        overrides["robot_node"]["task_config"] = write_task_config(contract.task, contract.task_overrides(),
+                                                                   out / "task.yaml")
+    cfg = load_session_config(args.config, overrides)
     ns = "/" + cfg.namespace.strip("/")
     specs = deploy_nodes(cfg)
     if args.emulate is not None:
@@ -221,7 +228,7 @@ def run(args: argparse.Namespace) -> int:
     # robot_node: reset_world started episode first_episode with the seed, the next ones seed + 1, …
     seeds = [cfg.seed + int(e["episode"]) - first_episode for e in ends[:args.episodes]]
     reference, reference_success, source = in_process_returns(policy_path, Path(args.compare) if args.compare else None,
-                                           contract.task, seeds, preference)
+                                           contract.task, seeds, preference, contract.task_overrides())
     report = {
         "policy": str(policy_path), "task": contract.task, "timing": timing, "episodes": args.episodes,
         "seeds": seeds, "objectives": list(contract.objective_names),
