@@ -127,13 +127,14 @@ class SafetyMonitor:
         # the label sets a command may have: a full command of one of the robot's control modes, or
         # the running task's action components (what the robot node executes; anything else is held)
         self.accepted_labels = {tuple(spec.command_labels(m)) for m in spec.control_modes}
+        self._relative: dict[tuple[str, ...], tuple[tuple[str, ...], np.ndarray] | None] = {}
         if ControlMode.POSITION in spec.control_modes:  # relative position targets (``<actuator>/delta``)
             self.accepted_labels.add(tuple(delta_label(a) for a in spec.command_labels(ControlMode.POSITION)))
         if action_labels:
             self.accepted_labels.add(tuple(action_labels))
-            base = self._absolute_labels(tuple(action_labels))
-            if base is not None:
-                self.accepted_labels.add(base)
+            relative = self._absolute_labels(tuple(action_labels))
+            if relative is not None:
+                self.accepted_labels.add(relative[0])
         self._kin = rules.kinematics
         self._joint_pos = {n: i for i, n in enumerate(spec.joint_names)}
         self._plans: dict[tuple[str, ...], CommandPlan] = {}
@@ -221,9 +222,9 @@ class SafetyMonitor:
         clock's (``now``) by default, capped at one ``command.period``, so a flood of commands gets no
         more change through than one command per period would; a lockstep caller passes the
         simulated time each command stands for (one control period)."""
-        base = self._absolute_labels(tuple(labels))
-        if base is not None:
-            return self._on_delta_command(values, tuple(labels), base, now, elapsed)
+        relative = self._absolute_labels(tuple(labels))
+        if relative is not None:
+            return self._on_delta_command(values, tuple(labels), *relative, now, elapsed)
         return self._check_command(values, labels, now, elapsed)
 
     def _check_command(self, values: np.ndarray | Sequence[float], labels: Sequence[str], now: float,
@@ -276,15 +277,19 @@ class SafetyMonitor:
         self._remember(command)
         return Outcome(command, self._command_edges(found))
 
-    def _absolute_labels(self, labels: tuple[str, ...]) -> tuple[str, ...] | None:
-        """The actuator labels of a relative position command (``<actuator>/delta`` each, actuators
-        of this robot), or None for any other command."""
-        base = tuple(delta_actuator(lab) or "" for lab in labels)
-        names = self.spec.actuator_names
-        return base if labels and all(b in names for b in base) else None
+    def _absolute_labels(self, labels: tuple[str, ...]) -> tuple[tuple[str, ...], np.ndarray] | None:
+        """The actuator labels and indices (n,) of a relative position command (``<actuator>/delta``
+        each, actuators of this robot), or None for any other command (cached per label set)."""
+        if labels not in self._relative:
+            base = tuple(delta_actuator(lab) or "" for lab in labels)
+            names = self.spec.actuator_names
+            self._relative[labels] = ((base, np.array([names.index(b) for b in base]))
+                                      if labels and all(b in names for b in base) else None)
+        return self._relative[labels]
 
     def _on_delta_command(self, values: np.ndarray | Sequence[float], labels: tuple[str, ...],
-                          base: tuple[str, ...], now: float, elapsed: float | None) -> Outcome:
+                          base: tuple[str, ...], actuators: np.ndarray, now: float, elapsed: float | None
+                          ) -> Outcome:
         """A relative position command, checked as the absolute targets it stands for: measured
         actuator positions + change (targets are unknown, NaN, until positions are measured, so such
         a command is held as non-finite).  Every position rule (range clamp, rate limit, slow-down,
@@ -294,7 +299,6 @@ class SafetyMonitor:
         if labels not in self.accepted_labels or arr.size != len(labels):
             current = None  # rejected by the absolute path below, which names the fault
         else:
-            actuators = np.array([self.spec.actuator_names.index(b) for b in base])
             current = self.spec.actuator_positions(self._q)[actuators]
             arr = current + arr
         held = self.counters["held"]
