@@ -151,7 +151,7 @@ def test_a_turn_run_learns_from_the_scripted_sweep_in_delta_actions(tmp_path, ca
     assert results["config"]["action_mode"] == "delta"
     run = next(r for r in results["runs"] if r["finished"])
     assert run["eval"]["task_overrides"] == {"action_mode": "delta"}
-    assert results["random"]["task_overrides"] == {"action_mode": "delta"}
+    assert json.loads((out / "random_eval.json").read_text())["task_overrides"] == {"action_mode": "delta"}
     first = (out / "runs" / "mo-mpo" / "eps_pain=0.01" / "seed0" / "episodes.csv").read_text().splitlines()[1]
     assert "success" in first  # the scripted sweep (noisy) turned the dial into the target window
     from morl_robot.serving.runtime import OnnxPolicy
