@@ -166,9 +166,14 @@ def run(args: argparse.Namespace) -> int:
         overrides["policy_server"]["preference"] = [float(x) for x in preference]
     if timing == "lockstep":
         overrides["safety_monitor"] = {"watchdogs": False}  # simulated time stands still between steps
-    cfg = load_session_config(args.config, overrides)
     out = Path(args.out).resolve() if args.out else policy_path.parent / f"deploy_{policy_path.stem}"
     out.mkdir(parents=True, exist_ok=True)
+    if contract.task_overrides():  # e.g. delta actions: the robot node's task reads them as training did
+        from morl_robot.tasks.registry import write_task_config
+
+        overrides["robot_node"]["task_config"] = write_task_config(contract.task, contract.task_overrides(),
+                                                                   out / "task.yaml")
+    cfg = load_session_config(args.config, overrides)
     ns = "/" + cfg.namespace.strip("/")
     specs = deploy_nodes(cfg)
     if args.emulate is not None:

@@ -4,25 +4,32 @@ evaluation protocol (:mod:`morl_robot.evaluation.protocol`) on one policy.
 Deterministic episodes on seeds S … S+N−1; prints a Markdown table (each objective's mean return
 with its 95 % bootstrap CI, success rate, peak and mean contact force, termination reasons) or,
 with ``--json``, one JSON object on stdout.  ``random --task T`` evaluates uniform random actions;
-``scripted --task sawyer_peg_in_hole`` a hand-written insertion controller.
+``scripted --task T`` a hand-written controller (Sawyer insertion, Shadow slow press and slow dial sweep).  ``--against scripted``:
+instead of the protocol, the policy's action error against the task's scripted controller along
+the controller's own trajectories.
 
 A policy of a reward-machine task (its contract's ``reward_machine``) is evaluated in the product of
 its task and that machine, checked against this installation's machine files: the table lists the
-task's objectives and the machine's.
+task's objectives and the machine's.  A policy with delta actions (contract ``action_mode``) acts on
+its task built in that mode.
 """
 from __future__ import annotations
 
 import argparse
 import json
 import sys
+from typing import TYPE_CHECKING
 
 from morl_robot.errors import UsageError
+
+if TYPE_CHECKING:
+    from morl_robot.evaluation.protocol import LoadedPolicy
 
 
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("evaluate", help="evaluate a policy deterministically on fixed seeds (the protocol of every result)")
     p.add_argument("policy", help="policy.onnx, a run directory (its policy.onnx), 'random' (with --task), or "
-                                  "'scripted' (--task sawyer_peg_in_hole: a hand-written insertion controller)")
+                                  "'scripted' (--task sawyer_peg_in_hole|shadow_touch|shadow_turn: a hand-written controller)")
     p.add_argument("--episodes", type=int, default=20, help="episodes (default 20)")
     p.add_argument("--seed", type=int, default=0, help="episode i resets with seed S+i (default 0)")
     p.add_argument("--task", default=None, help="task (needed for 'random'; otherwise checked against the policy)")
@@ -30,6 +37,14 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--no-safety", action="store_true",
                    help="act without the robot's safety rules (default: through them, as deployed)")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
+    p.add_argument("--action-mode", choices=["absolute", "delta"], default=None,
+                   help="Shadow Hand tasks, a random or scripted policy: act with absolute motor targets or with "
+                        "their changes from the measured positions (default: the task YAML's action_mode; an "
+                        "ONNX policy's contract declares its own)")
+    p.add_argument("--against", choices=["scripted"], default=None,
+                   help="instead of the protocol: the policy's action error against the task's scripted "
+                        "controller on the controller's own trajectories (per action component, robot units; "
+                        "e.g. how exactly a behaviour clone reproduces its demonstrator)")
     p.add_argument("--preference", type=float, nargs="+", default=None, metavar="EPS",
                    help="ε-conditioned policy: the preference to act under, one ε per objective "
                         "(default: the centre of its box)")
@@ -41,7 +56,9 @@ def run(args: argparse.Namespace) -> int:
 
     if args.episodes < 1:
         raise UsageError(f"--episodes must be >= 1, got {args.episodes}")
-    loaded = load_policy(args.policy, args.task, args.seed, args.preference)
+    loaded = load_policy(args.policy, args.task, args.seed, args.preference, args.action_mode)
+    if args.against:
+        return _action_error(args, loaded)
     result = evaluate_policy(loaded.act, loaded.task, args.episodes, args.seed, loaded.description,
                              progress=not args.no_progress and not args.json and sys.stderr.isatty(),
                              safety=not args.no_safety, env_fn=loaded.make_env)
@@ -49,4 +66,22 @@ def run(args: argparse.Namespace) -> int:
         print(json.dumps(result.to_json()))
     else:
         print(result.to_markdown())
+    return 0
+
+
+def _action_error(args: argparse.Namespace, loaded: LoadedPolicy) -> int:
+    from morl_robot.evaluation.protocol import action_error, scripted_policy
+
+    reference = scripted_policy(loaded.task, overrides=loaded.task_overrides)
+    err = action_error(loaded.act, reference.act, loaded.task, args.episodes, args.seed, loaded.task_overrides)
+    err.update({"policy": loaded.description, "reference": reference.description,
+                "episodes": args.episodes, "seed": args.seed})
+    if args.json:
+        print(json.dumps(err))
+        return 0
+    print(f"action error of {err['policy']} against {err['reference']} on its trajectories "
+          f"({err['steps']} steps, seeds {args.seed}…{args.seed + args.episodes - 1}; {err['units']})\n")
+    print("| action | mean abs | max abs |\n|---|---|---|")
+    for lab, m, x in zip(err["labels"], err["mean_abs"], err["max_abs"]):
+        print(f"| {lab} | {m:.4f} | {x:.4f} |")
     return 0

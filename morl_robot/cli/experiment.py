@@ -145,6 +145,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     sh.add_argument("--config", default=None,
                     help="learner YAML or a name under config/ (default learner/shadow_front.yaml)")
     sh.add_argument("--eval-episodes", type=int, default=None, help="protocol episodes per policy (default 20)")
+    sh.add_argument("--action-mode", choices=["absolute", "delta"], default=None,
+                    help="the hand's actions: absolute motor targets or changes of them from the measured "
+                         "positions (task config action_mode; default: the task YAML's, absolute)")
     sh.add_argument("--eval-seed", type=int, default=10_000, help="first evaluation seed (default 10000)")
     sh.add_argument("--parallel", type=int, default=1, help="runs at a time, one core each (default 1)")
     sh.add_argument("--time-limit", type=float, default=None,
@@ -416,7 +419,8 @@ def _run_shadow_front(args: argparse.Namespace) -> int:
         scalarized_epsilon=pick(args.scalarized_epsilon, "scalarized_epsilon"),
         seeds=list(pick(args.seeds, "seeds")), steps=pick(args.steps, "steps"),
         learner_config=args.config or default.learner_config, eval_episodes=pick(args.eval_episodes, "eval_episodes"),
-        eval_seed=args.eval_seed, parallel=args.parallel, algorithms=algorithms, quick=args.quick)
+        eval_seed=args.eval_seed, parallel=args.parallel, algorithms=algorithms, quick=args.quick,
+        action_mode=args.action_mode)
     r = shadow_front.run(args.out, cfg, progress=not args.no_progress, time_limit_s=args.time_limit)
     print(shadow_front.format_table(r))
     for e in r["errors"]:

@@ -59,7 +59,8 @@ def format_info(info: ModelInfo) -> str:
     width = max(len(x) for x in c.observation_labels)
     lines += [f"  {i:3d}  {lab:<{width}}  {unit}" for i, (lab, unit) in
               enumerate(zip(c.observation_labels, c.observation_units))]
-    lines += ["", f"action       {len(c.action_labels)} values (robot units; normalised -1 -> low, +1 -> high)"]
+    relative = ("; changes of the position targets from the measured positions" if c.action_mode == "delta" else "")
+    lines += ["", f"action       {len(c.action_labels)} values (robot units; normalised -1 -> low, +1 -> high{relative})"]
     width = max(len(x) for x in c.action_labels)
     lines += [f"  {i:3d}  {lab:<{width}}  [{lo:+.6g}, {hi:+.6g}] {unit}" for i, (lab, unit, lo, hi) in
               enumerate(zip(c.action_labels, c.action_units, c.action_low, c.action_high))]

@@ -44,13 +44,14 @@ def make_sim_robot(task: Task, model_source: str = "builtin") -> MujocoRobot:
 
 
 def open_task_env(task: str | Task, task_config: str | None = None, reward_machine: str = "",
-                  robot: Robot | None = None) -> MORobotEnv | RewardMachineEnv:
+                  robot: Robot | None = None, overrides: dict[str, Any] | None = None) -> MORobotEnv | RewardMachineEnv:
     """Task ``task`` (with its YAML ``task_config``; on ``robot``, default its MuJoCo robot) and,
     with ``reward_machine`` (a reward-machine task spec: a name under ``config/reward_machines/``
     or a path), in the product of that MORM
     (:func:`~morl_robot.reward_machines.env.wrap_task_env`: a :class:`ConfigError` if the spec is
-    for another task)."""
-    env = MORobotEnv(task, robot=robot, config_file=task_config or None)
+    for another task).  ``overrides``: task-config keys set over the YAML (e.g. a policy's
+    ``action_mode``, :meth:`~morl_robot.serving.contract.PolicyContract.task_overrides`)."""
+    env = MORobotEnv(task, robot=robot, config_file=task_config or None, overrides=overrides or None)
     if not reward_machine:
         return env
     from morl_robot.reward_machines.env import wrap_task_env
@@ -64,7 +65,7 @@ def open_task_env(task: str | Task, task_config: str | None = None, reward_machi
 
 def open_policy_env(contract: PolicyContract, task_config: str | os.PathLike[str] | None = None,
                     robot: Robot | None = None) -> MORobotEnv | RewardMachineEnv:
-    """The environment a policy with ``contract`` acts in: its task and, if the contract records a
+    """The environment a policy with ``contract`` acts in: its task (in the contract's action mode) and, if the contract records a
     reward machine (field ``reward_machine``), the product with that machine, checked against this
     installation's files (:func:`~morl_robot.reward_machines.env.check_machine`).  A
     :class:`~morl_robot.serving.contract.ContractError` naming the field if the machine differs, if
@@ -84,7 +85,7 @@ def open_policy_env(contract: PolicyContract, task_config: str | os.PathLike[str
 
         check_machine(machine, contract.task)
     env = open_task_env(contract.task, str(task_config) if task_config else None,
-                        machine.spec if machine is not None else "", robot)
+                        machine.spec if machine is not None else "", robot, contract.task_overrides())
     try:
         for name, have in (("observation_labels", list(env.observation_labels)),
                            ("objective_names", list(env.objective_names))):

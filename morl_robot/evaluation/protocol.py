@@ -190,15 +190,18 @@ def run_episode(env: Any, act: Actor, seed: int, shield: Any = None) -> EpisodeR
 
 def evaluate_policy(act: Actor, task: str, episodes: int = 20, seed: int = 0, policy: str = "",
                     task_config: str | os.PathLike[str] | None = None, progress: bool = False,
-                    env_fn: Callable[[], Any] | None = None, safety: bool = True) -> Evaluation:
-    """Run the protocol: ``episodes`` deterministic episodes of ``act`` on ``task``, seeds
+                    env_fn: Callable[[], Any] | None = None, safety: bool = True,
+                    task_overrides: dict[str, Any] | None = None) -> Evaluation:
+    """Run the protocol: ``episodes`` deterministic episodes of ``act`` on ``task`` (its config
+    with ``task_overrides``, e.g. a policy's :attr:`LoadedPolicy.task_overrides`), seeds
     ``seed … seed + episodes − 1``; with ``safety`` (default) through the robot's safety rules, as
     deployed (:class:`~morl_robot.safety.shield.SafetyShield`)."""
     from morl_robot.envs.mo_env import MORobotEnv
 
     if episodes < 1:
         raise UsageError(f"episodes must be >= 1, got {episodes}")
-    env = env_fn() if env_fn is not None else MORobotEnv(task, config_file=task_config)
+    env = env_fn() if env_fn is not None else MORobotEnv(task, config_file=task_config,
+                                                           overrides=task_overrides or None)
     shield = None
     if safety:
         from morl_robot.safety.shield import SafetyShield
@@ -219,6 +222,38 @@ def evaluate_policy(act: Actor, task: str, episodes: int = 20, seed: int = 0, po
     return Evaluation(task, tuple(env.objective_names), records, seed, policy, extra)
 
 
+def action_error(act: Actor, reference: Actor, task: str, episodes: int = 10, seed: int = 0,
+                 task_overrides: dict[str, Any] | None = None) -> dict[str, Any]:
+    """How far ``act`` is from ``reference`` on ``reference``'s own trajectories: ``reference``
+    drives ``episodes`` episodes (seeds ``seed …``, no safety shield) and at every state both act.
+    Returns ``{"labels": [D], "units": str, "mean_abs": [D], "max_abs": [D], "steps": n}``: per
+    action component the mean and largest |a − a_ref| over the visited states, in robot units (the
+    task's action bounds: rad of a position target or of its change), e.g. how exactly a clone
+    reproduces its demonstrator where the demonstrator goes (the closed-loop error starts here)."""
+    from morl_robot.envs.mo_env import MORobotEnv
+
+    env = MORobotEnv(task, overrides=task_overrides or None)
+    lo, hi = env.task.action_bounds(env.robot)
+    half = 0.5 * (hi - lo)  # (D,) robot units per normalised unit
+    errors: list[np.ndarray] = []
+    try:
+        for s in range(seed, seed + episodes):
+            obs, _ = env.reset(seed=s)
+            done = False
+            while not done:
+                o = np.asarray(obs, dtype=np.float64)
+                a_ref = np.clip(np.asarray(reference(o), np.float64).reshape(-1), -1.0, 1.0)
+                a = np.clip(np.asarray(act(o), np.float64).reshape(-1), -1.0, 1.0)
+                errors.append(np.abs(a - a_ref) * half)
+                obs, _, terminated, truncated, _ = env.step(a_ref)
+                done = bool(terminated or truncated)
+    finally:
+        env.close()
+    e = np.stack(errors)  # [steps, D]
+    return {"labels": list(env.action_labels), "units": env.task.action_units(), "mean_abs": e.mean(axis=0).tolist(),
+            "max_abs": e.max(axis=0).tolist(), "steps": int(e.shape[0])}
+
+
 # --- policies ---------------------------------------------------------------------------------
 @dataclass
 class LoadedPolicy:
@@ -226,14 +261,18 @@ class LoadedPolicy:
     task: str
     description: str
     contract: Any = None  # serving.contract.PolicyContract (None for a random policy)
+    #: task-config keys the policy's actions need (``action_mode`` …); evaluate it on a task built with them
+    task_overrides: dict[str, Any] = field(default_factory=dict)
 
     def make_env(self) -> Any:
-        """The environment the policy acts in: the one its contract describes (a reward-machine
-        policy: the task in the product with its machine, checked; :func:`~morl_robot.envs.mo_env.open_policy_env`),
-        else its task's."""
+        """The environment the policy acts in: the one its contract describes (its task in the
+        contract's action mode; a reward-machine policy: in the product with its machine, checked;
+        :func:`~morl_robot.envs.mo_env.open_policy_env`), else its task's with :attr:`task_overrides`."""
         from morl_robot.envs.mo_env import MORobotEnv, open_policy_env
 
-        return open_policy_env(self.contract) if self.contract is not None else MORobotEnv(self.task)
+        if self.contract is not None:
+            return open_policy_env(self.contract)
+        return MORobotEnv(self.task, overrides=self.task_overrides or None)
 
 
 def onnx_policy(path: str | os.PathLike[str], preference: Sequence[float] | None = None) -> LoadedPolicy:
@@ -252,72 +291,90 @@ def onnx_policy(path: str | os.PathLike[str], preference: Sequence[float] | None
     elif getattr(model, "conditioned", False):
         where = ", preference " + ", ".join(f"{v:g}" for v in model.preference) + " (the centre)"
     return LoadedPolicy(lambda obs: model.act(obs, deterministic=True).action, model.contract.task,
-                        f"{Path(path)} (version {model.contract.policy_version}{where})", model.contract)
+                        f"{Path(path)} (version {model.contract.policy_version}{where})", model.contract,
+                        model.contract.task_overrides())
 
 
-def random_policy(task: str, seed: int = 0) -> LoadedPolicy:
-    """Uniform random actions in [-1, 1]^D (the baseline a task's difficulty is stated against)."""
+def random_policy(task: str, seed: int = 0, overrides: dict[str, Any] | None = None) -> LoadedPolicy:
+    """Uniform random actions in [-1, 1]^D (the baseline a task's difficulty is stated against), on
+    the task built with ``overrides`` (e.g. ``{"action_mode": "delta"}``)."""
     from morl_robot.envs.mo_env import MORobotEnv
 
-    env = MORobotEnv(task)
+    env = MORobotEnv(task, overrides=overrides)
     dim = env.action_space.shape[0]
     env.close()
     rng = np.random.default_rng(seed + 7_777)
-    return LoadedPolicy(lambda obs: rng.uniform(-1.0, 1.0, dim), task, "uniform random actions")
+    return LoadedPolicy(lambda obs: rng.uniform(-1.0, 1.0, dim), task, "uniform random actions",
+                        task_overrides=dict(overrides or {}))
 
 
 #: tasks with a hand-written controller (``morl-robot evaluate scripted --task T``, demonstrations)
-SCRIPTED_TASKS = ("sawyer_peg_in_hole", "shadow_touch")
+SCRIPTED_TASKS = ("sawyer_peg_in_hole", "shadow_touch", "shadow_turn")
 
 #: shadow_touch's pressing posture (rad; J0 = J1 + J2): the wrist flexed, the first finger bent at
 #: J3 and slightly at J1/J2 (``tests/test_shadow_hand_model.py::test_touch_press_block``)
 SHADOW_PRESS_POSTURE = {"rh_WRJ1": 0.49, "rh_FFJ3": 0.9, "rh_FFJ0": 0.3}
+#: shadow_turn's turning posture (rad): the wrist flexed, the four fingers bent at J3 with J1/J2
+#: straight, which sweeps the paddle past the target (``test_shadow_hand_model.py::test_turn_dial``)
+SHADOW_TURN_POSTURE = {"rh_WRJ1": 0.49, **{f"rh_{f}J3": 1.2 for f in ("FF", "MF", "RF", "LF")},
+                       **{f"rh_{f}J0": 0.0 for f in ("FF", "MF", "RF", "LF")}}
+#: per Shadow task: (posture, default lead in rad per step, what the controller does)
+SHADOW_SCRIPTS = {"shadow_touch": (SHADOW_PRESS_POSTURE, 0.01, "slow press"),
+                  "shadow_turn": (SHADOW_TURN_POSTURE, 0.03, "slow sweep")}
 
 
-def scripted_policy(task: str, gain: float = 5.0, clearance: float = 0.002, lead: float = 0.01) -> LoadedPolicy:
+def scripted_policy(task: str, gain: float = 5.0, clearance: float = 0.002, lead: float | None = None,
+                    overrides: dict[str, Any] | None = None) -> LoadedPolicy:
     """A hand-written controller for a task in :data:`SCRIPTED_TASKS` (the reference a learned
     policy is read against, and the demonstrator of learning from demonstrations).
 
     ``sawyer_peg_in_hole`` (``gain``, ``clearance``): see :func:`_sawyer_insertion`.
-    ``shadow_touch`` (``lead``): see :func:`_shadow_slow_press`."""
+    ``shadow_touch`` / ``shadow_turn`` (``lead``, default :data:`SHADOW_SCRIPTS`; ``overrides`` of the
+    task config, e.g. its action mode): see :func:`_shadow_slow_posture`."""
     if task not in SCRIPTED_TASKS:
         raise UsageError(f"a scripted policy exists for {', '.join(SCRIPTED_TASKS)} only, not {task!r}")
-    return _sawyer_insertion(gain, clearance) if task == "sawyer_peg_in_hole" else _shadow_slow_press(lead)
+    if task == "sawyer_peg_in_hole":
+        if overrides:
+            raise UsageError(f"the scripted {task} controller takes no task overrides, got {overrides}")
+        return _sawyer_insertion(gain, clearance)
+    posture, default_lead, what = SHADOW_SCRIPTS[task]
+    return _shadow_slow_posture(task, posture, default_lead if lead is None else lead, what, overrides)
 
 
-def _shadow_slow_press(lead: float) -> LoadedPolicy:
-    """``shadow_touch``: press the block slowly.  Each motor's position target is its current
-    position (from the observation; a coupled J0 motor: J1 + J2) moved toward
-    :data:`SHADOW_PRESS_POSTURE` by at most ``lead`` rad, the other motors held where they are.
-    The lead sets the approach speed, so it trades the (discounted) task reward against pain: on
-    seeds 0–4, 0.01 rad presses in 30–36 steps with pain −3.4 … −4.4; 0.02 in 17–20 steps with
-    −6 … −10; 0.05 in 7–8 steps with −6 … −20."""
+def _shadow_slow_posture(task_name: str, posture: dict[str, float], lead: float, what: str,
+                         overrides: dict[str, Any] | None = None) -> LoadedPolicy:
+    """Move the hand slowly into ``posture``.  Each motor's position target is its current
+    position (from the observation; a coupled J0 motor: J1 + J2) moved toward ``posture`` by at
+    most ``lead`` rad, the other motors held where they are.  The lead sets the approach speed.
+
+    ``shadow_touch`` (:data:`SHADOW_PRESS_POSTURE`) presses the block; the lead trades the
+    (discounted) task reward against pain: on seeds 0–4, 0.01 rad presses in 30–36 steps with pain
+    −3.4 … −4.4; 0.02 in 17–20 steps with −6 … −10; 0.05 in 7–8 steps with −6 … −20.
+    ``shadow_turn`` (:data:`SHADOW_TURN_POSTURE`) sweeps the dial's paddle toward +angle; the
+    observation has no dial angle, so the sweep is open loop and succeeds when it passes the
+    target window (the episode ends there).
+
+    The targets are written in the task's action mode (``overrides``, e.g.
+    ``{"action_mode": "delta"}``; :meth:`ShadowHandTask.action_for_targets`): absolute, the
+    targets themselves; delta, at most ±lead on the posture's motors and 0 on the others."""
     from morl_robot.envs.mo_env import MORobotEnv
 
-    env = MORobotEnv("shadow_touch")
-    labels = list(env.observation_labels)
-    motors = list(env.task.action_labels)
-    limits = {j.name: (j.lower, j.upper) for j in env.robot.spec.joints}
+    env = MORobotEnv(task_name, overrides=overrides)
+    task, spec = env.task, env.robot.spec
     env.close()
-
-    def joints_of(motor: str) -> list[str]:
-        return [motor[:-1] + "1", motor[:-1] + "2"] if motor.endswith("J0") else [motor]
-
-    index = [[labels.index(f"{j}/position") for j in joints_of(m)] for m in motors]
-    lo = np.array([sum(limits[j][0] for j in joints_of(m)) for m in motors])
-    hi = np.array([sum(limits[j][1] for j in joints_of(m)) for m in motors])
-    goal_of = {motors.index(m): v for m, v in SHADOW_PRESS_POSTURE.items()}
+    nj = len(spec.joints)  # the observation starts with the joint positions, in the spec's order
+    goal_of = {spec.actuator_names.index(m): v for m, v in posture.items()}
+    mode = "" if task.action_mode == "absolute" else f", {task.action_mode} actions"
 
     def act(obs: np.ndarray) -> np.ndarray:
-        obs = np.asarray(obs, dtype=np.float64)
-        pos = np.array([obs[i].sum() for i in index])  # (20,) motor positions
+        pos = spec.actuator_positions(np.asarray(obs, dtype=np.float64)[:nj])  # (20,) motor positions
         goal = pos.copy()
         for i, v in goal_of.items():
             goal[i] = v
-        target = pos + np.clip(goal - pos, -lead, lead)
-        return np.clip(2.0 * (target - lo) / (hi - lo) - 1.0, -1.0, 1.0)
+        return task.action_for_targets(pos + np.clip(goal - pos, -lead, lead), pos)
 
-    return LoadedPolicy(act, "shadow_touch", f"scripted slow press (lead {lead:g} rad per step)")
+    return LoadedPolicy(act, task_name, f"scripted {what} (lead {lead:g} rad per step{mode})",
+                        task_overrides=dict(overrides or {}))
 
 
 def _sawyer_insertion(gain: float, clearance: float) -> LoadedPolicy:
@@ -350,11 +407,16 @@ def _sawyer_insertion(gain: float, clearance: float) -> LoadedPolicy:
 
 
 def load_policy(source: str | os.PathLike[str], task: str | None = None, seed: int = 0,
-                preference: Sequence[float] | None = None) -> LoadedPolicy:
+                preference: Sequence[float] | None = None, action_mode: str | None = None) -> LoadedPolicy:
     """``policy.onnx``, a run directory (its ``policy.onnx``), ``random`` or ``scripted`` (need ``task``);
-    ``preference`` for an ε-conditioned ONNX policy."""
+    ``preference`` for an ε-conditioned ONNX policy; ``action_mode`` (Shadow tasks: ``absolute`` or
+    ``delta``) for a random or scripted policy (an ONNX policy's contract declares its own)."""
     if preference is not None and str(source) in ("random", "scripted"):
         raise UsageError(f"--preference is for an ε-conditioned ONNX policy, not a {source} policy")
+    if action_mode is not None and str(source) not in ("random", "scripted"):
+        raise UsageError("--action-mode is for a random or scripted policy; an ONNX policy's contract declares "
+                         "its action mode")
+    overrides = {} if action_mode is None else {"action_mode": action_mode}
     if str(source) in ("random", "scripted"):
         if not task:
             raise UsageError(f"a {source} policy needs --task")
@@ -362,7 +424,10 @@ def load_policy(source: str | os.PathLike[str], task: str | None = None, seed: i
 
         if task not in TASKS:
             raise UsageError(f"--task {task!r}: unknown task; known: {', '.join(sorted(TASKS))}")
-        return random_policy(task, seed) if str(source) == "random" else scripted_policy(task)
+        if overrides and not task.startswith("shadow_"):
+            raise UsageError(f"--action-mode: task {task} has no action modes (the Shadow Hand tasks have)")
+        return (random_policy(task, seed, overrides) if str(source) == "random"
+                else scripted_policy(task, overrides=overrides))
     path = Path(source)
     if path.is_dir():
         if not (path / "policy.onnx").is_file():

@@ -85,6 +85,15 @@ class ShadowFrontConfig:
     parallel: int = 1
     algorithms: list[str] = field(default_factory=lambda: list(ALGORITHMS))
     quick: bool = False
+    #: how the hand's actions are read (task config ``action_mode``): None = the task YAML's
+    #: (absolute motor targets), "delta" = changes of the targets from the measured positions
+    action_mode: str | None = None
+
+    @property
+    def task_overrides(self) -> dict[str, Any]:
+        """Task-config overrides of every environment of the sweep (training, demonstrator,
+        evaluation, random baseline)."""
+        return {} if self.action_mode is None else {"action_mode": self.action_mode}
 
     def validate(self) -> None:
         if self.task not in TASKS:
@@ -104,6 +113,8 @@ class ShadowFrontConfig:
                              f"got {self.weights_pain}")
         if not (self.scalarized_epsilon > 0 and math.isfinite(self.scalarized_epsilon)):
             raise UsageError(f"--scalarized-epsilon must be a finite value > 0, got {self.scalarized_epsilon}")
+        if self.action_mode not in (None, "absolute", "delta"):
+            raise UsageError(f"--action-mode: 'absolute' or 'delta', got {self.action_mode!r}")
         if self.steps < 1 or self.eval_episodes < 1 or self.parallel < 1 or not self.seeds:
             raise UsageError("--steps, --eval-episodes and --parallel must be >= 1, and --seeds non-empty")
         from morl_robot.evaluation.protocol import SCRIPTED_TASKS
@@ -175,16 +186,19 @@ def train_and_evaluate(setting: Any, out: str, cfg: dict[str, Any]) -> list[floa
     eval_path = rdir / "eval.json"
     if eval_path.is_file():
         done = json.loads(eval_path.read_text())
-        if done.get("env_steps") == sweep.steps and done.get("episodes") == sweep.eval_episodes:
+        if done.get("env_steps") == sweep.steps and done.get("episodes") == sweep.eval_episodes \
+                and done.get("task_overrides", {}) == sweep.task_overrides:
             return [done["objectives"][n]["mean"] for n in done["objective_names"]]
-    task = load_task(sweep.task)
+    overrides = sweep.task_overrides or None
+    task = load_task(sweep.task, overrides=overrides)
     config = load_learner_config(sweep.learner_path(), learner_overrides(sweep, algorithm, value,
                                                                          len(task.objective_names)))
     # learner YAML training.demonstrations.episodes > 0: those episodes are acted by the task's
     # scripted controller (with noise), the policy is cloned on them, then the algorithm learns
-    demonstrator = scripted_policy(sweep.task).act if config.training.demonstrations.episodes else None
+    demonstrator = (scripted_policy(sweep.task, overrides=overrides).act
+                    if config.training.demonstrations.episodes else None)
     start = time.monotonic()
-    result = train(functools.partial(MORobotEnv, sweep.task), config, total_steps=sweep.steps, seed=seed,
+    result = train(functools.partial(MORobotEnv, sweep.task, overrides=overrides), config, total_steps=sweep.steps, seed=seed,
                    out_dir=rdir, progress=False, demonstrator=demonstrator)
     wall = time.monotonic() - start
     robot = make_sim_robot(task)
@@ -196,7 +210,8 @@ def train_and_evaluate(setting: Any, out: str, cfg: dict[str, Any]) -> list[floa
     policy_path = rdir / "policy.onnx"
     export_policy(result.learner.policy, contract, policy_path)
     loaded = onnx_policy(policy_path)
-    evaluation = evaluate_policy(loaded.act, sweep.task, sweep.eval_episodes, sweep.eval_seed, loaded.description)
+    evaluation = evaluate_policy(loaded.act, sweep.task, sweep.eval_episodes, sweep.eval_seed, loaded.description,
+                                 task_overrides=loaded.task_overrides)
     data = evaluation.to_json()
     data.update({
         "objective_names": list(evaluation.objective_names),
@@ -207,6 +222,7 @@ def train_and_evaluate(setting: Any, out: str, cfg: dict[str, Any]) -> list[floa
         "learner": {k: v for k, v in learner_overrides(sweep, algorithm, value, len(task.objective_names)).items()
                     if k in ("algorithm", "epsilons", "scalarization_weights", "epsilon")},
         "demonstrations": dataclasses.asdict(config.training.demonstrations),
+        "task_overrides": sweep.task_overrides,
     })
     if sweep.task != "shadow_orient":
         data["discounted_task_return"] = float(np.mean(discounted_task_returns(data["per_episode"])))
@@ -254,10 +270,13 @@ def random_baseline(cfg: ShadowFrontConfig, out: Path) -> dict[str, Any]:
     path = out / "random_eval.json"
     if path.is_file():
         done = json.loads(path.read_text())
-        if done.get("episodes") == cfg.eval_episodes and done.get("seed") == cfg.eval_seed:
+        if done.get("episodes") == cfg.eval_episodes and done.get("seed") == cfg.eval_seed \
+                and done.get("task_overrides", {}) == cfg.task_overrides:
             return dict(done)
-    policy = random_policy(cfg.task, seed=cfg.eval_seed)
-    data = evaluate_policy(policy.act, cfg.task, cfg.eval_episodes, cfg.eval_seed, policy.description).to_json()
+    policy = random_policy(cfg.task, seed=cfg.eval_seed, overrides=cfg.task_overrides)
+    data = evaluate_policy(policy.act, cfg.task, cfg.eval_episodes, cfg.eval_seed, policy.description,
+                           task_overrides=cfg.task_overrides).to_json()
+    data["task_overrides"] = cfg.task_overrides
     if cfg.task != "shadow_orient":
         data["discounted_task_return"] = float(np.mean(discounted_task_returns(data["per_episode"])))
     write_json_atomic(path, data)

@@ -30,6 +30,23 @@ CARTESIAN_LABELS: tuple[str, ...] = ("vx", "vy", "vz", "wx", "wy", "wz")
 WRENCH_LABELS: tuple[str, ...] = ("fx", "fy", "fz", "tx", "ty", "tz")
 POSE_LABELS: tuple[str, ...] = ("x", "y", "z", "qw", "qx", "qy", "qz")
 
+#: Suffix of a relative position command component, ``<actuator>/delta``: the change (rad) of that
+#: actuator's position target from its *measured* position (a coupled J0 actuator: J1 + J2), i.e.
+#: the target is ``actuator_positions(q) + delta``.  The label says what the value is, so no layer
+#: (safety monitor, robot node) can mistake a change for an absolute target; a task declares it
+#: with ``action_mode: delta`` (:mod:`morl_robot.tasks.shadow_hand`).
+DELTA_SUFFIX = "/delta"
+
+
+def delta_label(actuator: str) -> str:
+    """The relative command label of ``actuator`` (``rh_FFJ3`` → ``rh_FFJ3/delta``)."""
+    return actuator + DELTA_SUFFIX
+
+
+def delta_actuator(label: str) -> str | None:
+    """The actuator a relative command label names, or None for any other label."""
+    return label[: -len(DELTA_SUFFIX)] if label.endswith(DELTA_SUFFIX) else None
+
 
 @dataclass(frozen=True)
 class JointSpec:
@@ -102,6 +119,22 @@ class RobotSpec:
     @cached_property
     def actuator_names(self) -> tuple[str, ...]:
         return tuple(a.name for a in self.actuators)
+
+    @cached_property
+    def actuator_joint_matrix(self) -> np.ndarray:
+        """(A, J) 0/1 matrix: actuator a's position is the sum of its joints' positions."""
+        index = {n: i for i, n in enumerate(self.joint_names)}
+        m = np.zeros((len(self.actuators), len(self.joints)))
+        for a, act in enumerate(self.actuators):
+            for j in act.joints:
+                m[a, index[j]] = 1.0
+        return m
+
+    def actuator_positions(self, position: np.ndarray) -> np.ndarray:
+        """Measured actuator positions (A,) rad from joint positions (J,) (a coupled J0: J1 + J2);
+        NaN where a joint reads NaN (not measured yet)."""
+        m = self.actuator_joint_matrix
+        return np.where(m > 0, np.asarray(position, np.float64)[None, :], 0.0).sum(axis=1)
 
     def sensor(self, name: str) -> SensorSpec:
         for s in self.sensors:

@@ -40,7 +40,12 @@ from typing import NamedTuple
 import numpy as np
 
 from morl_robot.errors import CommandError, ConfigError
-from morl_robot.robots.spec import CARTESIAN_LABELS, ControlMode
+from morl_robot.robots.spec import (
+    CARTESIAN_LABELS,
+    ControlMode,
+    delta_actuator,
+    delta_label,
+)
 from morl_robot.safety.compiled import (
     SENSOR_STREAMS,
     CommandPlan,
@@ -122,8 +127,14 @@ class SafetyMonitor:
         # the label sets a command may have: a full command of one of the robot's control modes, or
         # the running task's action components (what the robot node executes; anything else is held)
         self.accepted_labels = {tuple(spec.command_labels(m)) for m in spec.control_modes}
+        self._relative: dict[tuple[str, ...], tuple[tuple[str, ...], np.ndarray] | None] = {}
+        if ControlMode.POSITION in spec.control_modes:  # relative position targets (``<actuator>/delta``)
+            self.accepted_labels.add(tuple(delta_label(a) for a in spec.command_labels(ControlMode.POSITION)))
         if action_labels:
             self.accepted_labels.add(tuple(action_labels))
+            relative = self._absolute_labels(tuple(action_labels))
+            if relative is not None:
+                self.accepted_labels.add(relative[0])
         self._kin = rules.kinematics
         self._joint_pos = {n: i for i, n in enumerate(spec.joint_names)}
         self._plans: dict[tuple[str, ...], CommandPlan] = {}
@@ -192,10 +203,7 @@ class SafetyMonitor:
         if plan.mode != ControlMode.POSITION:
             return Command(np.zeros(len(plan.labels)), plan.labels)
         assert plan.actuators is not None
-        values = np.empty(len(plan.labels))
-        for i, a in enumerate(plan.actuators):
-            joints = [self._joint_pos.get(jn, -1) for jn in self.spec.actuators[a].joints]
-            values[i] = sum(self._q[j] for j in joints) if joints and min(joints) >= 0 else math.nan
+        values = self.spec.actuator_positions(self._q)[plan.actuators]
         if not np.all(np.isfinite(values)):
             return None
         return Command(values, plan.labels)
@@ -214,6 +222,13 @@ class SafetyMonitor:
         clock's (``now``) by default, capped at one ``command.period``, so a flood of commands gets no
         more change through than one command per period would; a lockstep caller passes the
         simulated time each command stands for (one control period)."""
+        relative = self._absolute_labels(tuple(labels))
+        if relative is not None:
+            return self._on_delta_command(values, tuple(labels), *relative, now, elapsed)
+        return self._check_command(values, labels, now, elapsed)
+
+    def _check_command(self, values: np.ndarray | Sequence[float], labels: Sequence[str], now: float,
+                       elapsed: float | None) -> Outcome:
         if elapsed is None:
             last = self._prev_time
             elapsed = self.rules.period if last is None else min(max(now - last, 0.0), self.rules.period)
@@ -261,6 +276,37 @@ class SafetyMonitor:
         command = Command(out, labels)
         self._remember(command)
         return Outcome(command, self._command_edges(found))
+
+    def _absolute_labels(self, labels: tuple[str, ...]) -> tuple[tuple[str, ...], np.ndarray] | None:
+        """The actuator labels and indices (n,) of a relative position command (``<actuator>/delta``
+        each, actuators of this robot), or None for any other command (cached per label set)."""
+        if labels not in self._relative:
+            base = tuple(delta_actuator(lab) or "" for lab in labels)
+            names = self.spec.actuator_names
+            self._relative[labels] = ((base, np.array([names.index(b) for b in base]))
+                                      if labels and all(b in names for b in base) else None)
+        return self._relative[labels]
+
+    def _on_delta_command(self, values: np.ndarray | Sequence[float], labels: tuple[str, ...],
+                          base: tuple[str, ...], actuators: np.ndarray, now: float, elapsed: float | None
+                          ) -> Outcome:
+        """A relative position command, checked as the absolute targets it stands for: measured
+        actuator positions + change (targets are unknown, NaN, until positions are measured, so such
+        a command is held as non-finite).  Every position rule (range clamp, rate limit, slow-down,
+        hold) applies to those targets; a forwarded command goes out relative again, under
+        ``labels``; a hold goes out as absolute targets under the actuator labels (a full command)."""
+        arr = np.asarray(values, dtype=np.float64).reshape(-1)
+        if labels not in self.accepted_labels or arr.size != len(labels):
+            current = None  # rejected by the absolute path below, which names the fault
+        else:
+            current = self.spec.actuator_positions(self._q)[actuators]
+            arr = current + arr
+        held = self.counters["held"]
+        outcome = self._check_command(arr, labels if current is None else base, now, elapsed)
+        command = outcome.command
+        if current is None or command is None or self.counters["held"] > held or command.labels != base:
+            return outcome
+        return Outcome(Command(command.values - current, labels), outcome.violations)
 
     def _shape(self, values: np.ndarray, plan: CommandPlan, now: float) -> tuple[np.ndarray, list[Violation]]:
         found: list[Violation] = []

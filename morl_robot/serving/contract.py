@@ -42,12 +42,20 @@ import numpy as np
 
 from morl_robot.errors import MorlRobotError
 from morl_robot.robots.base import Robot
-from morl_robot.robots.spec import CARTESIAN_LABELS, ControlMode, RobotSpec
+from morl_robot.robots.spec import (
+    CARTESIAN_LABELS,
+    ControlMode,
+    RobotSpec,
+    delta_actuator,
+)
 from morl_robot.tasks.base import Task
 
 #: Value of the ``contract_format`` metadata key written with every contract.
 CONTRACT_FORMAT = "1"
 ALGORITHMS = ("mo_mpo", "scalarized_mpo")
+#: ``absolute``: the action is the control mode's command; ``delta``: its change from the measured
+#: state, labelled ``<actuator>/delta`` (position mode; :data:`morl_robot.robots.spec.DELTA_SUFFIX`)
+ACTION_MODES = ("absolute", "delta")
 NORMALIZERS = ("none", "running")
 
 
@@ -297,6 +305,8 @@ class PolicyContract:
     preferences: PreferenceInputs | None = field(default=None)
     #: policy of a reward-machine task: the machine and its one-hot layout; None = the task alone
     reward_machine: RewardMachineInputs | None = field(default=None)
+    #: "absolute" or "delta" (ACTION_MODES); models from before the field read as absolute
+    action_mode: str = "absolute"
 
     # --- validation ----------------------------------------------------------------------------
     def validate(self) -> None:
@@ -328,6 +338,17 @@ class PolicyContract:
             if not (math.isfinite(lo) and math.isfinite(hi) and lo <= hi):
                 raise ContractError(f"contract fields 'action_low'/'action_high' at index {i} "
                                     f"('{self.action_labels[i]}'): need finite low <= high, got [{lo}, {hi}]")
+        if self.action_mode not in ACTION_MODES:
+            raise ContractError(f"contract field 'action_mode' is '{self.action_mode}'; allowed: {', '.join(ACTION_MODES)}")
+        relative = [lab for lab in self.action_labels if delta_actuator(lab) is not None]
+        if self.action_mode == "delta" and (len(relative) != len(self.action_labels)
+                                            or self.control_mode != ControlMode.POSITION.value):
+            raise ContractError("contract field 'action_mode' is 'delta': every action label must be "
+                                f"'<actuator>/delta' in position control, got {self.action_labels} in "
+                                f"'{self.control_mode}'")
+        if self.action_mode == "absolute" and relative:
+            raise ContractError(f"contract field 'action_mode' is 'absolute' but action labels {relative} "
+                                "are changes ('/delta'): set action_mode 'delta'")
         if self.algorithm not in ALGORITHMS:
             raise ContractError(f"contract field 'algorithm' is '{self.algorithm}'; allowed: {', '.join(ALGORITHMS)}")
         for name in ("epsilons", "weights"):
@@ -368,10 +389,12 @@ class PolicyContract:
     def to_metadata(self) -> dict[str, str]:
         """ONNX ``metadata_props``: one key per field, JSON-encoded value, plus ``contract_format``
         (``preferences`` only for an ε-conditioned policy, ``reward_machine`` only for a policy of a
-        reward-machine task, so other models carry the same keys as before these existed)."""
+        reward-machine task and ``action_mode`` only for delta actions, so other models carry the same
+        keys as before these existed)."""
         self.validate()
         md = {f.name: json.dumps(_plain(getattr(self, f.name)), ensure_ascii=False) for f in dataclasses.fields(self)
-              if not (f.name in OPTIONAL_FIELDS and getattr(self, f.name) is None)}
+              if not (f.name in OPTIONAL_FIELDS and getattr(self, f.name) is None)
+              and not (f.name == "action_mode" and self.action_mode == "absolute")}
         md["contract_format"] = CONTRACT_FORMAT
         return md
 
@@ -428,6 +451,14 @@ class PolicyContract:
                                   "preference inputs); it takes no preference")
         return self.preferences.check(eps, what)
 
+    def task_overrides(self) -> dict[str, Any]:
+        """Task-config keys that make a task's environment read actions as this policy writes them
+        (``{}`` for absolute actions, the task YAML's default; delta: ``action_mode`` and
+        ``max_delta``, the bound action +1 maps to)."""
+        if self.action_mode == "absolute":
+            return {}
+        return {"action_mode": self.action_mode, "max_delta": float(max(self.action_high))}
+
     def summary(self) -> str:
         """One line: task, robot, sizes, version."""
         conditioned = "" if self.preferences is None else f" + {self.preferences.dim} preferences"
@@ -439,7 +470,7 @@ class PolicyContract:
 
 #: Fields that must agree for one model to replace another (see :meth:`PolicyContract.check_compatible`).
 COMPATIBILITY_FIELDS = ("robot", "task", "control_mode", "control_rate", "observation_labels", "observation_units",
-                        "frame_stack", "action_labels", "action_units", "action_low", "action_high",
+                        "frame_stack", "action_mode", "action_labels", "action_units", "action_low", "action_high",
                         "objective_names", "preferences", "reward_machine")
 #: Fields written to the metadata only when set (older models lack them; they load as None).
 OPTIONAL_FIELDS = ("preferences", "reward_machine")
@@ -449,7 +480,7 @@ _FIELD_TYPES: dict[str, str] = {
     "observation_labels": "list[str]", "observation_units": "list[str]", "frame_stack": "int",
     "action_labels": "list[str]", "action_units": "list[str]", "action_low": "list[float]",
     "action_high": "list[float]", "objective_names": "list[str]", "algorithm": "str",
-    "epsilons": "list[float]", "weights": "list[float]", "observation_normalizer": "str",
+    "epsilons": "list[float]", "weights": "list[float]", "observation_normalizer": "str", "action_mode": "str",
     "policy_version": "int", "run_id": "str", "code_version": "str", "preferences": "preferences",
     "reward_machine": "reward_machine",
 }
@@ -656,6 +687,7 @@ def contract_for_task(task: Task, robot: Robot, config: Any | None = None, *, po
         code_version=code_version(),
         preferences=preferences,
         reward_machine=reward_machine,
+        action_mode=task.action_mode,
     )
     contract.validate()
     return contract

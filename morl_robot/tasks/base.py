@@ -98,6 +98,12 @@ class Task(abc.ABC):
     def action_labels(self) -> tuple[str, ...]:
         """Names of the policy action components (normalised to [-1, 1])."""
 
+    @property
+    def action_mode(self) -> str:
+        """``absolute`` (the action is the control mode's command) or ``delta`` (its change from the
+        measured state; labels ``<actuator>/delta``): how a policy contract declares the action."""
+        return "absolute"
+
     def action_bounds(self, robot: Robot) -> tuple[np.ndarray, np.ndarray]:
         """Robot-unit bounds (D,), (D,) of each action component: normalised -1 and +1 map to
         these in :meth:`command` (affinely).  Action labels name components of the control

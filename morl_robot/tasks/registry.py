@@ -43,3 +43,21 @@ def load_task(
     if config.robot != cls.robot_name:
         raise ConfigError(f"{path}: key 'robot': task '{name}' runs on robot '{cls.robot_name}', got '{config.robot}'")
     return cls(config)  # type: ignore[arg-type]
+
+
+def write_task_config(name: str, overrides: dict[str, Any], path: str | os.PathLike[str]) -> str:
+    """Write task ``name``'s YAML with ``overrides`` applied to ``path`` (checked by loading it), for
+    a process that takes a task YAML rather than overrides (the robot node of a deployed policy whose
+    contract asks for, e.g., ``action_mode: delta``); returns the path."""
+    import yaml
+
+    if name not in TASKS:
+        raise UnknownNameError(f"unknown task '{name}'; known tasks: {', '.join(TASKS)}")
+    with open(resolve_config("tasks", name), encoding="utf-8") as f:
+        data = yaml.safe_load(f) or {}
+    data.update(overrides)
+    with open(path, "w", encoding="utf-8") as f:
+        f.write(f"# task {name} with {overrides} (written for a policy whose contract asks for them)\n")
+        yaml.safe_dump(data, f, sort_keys=False)
+    load_task(name, path)
+    return str(path)

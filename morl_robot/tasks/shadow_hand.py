@@ -4,8 +4,16 @@ Shared by all three:
 
 * Observation (63 with the 15 touch sensors, as in the paper): joint angles (24, rad), joint
   velocities (24, rad/s), touch sensors (15, N).
-* Action (20): absolute position targets of the 20 motors, normalised to [-1, 1] of each motor's
-  range (a coupled J0 motor targets J1 + J2).
+* Action (20), one per motor, in one of two modes (``action_mode`` in the task YAML; the policy
+  contract carries it, and the labels say it, so deployment reads the action as training did):
+
+  - ``absolute``: position targets of the 20 motors, normalised to [-1, 1] of each motor's range
+    (a coupled J0 motor targets J1 + J2); labels are the actuator names;
+  - ``delta``: the change of each motor's target from its measured position, normalised to
+    [-1, 1] of ±``max_delta`` rad: target = clip(q_motor + max_delta · a, motor range); labels are
+    ``<actuator>/delta`` (:data:`morl_robot.robots.spec.DELTA_SUFFIX`).  Holding still is a = 0 and
+    a slow approach a small constant, so the map a policy (or a clone of a position-target
+    controller) must learn is not a near-identity of the observed positions.
 * ``pain`` ∈ [−pain_clip, 0] (N), our definition of the penalty for colliding at high speed
   (after Huang et al. 2019, who define non-gentleness as excessive impact force): an impact shows
   on a touch sensor as a fast rise of its normal force, whose size grows with the approach speed
@@ -25,7 +33,7 @@ import numpy as np
 
 from morl_robot.configuration import fail
 from morl_robot.robots.base import Robot
-from morl_robot.robots.spec import ControlMode, RobotState
+from morl_robot.robots.spec import ControlMode, RobotState, delta_label
 from morl_robot.tasks.base import (
     Task,
     TaskConfig,
@@ -35,15 +43,28 @@ from morl_robot.tasks.base import (
     scale_action,
 )
 
+#: How a hand task's action is read (module docstring)
+ACTION_MODES = ("absolute", "delta")
+
 
 @dataclass
 class ShadowHandConfig(TaskConfig):
     impact_threshold: float = 1.0  # N of force rise per control step that is not yet pain
     pain_clip: float = 20.0  # N, lower clip of the pain reward
     init_joint_noise: float = 0.05  # rad, uniform noise on the finger joints at reset
+    action_mode: str = "absolute"  # "absolute" motor targets or "delta" changes from the measured positions
+    #: rad: |change| of a motor target per control step in delta mode (action ±1), 0.6 rad/s at 20 Hz.
+    #: Uniform random changes random-walk the hand: at 0.1 rad they press the touch block in 12 of 20
+    #: episodes (seeds 10000-10019), at 0.05 in 9, at 0.03 in 3 (turn: 3, 0, 0 of 20); the scripted
+    #: press leads by 0.01 rad and the turn sweep by 0.03 rad, so 0.03 keeps the tasks honest.
+    max_delta: float = 0.03
 
     def validate(self) -> None:
         super().validate()
+        if self.action_mode not in ACTION_MODES:
+            fail("", "action_mode", f"must be one of {', '.join(ACTION_MODES)}, got {self.action_mode!r}")
+        if not (self.max_delta > 0 and np.isfinite(self.max_delta)):
+            fail("", "max_delta", f"must be a positive number of rad, got {self.max_delta}")
         if self.impact_threshold < 0:
             fail("", "impact_threshold", f"must be >= 0 N, got {self.impact_threshold}")
         if self.pain_clip <= 0:
@@ -71,15 +92,25 @@ class ShadowHandTask(Task):
         self._num_tactile = 15  # set from the robot's tactile array by transition_features
 
     @property
+    def action_mode(self) -> str:
+        return self.config.action_mode
+
+    @property
     def action_labels(self) -> tuple[str, ...]:
-        return self._actuators or tuple(f"a{i}" for i in range(20))
+        names = self._actuators or tuple(f"a{i}" for i in range(20))
+        return tuple(delta_label(n) for n in names) if self.action_mode == "delta" else names
 
     def bind(self, robot: Robot) -> None:
         self._actuators = robot.spec.actuator_names
+        self._spec = robot.spec
         self._lo, self._hi = robot.spec.command_bounds(ControlMode.POSITION)
 
     def action_bounds(self, robot: Robot) -> tuple[np.ndarray, np.ndarray]:
+        """Robot units of action −1 / +1: the motor ranges (absolute) or ∓``max_delta`` rad (delta)."""
         self.bind(robot)
+        if self.action_mode == "delta":
+            d = np.full(len(self._actuators), self.config.max_delta)
+            return -d, d
         return super().action_bounds(robot)
 
     def observation_labels(self, robot: Robot) -> tuple[str, ...]:
@@ -110,7 +141,24 @@ class ShadowHandTask(Task):
         self._num_tactile = len(state.tactile)
 
     def command(self, action: np.ndarray, robot: Robot, state: RobotState) -> np.ndarray:
-        return scale_action(np.asarray(action, dtype=np.float64), self._lo, self._hi)
+        """Motor position targets (20,) rad for the normalised ``action``: scaled onto the motor
+        ranges (absolute) or the measured motor positions moved by ``max_delta · action`` and
+        clipped into the ranges (delta)."""
+        a = np.asarray(action, dtype=np.float64)
+        if self.action_mode == "absolute":
+            return scale_action(a, self._lo, self._hi)
+        d = self.config.max_delta
+        target = self._spec.actuator_positions(state.position) + scale_action(a, -d, d)
+        return np.minimum(np.maximum(target, self._lo), self._hi)
+
+    def action_for_targets(self, targets: np.ndarray, motor_positions: np.ndarray) -> np.ndarray:
+        """The normalised action (20,) whose :meth:`command` is ``targets`` (20,) rad, given the
+        measured motor positions (20,) rad (a coupled J0: J1 + J2); clipped to [-1, 1] (a delta
+        beyond ``max_delta`` saturates).  What a scripted position-target controller acts with."""
+        t = np.asarray(targets, np.float64)
+        if self.action_mode == "absolute":
+            return np.clip(2.0 * (t - self._lo) / (self._hi - self._lo) - 1.0, -1.0, 1.0)
+        return np.clip((t - np.asarray(motor_positions, np.float64)) / self.config.max_delta, -1.0, 1.0)
 
     def observe(self, state: RobotState) -> np.ndarray:
         assert state.tactile is not None

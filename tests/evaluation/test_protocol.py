@@ -164,8 +164,8 @@ def test_the_scripted_insertion_controller_inserts_through_the_cli(capsys):
                  "--json"]) == 0
     got = json.loads(capsys.readouterr().out)
     assert got["success_rate"] >= 0.5 and got["objectives"]["task"]["mean"] > 80
-    assert main(["evaluate", "scripted", "--task", "shadow_turn", "--episodes", "1"]) == 2
-    assert "sawyer_peg_in_hole, shadow_touch only" in capsys.readouterr().err
+    assert main(["evaluate", "scripted", "--task", "shadow_orient", "--episodes", "1"]) == 2
+    assert "sawyer_peg_in_hole, shadow_touch, shadow_turn only" in capsys.readouterr().err
 
 
 def test_the_scripted_slow_press_touches_the_block_gently(capsys):
@@ -176,3 +176,36 @@ def test_the_scripted_slow_press_touches_the_block_gently(capsys):
     got = json.loads(capsys.readouterr().out)
     assert got["success_rate"] >= 2 / 3 and got["terminations"].get("success", 0) >= 2
     assert -8.0 < got["objectives"]["pain"]["mean"] < 0.0
+
+
+@pytest.mark.parametrize("task, mode", [("shadow_touch", "delta"), ("shadow_turn", "absolute"), ("shadow_turn", "delta")])
+def test_the_scripted_shadow_controllers_succeed_in_either_action_mode(task, mode, capsys):
+    """The slow press (touch) and the slow sweep of the dial (turn), written as absolute targets or
+    as their changes (``--action-mode``), succeed on seeds 10000–10003 through the CLI with little pain."""
+    assert main(["evaluate", "scripted", "--task", task, "--action-mode", mode, "--episodes", "4", "--seed", "10000",
+                 "--json"]) == 0
+    got = json.loads(capsys.readouterr().out)
+    assert got["success_rate"] >= 0.75 and got["terminations"].get("success", 0) >= 3
+    assert -8.0 < got["objectives"]["pain"]["mean"] <= 0.0
+
+
+def test_action_error_against_the_scripted_controller(capsys):
+    """``--against scripted``: the controller against itself errs by exactly 0 on every motor, along
+    its own trajectories; ``--action-mode`` is refused for an ONNX policy (its contract declares it)."""
+    assert main(["evaluate", "scripted", "--task", "shadow_touch", "--action-mode", "delta", "--against", "scripted",
+                 "--episodes", "2", "--seed", "10000", "--json"]) == 0
+    got = json.loads(capsys.readouterr().out)
+    assert got["units"] == "rad" and len(got["labels"]) == 20 and got["labels"][0].endswith("/delta")
+    assert got["steps"] > 20 and max(got["max_abs"]) == 0.0
+    assert main(["evaluate", "scripted", "--task", "sawyer_peg_in_hole", "--action-mode", "delta"]) == 2
+    assert "no action modes" in capsys.readouterr().err
+
+
+def test_random_delta_actions_through_the_cli(capsys):
+    """``evaluate random --action-mode delta``: uniform random changes of the motor targets (the
+    baseline of the delta-action fronts) run through the protocol on the task built in that mode."""
+    assert main(["evaluate", "random", "--task", "shadow_turn", "--action-mode", "delta", "--episodes", "2",
+                 "--seed", "0", "--json"]) == 0
+    got = json.loads(capsys.readouterr().out)
+    assert got["episodes"] == 2 and got["policy"] == "uniform random actions"
+    assert sum(got["terminations"].values()) == 2

@@ -97,13 +97,13 @@ def test_committed_front_policies_reproduce_their_figures(folder, capsys):
 
 
 def test_demonstrations_need_a_task_with_a_scripted_controller(tmp_path, capsys):
-    """shadow_front_demos.yaml on shadow_turn (no scripted controller) is refused before training."""
+    """shadow_front_demos.yaml on shadow_orient (no scripted controller) is refused before training."""
     from morl_robot.cli import main
 
-    assert main(["experiment", "shadow-front", "--task", "shadow_turn", "--out", str(tmp_path),
+    assert main(["experiment", "shadow-front", "--task", "shadow_orient", "--algorithms", "mo-mpo", "--out", str(tmp_path),
                  "--config", "learner/shadow_front_demos.yaml", "--quick", "--no-progress"]) == 2
     err = capsys.readouterr().err
-    assert "training.demonstrations needs a scripted controller" in err and "shadow_touch" in err
+    assert "training.demonstrations needs a scripted controller" in err and "shadow_turn" in err
     assert not (tmp_path / "runs").exists()
 
 
@@ -130,3 +130,110 @@ def test_a_touch_run_learns_from_the_scripted_press(tmp_path, capsys, caplog):
     assert "critic warm-up: 7 policy-evaluation updates" in caplog.text
     first = (tmp_path / "sweep" / "runs" / "mo-mpo" / "eps_pain=0.01" / "seed0" / "episodes.csv").read_text().splitlines()[1]
     assert "success" in first  # the scripted press (σ 0.01) ends its episode by pressing the block
+
+
+def test_a_turn_run_learns_from_the_scripted_sweep_in_delta_actions(tmp_path, capsys):
+    """``--action-mode delta`` reaches every environment of the sweep: the demonstrations (the
+    scripted sweep of the dial, written as target changes), the exported policy's contract, and its
+    evaluation, which `morl-robot evaluate` repeats from the contract alone."""
+    import re
+
+    yaml = (Path(__file__).resolve().parents[2] / "config" / "learner" / "shadow_front_demos.yaml").read_text()
+    cfg = tmp_path / "demos.yaml"
+    small = re.sub(r"episodes: \d+", "episodes: 1", yaml)
+    small = re.sub(r"pretrain_updates: \d+", "pretrain_updates: 5", small)
+    cfg.write_text(re.sub(r"critic_warmup_updates: \d+", "critic_warmup_updates: 3", small))
+    out = tmp_path / "sweep"
+    assert main(["experiment", "shadow-front", "--task", "shadow_turn", "--out", str(out), "--config", str(cfg),
+                 "--action-mode", "delta", "--quick", "--algorithms", "mo-mpo", "--eps-pain", "0.01", "--seeds", "0",
+                 "--steps", "200", "--no-progress"]) == 0
+    results = json.loads((out / "results.json").read_text())
+    assert results["config"]["action_mode"] == "delta"
+    run = next(r for r in results["runs"] if r["finished"])
+    assert run["eval"]["task_overrides"] == {"action_mode": "delta"}
+    assert json.loads((out / "random_eval.json").read_text())["task_overrides"] == {"action_mode": "delta"}
+    first = (out / "runs" / "mo-mpo" / "eps_pain=0.01" / "seed0" / "episodes.csv").read_text().splitlines()[1]
+    assert "success" in first  # the scripted sweep (noisy) turned the dial into the target window
+    from morl_robot.serving.runtime import OnnxPolicy
+
+    assert OnnxPolicy.from_file(out / run["policy"]).contract.action_mode == "delta"
+    capsys.readouterr()
+    ev = run["eval"]
+    assert main(["evaluate", str(out / run["policy"]), "--episodes", str(ev["episodes"]), "--seed", str(ev["seed"]),
+                 "--json"]) == 0
+    got = json.loads(capsys.readouterr().out)
+    assert got["objectives"]["pain"]["mean"] == pytest.approx(ev["objectives"]["pain"]["mean"], abs=1e-6)
+
+
+# --- the committed delta-action touch front (README "Delta actions") ------------------------------
+DELTA_FRONT = RESULTS / "shadow_touch_delta_front"
+
+
+def _mean_error(err: dict, motors: set[str], held: bool) -> float:
+    """Mean |Δ target| (rad) over the held motors (not in ``motors``) or the moving ones."""
+    from morl_robot.robots.spec import delta_actuator
+
+    values = [m for lab, m in zip(err["labels"], err["mean_abs"])
+              if ((delta_actuator(lab) or lab) in motors) != held]
+    return sum(values) / len(values)
+
+
+def test_the_clone_error_diagnosis(capsys):
+    """The clones of the absolute-target front miss the demonstrator's held motors by a fraction of
+    its 0.01 rad lead and more; the delta-action clones by two orders of magnitude less; one figure
+    re-checked through `morl-robot evaluate --against scripted`."""
+    from morl_robot.evaluation.protocol import SHADOW_PRESS_POSTURE
+
+    moving = set(SHADOW_PRESS_POSTURE)
+    errs = {p.stem: json.loads(p.read_text()) for p in sorted((DELTA_FRONT / "clone_error").glob("*.json"))}
+    absolute = {k: v for k, v in errs.items() if k.startswith("absolute")}
+    delta = {k: v for k, v in errs.items() if k.startswith("delta")}
+    assert len(absolute) == 2 and len(delta) == 3
+    assert all(v["units"] == "rad" and v["steps"] > 300 for v in errs.values())
+    held_abs = [_mean_error(v, moving, True) for v in absolute.values()]
+    held_delta = [_mean_error(v, moving, True) for v in delta.values()]
+    assert min(held_abs) > 20 * max(held_delta)
+    assert min(held_abs) > 0.004 and max(held_delta) < 0.0005  # the README's figures
+    name = "delta_eps_pain=0.01_seed1"
+    assert main(["evaluate", str(DELTA_FRONT / "policies" / "mo-mpo" / f"{name[len('delta_'):]}.onnx"),
+                 "--against", "scripted", "--episodes", "10", "--seed", "10000", "--json"]) == 0
+    got = json.loads(capsys.readouterr().out)
+    assert got["mean_abs"] == pytest.approx(errs[name]["mean_abs"], abs=1e-9)
+
+
+def test_random_delta_actions_press_more_often_than_random_targets():
+    """The README's random-policy figures with delta actions (seeds 0–49)."""
+    cal = RESULTS / "shadow_calibration"
+    touch = json.loads((cal / "random_shadow_touch_delta.json").read_text())
+    turn = json.loads((cal / "random_shadow_turn_delta.json").read_text())
+    absolute = json.loads((cal / "random_shadow_touch_after.json").read_text())
+    assert touch["episodes"] == turn["episodes"] == 50 and touch["seed"] == 0
+    assert touch["success_rate"] == 0.3 and turn["success_rate"] == 0.0
+    assert absolute["success_rate"] < touch["success_rate"]
+
+
+def test_the_delta_touch_front_presses_on_every_seed():
+    """README: with delta actions every MO-MPO policy of the three seeds presses the block in at least
+    95 % of the protocol's episodes (the absolute-target front: 85 % on seed 0, ≤ 10 % on seed 1),
+    and the two algorithms' hypervolumes are within 0.2 of each other."""
+    results = json.loads((DELTA_FRONT / "results.json").read_text())
+    assert results["config"]["action_mode"] == "delta" and results["config"]["seeds"] == [0, 1, 2]
+    assert results["runs_finished"] == results["runs_total"] == 18
+    mo = [r["eval"] for r in results["runs"] if r["eval"]["algorithm"] == "mo-mpo"]
+    assert len(mo) == 9 and min(e["success_rate"] for e in mo) >= 0.95
+    assert all(e["task_overrides"] == {"action_mode": "delta"} for e in mo)
+    hv = {a: f["pooled_hypervolume"] for a, f in results["fronts"].items()}
+    assert hv["mo-mpo"] == pytest.approx(11.506, abs=1e-3) and hv["scalarized-mpo"] == pytest.approx(11.511, abs=1e-3)
+    assert results["random"]["success_rate"] == 0.15
+
+
+def test_the_delta_turn_front_turns_the_dial_on_every_seed():
+    """README: every turn policy (2 settings per algorithm × 3 seeds, from the scripted sweep's
+    demonstrations) succeeds in all 20 protocol episodes; both fronts' hypervolume is 16.92."""
+    results = json.loads((RESULTS / "shadow_turn_delta_front" / "results.json").read_text())
+    assert results["config"]["action_mode"] == "delta" and results["config"]["task"] == "shadow_turn"
+    assert results["runs_finished"] == results["runs_total"] == 12
+    assert all(r["eval"]["success_rate"] == 1.0 for r in results["runs"])
+    for front in results["fronts"].values():
+        assert front["pooled_hypervolume"] == pytest.approx(16.918, abs=1e-3)
+    assert results["random"]["success_rate"] == 0.0

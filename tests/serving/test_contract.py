@@ -72,7 +72,7 @@ def test_shadow_contract_units_and_scalarized_weights() -> None:
 
 CHANGES = {
     "robot": "shadow_hand", "task": "other_task", "control_mode": "velocity", "control_rate": 40.0,
-    "frame_stack": 2, "objective_names": ["task", "force"],
+    "frame_stack": 2, "objective_names": ["task", "force"], "action_mode": "delta",
     "preferences": PreferenceInputs(["task", "wrist_force"], [[0.01, 1.0], [0.01, 1.0]]),
 }
 
