@@ -39,3 +39,27 @@ def test_button_world_learns_with_and_without_crm_and_resumes(tmp_path, capsys):
 def test_button_world_rejects_unknown_pair(capsys):
     assert main(["experiment", "button-world", "--out", "/tmp/x", "--pairs", "term-never"]) == 2
     assert "--pairs: unknown pair 'term-never'" in capsys.readouterr().err
+
+
+def test_committed_paper_budget_runs_are_the_readme_figures():
+    """The finished runs of the 50 000-step sweep (results/button_world/runs/, what the README quotes
+    and what the command resumes from): term-term without CRM, 3 seeds × 3 ε, each seed's front over
+    its ε runs is the exact front {(γ⁹, 0), (0, γ⁹)}."""
+    from pathlib import Path
+
+    import numpy as np
+
+    from morl_robot.experiments.button_world import Budget, exact_front
+
+    runs = Path(__file__).resolve().parents[2] / "results" / "button_world" / "runs" / "term-term" / "plain"
+    files = sorted(runs.glob("eps*_seed*.json"))
+    assert len(files) == 9
+    exact = {tuple(np.round(p, 6)) for p in exact_front("term-term")["front"]}
+    budget = Budget()
+    for seed in budget.seeds:
+        finals = []
+        for i, eps in enumerate(budget.epsilons):
+            run = json.loads((runs / f"eps{i}_seed{seed}.json").read_text())
+            assert run["steps"] == budget.steps and run["epsilons"] == list(eps) and run["updates"] == 6195
+            finals.append(tuple(np.round(run["curve"][-1][1], 6)))
+        assert set(finals) == exact
