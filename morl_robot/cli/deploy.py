@@ -67,11 +67,12 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def in_process_returns(policy_path: Path, compare: Path | None, served: PolicyContract,
-                       seeds: list[int], preference: np.ndarray | None = None) -> tuple[np.ndarray, list[bool], str]:
+                       seeds: list[int], preference: np.ndarray | None = None,
+                       ) -> tuple[np.ndarray, list[bool], str, list[str | None]]:
     """Per-episode returns [N, K] and successes [N] of the deterministic policy in-process (an
     ε-conditioned one under ``preference``, default its box's centre) in the environment the served
     policy's contract describes (a reward-machine policy: the product with its machine), and what
-    was evaluated."""
+    was evaluated, and how each episode ended (``termination``: ``safety`` when the rules stopped it)."""
     from morl_robot.envs.mo_env import open_policy_env
 
     act: Any
@@ -109,7 +110,8 @@ def in_process_returns(policy_path: Path, compare: Path | None, served: PolicyCo
         episodes = [run_episode(env, act, seed, shield) for seed in seeds]
     finally:
         env.close()
-    return np.asarray([e.returns for e in episodes]), [bool(e.success) for e in episodes], source
+    return (np.asarray([e.returns for e in episodes]), [bool(e.success) for e in episodes], source,
+            [e.termination for e in episodes])
 
 
 def _faults(text: str) -> dict[str, float | int]:
@@ -235,7 +237,7 @@ def run(args: argparse.Namespace) -> int:
     graph = np.asarray([[e["returns"][n] for n in contract.objective_names] for e in ends[:args.episodes]])
     # robot_node: reset_world started episode first_episode with the seed, the next ones seed + 1, …
     seeds = [cfg.seed + int(e["episode"]) - first_episode for e in ends[:args.episodes]]
-    reference, reference_success, source = in_process_returns(policy_path, Path(args.compare) if args.compare else None,
+    reference, reference_success, source, reference_ends = in_process_returns(policy_path, Path(args.compare) if args.compare else None,
                                            contract, seeds, preference)
     report = {
         "policy": str(policy_path), "task": contract.task, "timing": timing, "episodes": args.episodes,
@@ -247,6 +249,7 @@ def run(args: argparse.Namespace) -> int:
         "terminations": [e.get("termination") for e in ends[:args.episodes]],
         "graph_success": [bool(e.get("success", False)) for e in ends[:args.episodes]],
         "in_process_success": reference_success,
+        "in_process_terminations": reference_ends,
         "policy_server": server_status,
         "safety_monitor": safety_status,
     }
