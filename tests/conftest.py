@@ -12,10 +12,13 @@ except ImportError:  # pragma: no cover
     pass
 
 
-def tiny_learner_yaml(samples_per_insert: float, sequence_length: int = 4, log_every: int = 10) -> str:
+def tiny_learner_yaml(samples_per_insert: float, sequence_length: int = 4, log_every: int = 10,
+                      demonstrations: str = "") -> str:
     """A learner YAML small enough for graph tests on shared cores (32-unit networks, batch 16,
     learning from 64 transitions); ``samples_per_insert`` sets how fast the learner consumes
-    experience (a large value makes a slow learner, for back-pressure tests)."""
+    experience (a large value makes a slow learner, for back-pressure tests); ``demonstrations``:
+    a ``training.demonstrations`` flow mapping, e.g. ``{episodes: 2, pretrain_updates: 50}``."""
+    demos = f"demonstrations: {demonstrations}, " if demonstrations else ""
     return f"""
 algorithm: mo_mpo
 default_epsilon: 0.1
@@ -26,7 +29,7 @@ sequence_length: {sequence_length}
 target_update_period: 20
 networks: {{policy_hidden: [32], critic_hidden: [32], init_std: 0.5}}
 replay: {{capacity: 20000, samples_per_insert: {float(samples_per_insert)}, min_size_to_sample: 64, error_buffer: 256.0}}
-training: {{eval_every: 0, checkpoint_every: 0, keep_checkpoints: 2, log_every: {log_every}, tensorboard: false}}
+training: {{{demos}eval_every: 0, checkpoint_every: 0, keep_checkpoints: 2, log_every: {log_every}, tensorboard: false}}
 """
 
 

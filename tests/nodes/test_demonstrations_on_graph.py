@@ -10,26 +10,12 @@ import sys
 
 import pytest
 
+from tests.conftest import tiny_learner_yaml
+
 pytestmark = [pytest.mark.ros]
 
-TINY_DEMOS = """
-algorithm: mo_mpo
-default_epsilon: 0.1
-temperature_solver: exact
-num_samples: 4
-batch_size: 16
-sequence_length: 4
-target_update_period: 20
-networks: {policy_hidden: [32], critic_hidden: [32], init_std: 0.5}
-replay: {capacity: 20000, samples_per_insert: 2.0, min_size_to_sample: 64, error_buffer: 256.0}
-training:
-  demonstrations: {episodes: 2, action_noise: 0.05, pretrain_updates: 50, critic_warmup_updates: 5}
-  eval_every: 0
-  checkpoint_every: 0
-  keep_checkpoints: 2
-  log_every: 10
-  tensorboard: false
-"""
+TINY_DEMOS = tiny_learner_yaml(2.0, demonstrations="{episodes: 2, action_noise: 0.05, pretrain_updates: 50, "
+                                                  "critic_warmup_updates: 5}")
 
 
 def test_demonstrator_acts_the_first_episodes_and_the_clone_acts_after_them(tmp_path, domain_id):
