@@ -27,3 +27,8 @@ class UsageError(MorlRobotError, ValueError):
 
 class WireError(MorlRobotError, ValueError):
     """A message or an experience table does not follow the wire contract (wrong layout, size or labels)."""
+
+
+class GraphStalled(MorlRobotError, RuntimeError):
+    """A ROS graph stopped making progress (no step, no episode end) for longer than allowed; the
+    message gives the newest status of each node."""

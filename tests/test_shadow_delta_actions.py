@@ -189,13 +189,14 @@ def test_a_delta_policy_deploys_sim_to_sim(tmp_path):
     import sys
     from pathlib import Path
 
-    from morl_robot.session.processes import pick_domain_id, ros_env
+    from morl_robot.session.processes import ros_env
+    from tests.conftest import _next_domain
 
     onnx = (Path(__file__).resolve().parents[1] / "results" / "shadow_touch_delta_front" / "policies" / "mo-mpo"
             / "eps_pain=0.01_seed1.onnx")
     cmd = [sys.executable, "-m", "morl_robot.cli", "deploy", "--policy", str(onnx), "--episodes", "1",
-           "--seed", "10000", "--out", str(tmp_path)]
-    done = subprocess.run(cmd, env=ros_env(pick_domain_id()), capture_output=True, text=True, timeout=300,
+           "--seed", "10000", "--stall-timeout", "60", "--out", str(tmp_path)]
+    done = subprocess.run(cmd, env=ros_env(_next_domain()), capture_output=True, text=True, timeout=600,
                           check=False)
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-3000:]
     assert "action_mode: delta" in (tmp_path / "task.yaml").read_text()

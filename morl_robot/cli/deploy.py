@@ -20,6 +20,9 @@ An ε-conditioned policy (its contract lists preference inputs) serves under ``-
 ε per objective, checked against the contract's ranges; default the centre of its box); the
 in-process reference acts under the same preference.
 
+A check that stops making progress (no robot step, no episode end for ``--stall-timeout`` s) ends
+with an error that gives every node's newest status, instead of waiting forever.
+
 Without ``--episodes`` the session runs until Ctrl-C (or ``--duration`` seconds), printing the
 policy server's rate, latency and deadline misses from ``/diagnostics``.
 """
@@ -34,7 +37,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from morl_robot.errors import UsageError
+from morl_robot.errors import GraphStalled, UsageError
 
 if TYPE_CHECKING:
     from morl_robot.serving.contract import PolicyContract
@@ -62,6 +65,9 @@ def register(sub: argparse._SubParsersAction) -> None:
                         "'latency=0.02,jitter=0.01,drop=0.05,reorder=0.1' (s, probabilities) or 'none'")
     p.add_argument("--use-sim-time", action="store_true",
                    help="every node follows /clock from the simulated robot (ROS use_sim_time; the launch argument use_sim_time:=true)")
+    p.add_argument("--stall-timeout", type=float, default=120.0, metavar="S",
+                   help="sim-to-sim check: give up with an error (and every node's newest status) when the robot "
+                        "has not stepped for S seconds (default 120)")
     p.add_argument("--domain-id", type=int, default=None)
     p.set_defaults(func=run)
 
@@ -158,6 +164,8 @@ def run(args: argparse.Namespace) -> int:
         preference = contract.preferences.centre
     if args.episodes < 0:
         raise UsageError(f"--episodes must be >= 0, got {args.episodes}")
+    if not args.stall_timeout > 0:
+        raise UsageError(f"--stall-timeout must be > 0 seconds, got {args.stall_timeout}")
     if args.episodes and args.backend != "sim":
         raise UsageError("--episodes (the sim-to-sim check) needs --backend sim")
     timing = args.timing or ("lockstep" if args.episodes else "realtime")
@@ -197,6 +205,10 @@ def run(args: argparse.Namespace) -> int:
         runner.probe.subscribe(f"{ns}/episode", String, wire.EVENT_QOS,
                                callback=lambda m: all_ends.append(e) if (e := json.loads(m.data))["event"] == "end"
                                else None)
+        try:  # an episode end published before the probe is matched would never arrive
+            runner.probe.wait_for_publishers(f"{ns}/episode", 1, timeout=60.0)
+        except TimeoutError as exc:
+            raise GraphStalled(f"{exc}: the robot node does not publish its episode events") from None
         runner.release_safety([ns])
         first_episode = 0
         if args.episodes:
@@ -209,8 +221,20 @@ def run(args: argparse.Namespace) -> int:
             first_episode = int(reply.message.split()[1])  # "episode N started"
         start = time.monotonic()
         last = [start]
+        progress: list[Any] = [None, start]  # (robot steps, episode ends) last seen, and when it changed
 
         def tick() -> None:
+            now = time.monotonic()
+            seen = (runner.probe.diagnostics("robot").get("steps"), len(all_ends))
+            if seen != progress[0]:
+                progress[:] = [seen, now]
+            elif args.episodes and now - progress[1] > args.stall_timeout:
+                statuses = {part: runner.probe.diagnostics(part) for part in ("robot", "safety", "policy")}
+                raise GraphStalled(
+                    f"no robot step and no episode end for {now - progress[1]:.0f} s (--stall-timeout "
+                    f"{args.stall_timeout:g}) after {len(ends)} of {args.episodes} episode(s); node logs in "
+                    f"{out / 'logs'}; " + (f"other sessions' nodes on this domain: {twins}; " if (
+                        twins := runner.duplicate_nodes()) else "") + "newest statuses: " + json.dumps(statuses))
             if time.monotonic() - last[0] >= 5.0:
                 last[0] = time.monotonic()
                 st = runner.probe.diagnostics("policy")

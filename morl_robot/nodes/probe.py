@@ -28,6 +28,7 @@ class GraphProbe:
         self._lock = threading.Lock()
         self.received: dict[str, list[tuple[float, Any]]] = {}
         self._clients: dict[tuple[str, Any], Any] = {}
+        self._subscriptions: dict[str, Any] = {}
         self._thread = threading.Thread(target=self._spin, daemon=True)
         self._running = True
         self._thread.start()
@@ -51,8 +52,16 @@ class GraphProbe:
             if callback is not None:
                 callback(msg)
 
-        self.node.create_subscription(msg_type, topic, on_msg, qos)
+        self._subscriptions[topic] = self.node.create_subscription(msg_type, topic, on_msg, qos)
         return store
+
+    def wait_for_publishers(self, topic: str, count: int = 1, timeout: float = 30.0) -> None:
+        """Until ``count`` publishers are matched with this probe's subscription to ``topic``
+        (:meth:`subscribe` first).  Creating a subscription does not match it: DDS discovery does,
+        a moment later (seconds on a loaded machine), and a volatile message published before then
+        is never delivered to it."""
+        sub = self._subscriptions[topic]
+        self.wait_for(lambda: sub.get_publisher_count() >= count, timeout, f"{count} publisher(s) on {topic}")
 
     def publisher(self, topic: str, msg_type: Any, qos: QoSProfile) -> Any:
         return self.node.create_publisher(msg_type, topic, qos)

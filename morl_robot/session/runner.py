@@ -130,9 +130,24 @@ class SessionRunner:
                 )
 
     def release_safety(self, namespaces: Sequence[str], timeout: float = 60.0) -> None:
-        """Ask each namespace's safety monitor to release its start-up e-stop (``safety/reset``)."""
+        """Ask each namespace's safety monitor to release its start-up e-stop (``safety/reset``);
+        then warn if another session's nodes share this domain (:meth:`duplicate_nodes`)."""
         for ns in namespaces:
             release_estop(self.probe, ns, timeout, self.check_alive)
+        twins = self.duplicate_nodes()
+        if twins:
+            import sys
+
+            print(f"warning: ROS_DOMAIN_ID={self.domain_id} also has {', '.join(twins)} of another session (or of "
+                  "one that just died): their messages mix with this session's; use another --domain-id",
+                  file=sys.stderr)
+
+    def duplicate_nodes(self) -> list[str]:
+        """Full names of this session's nodes that the graph lists more than once: another
+        session's nodes with the same names on the same domain (as far as discovery knows yet)."""
+        listed = [f"{ns.rstrip('/')}/{name}" for name, ns in self.probe.node.get_node_names_and_namespaces()]
+        ours = {f"{spec.namespace.rstrip('/')}/{spec.name}" for spec in self.specs}
+        return sorted(n for n in ours if listed.count(n) > 1)
 
     def wait(self, done: Callable[[], bool], tick: Callable[[], None] | None = None, period: float = 0.2,
              allowed_to_exit: Callable[[NodeProcess], bool] = lambda p: False) -> bool:

@@ -9,7 +9,8 @@ import sys
 import pytest
 
 from morl_robot.bench.graph import _export_policy
-from morl_robot.session.processes import pick_domain_id, ros_env
+from morl_robot.session.processes import ros_env
+from tests.conftest import _next_domain
 
 
 @pytest.fixture(scope="module")
@@ -21,7 +22,7 @@ def policy(tmp_path_factory):
 
 def deploy(*args: str, timeout: float = 300) -> subprocess.CompletedProcess:
     cmd = [sys.executable, "-m", "morl_robot.cli", "deploy", *args]
-    return subprocess.run(cmd, env=ros_env(pick_domain_id()), capture_output=True, text=True, timeout=timeout,
+    return subprocess.run(cmd, env=ros_env(_next_domain()), capture_output=True, text=True, timeout=timeout,
                           check=False)
 
 
@@ -49,3 +50,35 @@ def test_hardware_backend_against_the_emulator_keeps_the_rate(policy, tmp_path):
     # (an untrained policy may well press the peg into the fixture: an e-stop is then correct, and
     # the policy server keeps its rate either way)
     assert "estop" in status["safety_monitor"]
+
+
+def test_a_stalled_graph_ends_the_check_with_an_error_naming_the_nodes_statuses(policy, tmp_path):
+    """The robot is paused (mujoco_ros2_control's ``set_pause``) while the check runs: instead of
+    waiting forever for the episode end, deploy gives up after ``--stall-timeout`` with exit 2 and
+    the newest status of each node."""
+    import time
+
+    from std_srvs.srv import SetBool
+
+    from morl_robot.nodes.probe import GraphProbe
+
+    domain = _next_domain()
+    cmd = [sys.executable, "-m", "morl_robot.cli", "deploy", "--policy", str(policy), "--episodes", "20",
+           "--stall-timeout", "4", "--out", str(tmp_path)]
+    proc = subprocess.Popen(cmd, env=ros_env(domain), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    probe = GraphProbe(domain, "pauser")
+    try:
+        deadline = time.monotonic() + 120
+        while not probe.diagnostics("robot").get("steps", "0").isdigit() or \
+                int(probe.diagnostics("robot").get("steps", "0")) < 5:
+            assert time.monotonic() < deadline and proc.poll() is None, "the deploy never stepped the robot"
+            time.sleep(0.2)
+        assert probe.call("/morl/robot_node/set_pause", SetBool, SetBool.Request(data=True), timeout=30).success
+        out, err = proc.communicate(timeout=120)
+    finally:
+        probe.close()
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 2, out[-2000:] + err[-3000:]
+    assert "no robot step and no episode end" in err and "--stall-timeout 4" in err
+    assert '"paused": "True"' in err  # the robot node's status is in the message

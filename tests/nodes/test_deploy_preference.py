@@ -13,7 +13,8 @@ import pytest
 
 from morl_robot.session.config import load_session_config
 from morl_robot.session.graph import deploy_nodes
-from morl_robot.session.processes import pick_domain_id, ros_env
+from morl_robot.session.processes import ros_env
+from tests.conftest import _next_domain
 
 RANGES = [[0.01, 1.0], [0.01, 1.0]]
 
@@ -53,7 +54,7 @@ def policy(tmp_path_factory):
 
 def deploy(*args: str, timeout: float = 300) -> subprocess.CompletedProcess:
     cmd = [sys.executable, "-m", "morl_robot.cli", "deploy", *args]
-    return subprocess.run(cmd, env=ros_env(pick_domain_id()), capture_output=True, text=True, timeout=timeout,
+    return subprocess.run(cmd, env=ros_env(_next_domain()), capture_output=True, text=True, timeout=timeout,
                           check=False)
 
 

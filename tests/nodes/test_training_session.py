@@ -119,10 +119,11 @@ def test_two_actors_feed_one_learner_which_survives_sigint_and_sigkill(ros_sessi
 
 def test_morl_robot_train_leaves_a_complete_run_directory(tmp_path, tiny_config):
     """`morl-robot train` as a user runs it: processes, progress, artefacts in --out."""
-    from morl_robot.session.processes import pick_domain_id, ros_env
+    from morl_robot.session.processes import ros_env
+    from tests.conftest import _next_domain
 
     out = tmp_path / "run"
-    env = ros_env(pick_domain_id())
+    env = ros_env(_next_domain())
     cmd = [sys.executable, "-m", "morl_robot.cli", "train", "--task", "sawyer_peg_in_hole", "--steps", "1200",
            "--learner-config", str(tiny_config), "--out", str(out), "--no-progress", "--namespace", "cli"]
     done = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=400, check=False)
