@@ -7,6 +7,9 @@ STAMP  := $(VENV)/.installed
 # Every test run gets its own DDS domain and keeps discovery on this machine.
 ROS_ENV := ROS_AUTOMATIC_DISCOVERY_RANGE=LOCALHOST RMW_IMPLEMENTATION=rmw_fastrtps_cpp
 PYTEST_ARGS ?=
+# Two pytest-xdist workers (tests/conftest.py gives each its own block of DDS domain ids); a
+# whole test file runs on one worker, so its module fixtures are built once.
+PYTEST_WORKERS ?= 2
 
 # The CAPQL baseline of `experiment conditioned --method capql` (morl-baselines, installed without
 # its dependencies: its pycddlib pin often fails to build and CAPQL does not use it; it imports wandb).
@@ -35,7 +38,7 @@ $(CAPQL_STAMP): $(STAMP)
 capql-deps: $(CAPQL_STAMP)
 
 test: $(STAMP) $(CAPQL_STAMP)
-	$(ROS_ENV) $(BIN)/python -m pytest -q $(PYTEST_ARGS)
+	$(ROS_ENV) $(BIN)/python -m pytest -q -n $(PYTEST_WORKERS) --dist loadfile $(PYTEST_ARGS)
 
 demo: $(STAMP)
 	$(ROS_ENV) $(BIN)/morl-robot demo

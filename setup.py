@@ -59,6 +59,7 @@ ROS_REQUIRES = [
 # declares the `path` hook argument that pytest 9 removed (PluginValidationError at start-up).
 TEST_REQUIRES = [
     "pytest==8.4.2",
+    "pytest-xdist==3.8.0",  # make test: two workers (most graph tests wait on DDS and processes, not on a core)
     "hypothesis==6.170.15",
     "pymoo==0.6.2",
     "mo-gymnasium==1.3.2",

@@ -43,20 +43,35 @@ import pytest
 _DOMAINS = None
 
 
+def _worker_block() -> list[int]:
+    """This pytest process's DDS domain ids: those of ``$MORL_TEST_DOMAINS`` (``LO-HI``, for pytest
+    runs that share a machine; default 1-100), split into one contiguous block per pytest-xdist
+    worker so that the workers of one run never meet."""
+    span = os.environ.get("MORL_TEST_DOMAINS", "") or "1-100"
+    lo, _, hi = span.partition("-")
+    ids = list(range(int(lo), int(hi or lo) + 1))
+    workers = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1"))
+    index = int(os.environ.get("PYTEST_XDIST_WORKER", "gw0").removeprefix("gw"))
+    size = len(ids) // workers
+    if size < 2:
+        raise RuntimeError(f"MORL_TEST_DOMAINS={span}: too few domain ids for {workers} pytest workers")
+    return ids[index * size:(index + 1) * size]
+
+
+_BLOCK = _worker_block()
+# automatically picked domains (a CLI run without --domain-id, a benchmark) stay in this block too
+os.environ["MORL_DOMAIN_IDS"] = f"{_BLOCK[0]}-{_BLOCK[-1]}"
+
+
 def _next_domain() -> int:
-    """A fresh ROS_DOMAIN_ID per test: a random base per pytest run, then consecutive ids
-    (or the ids of ``$MORL_TEST_DOMAINS``, ``LO-HI``, for pytest runs that share a machine)."""
+    """A fresh ROS_DOMAIN_ID per test: consecutive ids of this worker's block from a random start
+    per pytest run (a previous run's late leftovers are rarely met)."""
     global _DOMAINS
     if _DOMAINS is None:
-        span = os.environ.get("MORL_TEST_DOMAINS", "")  # e.g. "101-110": pytest runs side by side never meet
-        if span:
-            lo, _, hi = span.partition("-")
-            ids = list(range(int(lo), int(hi or lo) + 1))
-        else:
-            from morl_robot.session.processes import pick_domain_id
+        from morl_robot.session.processes import pick_domain_id
 
-            ids = [1 + (pick_domain_id() + i) % 100 for i in range(100)]
-        _DOMAINS = itertools.cycle(ids)
+        start = pick_domain_id() - _BLOCK[0]
+        _DOMAINS = itertools.cycle(_BLOCK[start:] + _BLOCK[:start])
     return next(_DOMAINS)
 
 

@@ -135,11 +135,20 @@ def test_a_command_meeting_the_estop_ends_the_episode_and_asks_for_release(make)
 
 
 def test_without_end_episode_on_estop_commands_step_on(make):
+    """Deploy: before the release (step 0) the robot stays at rest and the release re-sends step
+    0; once the episode runs, commands during an e-stop (the monitor's holds) step on."""
     core, out, _ = make()
     core.activate()
     core.set_estop(True)
     core.on_command(np.zeros(3), VEL)
-    assert core.counters["steps"] == 1 and out.releases == 0
+    core.on_command(np.zeros(3), VEL)
+    assert core.counters["steps"] == 0 and core.counters["estop_waits"] == 2 and len(out.published) == 1
+    core.set_estop(False)
+    assert len(out.published) == 2 and out.published[-1][0].step == 0 and out.published[-1][1] is False
+    core.on_command(np.zeros(3), VEL)
+    core.set_estop(True)
+    core.on_command(np.zeros(3), VEL)
+    assert core.counters["steps"] == 2 and out.releases == 0 and out.published[-1][0].step == 2
 
 
 def test_republish_resends_the_newest_step_only_when_quiet(make):

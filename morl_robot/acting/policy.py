@@ -70,14 +70,29 @@ class ModelLoader:
         self._queue: tuple[bytes, str] | None = None
         self._results: list[Loaded] = []
         self._busy = False
+        self._closed = False
+        self._thread: threading.Thread | None = None
 
     def request(self, data: bytes, source: str) -> None:
         with self._lock:
+            if self._closed:
+                return
             self._queue = (data, source)
             if self._busy:
                 return
             self._busy = True
-        threading.Thread(target=self._work, name="policy_loader", daemon=True).start()
+            self._thread = threading.Thread(target=self._work, name="policy_loader", daemon=True)
+            self._thread.start()
+
+    def close(self, timeout: float = 30.0) -> None:
+        """Take no more requests, drop the queued one and wait for a model being opened: an
+        onnxruntime session half-built on a daemon thread when the interpreter exits leaves its
+        C++ threads joinable, and the process aborts (``terminate called without an active
+        exception``) instead of exiting 0."""
+        with self._lock:
+            self._closed, self._queue, thread = True, None, self._thread
+        if thread is not None and thread is not threading.current_thread():
+            thread.join(timeout)
 
     def ready(self) -> bool:
         return bool(self._results)

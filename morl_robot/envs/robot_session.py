@@ -25,6 +25,11 @@ lasts, and in lockstep the same step is re-sent so the actor answers it again.
 E-stop with ``end_episode_on_estop``: a lockstep command that meets the monitor's engaged e-stop
 ends the running episode with termination ``safety`` (``safety_stops``), starts the next one and
 asks the monitor to release; at step 0 (nothing moved yet) it only asks for the release.
+Without it (deploy), a lockstep command at step 0 that meets the engaged e-stop is not executed
+(``estop_waits``): the robot stays at rest and simulated time stands still until the release,
+which re-sends step 0 (before, each hold command stepped the simulation and re-sent step 0, a busy
+loop between the three nodes until the release).  Later in an episode the monitor's hold
+commands step on as usual.
 
 Errors: a :class:`~morl_robot.errors.CommandError` rejects the command (``rejected_commands``,
 logged once per distinct reason); any other :class:`~morl_robot.errors.MorlRobotError` (e.g. a
@@ -49,7 +54,7 @@ if TYPE_CHECKING:
     from morl_robot.session.config import RobotNodeSettings
 
 COUNTERS = ("steps", "holds", "episodes", "rejected_commands", "stale_commands", "faults", "safety_stops",
-            "inner_holds")
+            "inner_holds", "estop_waits")
 
 
 @dataclass
@@ -172,12 +177,16 @@ class RobotSession:
         self._last_command_time = self._clock()
         if not self.active or not self.lockstep or self.paused:
             return
-        if self.estop and self.settings.end_episode_on_estop and self.runner.env is not None and last is not None:
-            if last.step == 0:  # nothing has moved yet (session start): just release
-                self.out.request_release()
-            else:
-                self._safety_stop()
-            return
+        if self.estop and self.runner.env is not None and last is not None:
+            if self.settings.end_episode_on_estop:
+                if last.step == 0:  # nothing has moved yet (session start): just release
+                    self.out.request_release()
+                else:
+                    self._safety_stop()
+                return
+            if last.step == 0:  # before the release: stay at rest, simulated time stands still
+                self.counters["estop_waits"] += 1
+                return
         self._step(values, labels)
 
     def reject(self, why: str) -> None:
@@ -205,7 +214,13 @@ class RobotSession:
             self._publish(self.runner.last, announce=False)
 
     def set_estop(self, engaged: bool) -> None:
+        """The monitor's latched e-stop.  Its release re-sends a lockstep step 0 at once: the
+        commands answering it met the e-stop and were not executed (:meth:`on_command`)."""
+        released = self.estop and not engaged
         self.estop = bool(engaged)
+        if released and self.active and self.lockstep and not self.paused and self.runner.last is not None \
+                and self.runner.last.step == 0:
+            self._publish(self.runner.last, announce=False)
 
     def released(self, success: bool) -> None:
         """The monitor answered a release request: on success re-send step 0 at once (the actor's

@@ -161,6 +161,7 @@ class PolicyServer(ManagedNode):
         if self.core is not None and self.core.active:
             self.deactivate()
         self.cleanup()
+        self._loader.close()
 
     # --- task steps and the realtime loop ------------------------------------------------------
     def _on_task_step(self, msg: Float64MultiArray) -> None:

@@ -108,6 +108,7 @@ class VectorActorNode(ManagedNode):
         if self._thread is not None:
             self.deactivate()
         self.cleanup()
+        self._loader.close()
 
     # --- loop --------------------------------------------------------------------------------
     def _loop(self) -> None:

@@ -19,14 +19,36 @@ from typing import Any, Self
 
 import yaml
 
+from morl_robot.errors import ConfigError
+
 #: Executables (console scripts in setup.py, modules in morl_robot.nodes).
 EXECUTABLES = ("robot_node", "learner_node", "policy_server", "safety_monitor", "driver_emulator", "vector_actor")
 
 
+#: ``LO-HI``: the range :func:`pick_domain_id` draws from (default 1-100), e.g. one block per
+#: test worker or per user on a shared machine, so automatically picked domains never meet.
+DOMAIN_RANGE_ENV = "MORL_DOMAIN_IDS"
+
+
+def domain_range() -> tuple[int, int]:
+    """The ``(lo, hi)`` of ``$MORL_DOMAIN_IDS`` (default ``(1, 100)``), checked."""
+    text = os.environ.get(DOMAIN_RANGE_ENV, "").strip()
+    if not text:
+        return 1, 100
+    lo_text, _, hi_text = text.partition("-")
+    try:
+        lo, hi = int(lo_text), int(hi_text or lo_text)
+    except ValueError:
+        raise ConfigError(f"${DOMAIN_RANGE_ENV}={text!r}: expected LO-HI, e.g. 101-150") from None
+    if not 0 <= lo <= hi <= 232:  # Fast DDS's port arithmetic ends at 232
+        raise ConfigError(f"${DOMAIN_RANGE_ENV}={text!r}: expected 0 <= LO <= HI <= 232")
+    return lo, hi
+
+
 def pick_domain_id() -> int:
-    """A ROS_DOMAIN_ID in 1..100 for one run (random per process, so parallel runs rarely meet;
-    discovery is also kept on localhost)."""
-    return random.Random(os.getpid() * 7919 + time.monotonic_ns()).randint(1, 100)
+    """A ROS_DOMAIN_ID for one run, drawn at random from :func:`domain_range` (random per
+    process, so parallel runs rarely meet; discovery is also kept on localhost)."""
+    return random.Random(os.getpid() * 7919 + time.monotonic_ns()).randint(*domain_range())
 
 
 #: Set for node processes started here: the pid of the process that started them (``run_node``
