@@ -63,6 +63,27 @@ _BLOCK = _worker_block()
 os.environ["MORL_DOMAIN_IDS"] = f"{_BLOCK[0]}-{_BLOCK[-1]}"
 
 
+def run_cli(argv: list[str], timeout: float = 300, env: dict | None = None, out: "Any" = None):
+    """``python -m morl_robot.cli ARGV`` in a subprocess on a fresh domain of this worker
+    (``env``: instead, e.g. a session's).  A run past ``timeout`` fails the test with the end of
+    its stderr and of every node log under ``OUT/logs`` (a hung graph says where it hung)."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    from morl_robot.session.processes import ros_env
+
+    cmd = [sys.executable, "-m", "morl_robot.cli", *argv]
+    try:
+        return subprocess.run(cmd, env=env if env is not None else ros_env(_next_domain()), capture_output=True,
+                              text=True, timeout=timeout, check=False)
+    except subprocess.TimeoutExpired as exc:
+        err = exc.stderr.decode(errors="replace") if isinstance(exc.stderr, bytes) else (exc.stderr or "")
+        logs = "".join(f"\n----- {p.name} -----\n" + p.read_text(errors="replace")[-2000:]
+                       for p in sorted(Path(out, "logs").glob("*.log"))) if out is not None else ""
+        pytest.fail(f"{' '.join(argv[:3])} ran past {timeout:.0f} s; stderr:\n{err[-3000:]}{logs}")
+
+
 def _next_domain() -> int:
     """A fresh ROS_DOMAIN_ID per test: consecutive ids of this worker's block from a random start
     per pytest run (a previous run's late leftovers are rarely met)."""

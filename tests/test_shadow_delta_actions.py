@@ -185,19 +185,14 @@ def test_a_delta_policy_deploys_sim_to_sim(tmp_path):
     the contract's action mode (``task.yaml`` next to the report), the safety monitor passes the
     ``…/delta`` commands, and the graph's episode equals the in-process one (and presses the block)."""
     import json
-    import subprocess
-    import sys
     from pathlib import Path
 
-    from morl_robot.session.processes import ros_env
-    from tests.conftest import _next_domain
+    from tests.conftest import run_cli
 
     onnx = (Path(__file__).resolve().parents[1] / "results" / "shadow_touch_delta_front" / "policies" / "mo-mpo"
             / "eps_pain=0.01_seed1.onnx")
-    cmd = [sys.executable, "-m", "morl_robot.cli", "deploy", "--policy", str(onnx), "--episodes", "1",
-           "--seed", "10000", "--stall-timeout", "60", "--out", str(tmp_path)]
-    done = subprocess.run(cmd, env=ros_env(_next_domain()), capture_output=True, text=True, timeout=600,
-                          check=False)
+    done = run_cli(["deploy", "--policy", str(onnx), "--episodes", "1", "--seed", "10000", "--stall-timeout", "60",
+                    "--out", str(tmp_path)], out=tmp_path)
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-3000:]
     assert "action_mode: delta" in (tmp_path / "task.yaml").read_text()
     report = json.loads((tmp_path / "deploy_report.json").read_text())

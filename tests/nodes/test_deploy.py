@@ -10,7 +10,7 @@ import pytest
 
 from morl_robot.bench.graph import _export_policy
 from morl_robot.session.processes import ros_env
-from tests.conftest import _next_domain
+from tests.conftest import _next_domain, run_cli
 
 
 @pytest.fixture(scope="module")
@@ -21,9 +21,8 @@ def policy(tmp_path_factory):
 
 
 def deploy(*args: str, timeout: float = 300) -> subprocess.CompletedProcess:
-    cmd = [sys.executable, "-m", "morl_robot.cli", "deploy", *args]
-    return subprocess.run(cmd, env=ros_env(_next_domain()), capture_output=True, text=True, timeout=timeout,
-                          check=False)
+    out = args[args.index("--out") + 1] if "--out" in args else None
+    return run_cli(["deploy", *args], timeout, out=out)
 
 
 def test_sim_to_sim_check_matches_the_in_process_evaluation(policy, tmp_path):

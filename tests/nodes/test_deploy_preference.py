@@ -13,8 +13,7 @@ import pytest
 
 from morl_robot.session.config import load_session_config
 from morl_robot.session.graph import deploy_nodes
-from morl_robot.session.processes import ros_env
-from tests.conftest import _next_domain
+from tests.conftest import run_cli
 
 RANGES = [[0.01, 1.0], [0.01, 1.0]]
 
@@ -53,9 +52,8 @@ def policy(tmp_path_factory):
 
 
 def deploy(*args: str, timeout: float = 300) -> subprocess.CompletedProcess:
-    cmd = [sys.executable, "-m", "morl_robot.cli", "deploy", *args]
-    return subprocess.run(cmd, env=ros_env(_next_domain()), capture_output=True, text=True, timeout=timeout,
-                          check=False)
+    out = args[args.index("--out") + 1] if "--out" in args else None
+    return run_cli(["deploy", *args], timeout, out=out)
 
 
 def test_deploy_refuses_a_preference_that_does_not_fit(policy, tmp_path) -> None:

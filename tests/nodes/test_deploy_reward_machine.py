@@ -10,7 +10,6 @@ from __future__ import annotations
 import dataclasses
 import json
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -19,6 +18,7 @@ import yaml
 from morl_robot.cli import main
 from morl_robot.resources import config_path
 from morl_robot.session.processes import ros_env
+from tests.conftest import run_cli
 
 SPEC = "sawyer/peg_touch_then_insert"
 OBJECTIVES = ["task", "wrist_force", "touch_then_insert", "force_budget"]
@@ -59,8 +59,8 @@ def policy(tmp_path_factory):
 
 
 def cli(argv: list[str], domain: int, timeout: float = 300) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "morl_robot.cli", *argv], env=ros_env(domain),
-                          capture_output=True, text=True, timeout=timeout, check=False)
+    out = argv[argv.index("--out") + 1] if "--out" in argv else None
+    return run_cli(argv, timeout, env=ros_env(domain), out=out)
 
 
 def test_the_contract_records_the_machine_and_evaluate_reports_all_objectives(policy, capsys):
