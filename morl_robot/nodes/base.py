@@ -65,6 +65,52 @@ def uses_sim_time(node: Node) -> bool:
     return bool(node.get_parameter("use_sim_time").value)
 
 
+#: s between attempts to send experience held while no learner subscription was matched yet.
+EXPERIENCE_FLUSH_PERIOD = 0.1
+
+
+class HeldUntilMatched:
+    """A publisher of messages that must not be lost to DDS discovery (experience chunks): while
+    no subscription is matched yet, messages are held (at most ``limit``, oldest dropped and
+    counted) and sent, in order, once one is (on the next :meth:`publish` or :meth:`flush`; call
+    :meth:`flush` from a timer).  A reliable publisher delivers only to subscriptions matched when
+    it publishes: an actor that starts acting on the learner's first snapshot can otherwise send
+    its first chunks before its ``experience`` publisher has matched the learner's subscription
+    (seconds on a loaded machine), and the learner, which never received them, waits for
+    experience while the actor waits for the learner's allowance.  Thread-safe."""
+
+    def __init__(self, publisher: Any, limit: int = 4096) -> None:
+        import threading
+        from collections import deque
+
+        self.publisher = publisher
+        self._held: deque[Any] = deque()
+        self._limit = limit
+        self._lock = threading.Lock()
+        self.dropped = 0
+
+    @property
+    def held(self) -> int:
+        return len(self._held)
+
+    def publish(self, msg: Any) -> None:
+        with self._lock:
+            if not self._held and self.publisher.get_subscription_count() > 0:
+                self.publisher.publish(msg)
+                return
+            if len(self._held) >= self._limit:
+                self._held.popleft()
+                self.dropped += 1
+            self._held.append(msg)
+        self.flush()
+
+    def flush(self) -> None:
+        with self._lock:
+            if self._held and self.publisher.get_subscription_count() > 0:
+                while self._held:
+                    self.publisher.publish(self._held.popleft())
+
+
 class DiagnosticsPublisher:
     """Publishes one ``DiagnosticStatus`` on ``/diagnostics`` every ``period`` seconds."""
 

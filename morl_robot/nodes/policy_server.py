@@ -62,7 +62,9 @@ from morl_robot.acting.policy import ModelLoader, is_serving
 from morl_robot.acting.server import PolicyServerCore, use_fifo_scheduling
 from morl_robot.nodes import wire
 from morl_robot.nodes.base import (
+    EXPERIENCE_FLUSH_PERIOD,
     DiagnosticsPublisher,
+    HeldUntilMatched,
     ManagedNode,
     log_at,
     run_node,
@@ -113,8 +115,10 @@ class PolicyServer(ManagedNode):
                                                       wire.COMMAND_QOS)),
         ]
         if core.train:
-            self._pub_experience = self.create_publisher(Float64MultiArray, "experience", wire.EXPERIENCE_QOS)
-            self._entities.append(("publisher", self._pub_experience))
+            pub = self.create_publisher(Float64MultiArray, "experience", wire.EXPERIENCE_QOS)
+            self._experience = HeldUntilMatched(pub)
+            self._entities += [("publisher", pub),
+                               ("timer", steady_timer(self, EXPERIENCE_FLUSH_PERIOD, self._experience.flush))]
             if self.settings.timing == "lockstep" and self.settings.back_pressure:
                 self._entities.append(("subscription", self.create_subscription(
                     Float64MultiArray, "experience_allowance", self._on_allowance, wire.LATCHED_QOS)))
@@ -217,7 +221,7 @@ class PolicyServer(ManagedNode):
         self._pub_heartbeat.publish(Header(stamp=self.get_clock().now().to_msg(), frame_id=str(version)))
 
     def _send_experience(self, table: np.ndarray, columns: tuple[str, ...]) -> None:
-        self._pub_experience.publish(wire.labelled_table(table, columns))
+        self._experience.publish(wire.labelled_table(table, columns))
 
     # --- learner: snapshots and back-pressure --------------------------------------------------
     def _on_snapshot(self, msg: UInt8MultiArray) -> None:

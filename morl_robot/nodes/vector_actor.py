@@ -35,7 +35,14 @@ from std_msgs.msg import Float64MultiArray, UInt8MultiArray
 from morl_robot.acting.policy import ModelLoader, is_serving
 from morl_robot.acting.vector import VectorActor, VectorActorConfig
 from morl_robot.nodes import wire
-from morl_robot.nodes.base import DiagnosticsPublisher, ManagedNode, run_node
+from morl_robot.nodes.base import (
+    EXPERIENCE_FLUSH_PERIOD,
+    DiagnosticsPublisher,
+    HeldUntilMatched,
+    ManagedNode,
+    run_node,
+    steady_timer,
+)
 from morl_robot.serving.runtime import OnnxPolicy
 from morl_robot.session.config import VectorActorSettings
 
@@ -63,12 +70,14 @@ class VectorActorNode(ManagedNode):
                                 chunk_size=self.settings.chunk_size, safety=self.settings.safety,
                                 task_config=self.settings.task_config, reward_machine=self.settings.reward_machine)
         pub = self.create_publisher(Float64MultiArray, "experience", wire.EXPERIENCE_QOS)
+        experience = HeldUntilMatched(pub)
         self._pub_events = self.create_publisher(DiagnosticStatus, "safety/violations", wire.EVENT_QOS)
-        self.core = VectorActor(cfg, lambda table, columns: self._emit(pub, table, columns))
+        self.core = VectorActor(cfg, lambda table, columns: self._emit(experience, table, columns))
         if self.settings.policy:
             self._install(OnnxPolicy.from_file(self.settings.policy), f"file {self.settings.policy}")
         self._entities = [
             ("publisher", pub), ("publisher", self._pub_events),
+            ("timer", steady_timer(self, EXPERIENCE_FLUSH_PERIOD, experience.flush)),
             ("subscription", self.create_subscription(UInt8MultiArray, "policy_snapshot", self._on_snapshot,
                                                       wire.LATCHED_QOS)),
             ("subscription", self.create_subscription(Float64MultiArray, "experience_allowance", self._on_allowance,
