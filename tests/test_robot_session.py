@@ -149,6 +149,12 @@ def test_without_end_episode_on_estop_commands_step_on(make):
     core.set_estop(True)
     core.on_command(np.zeros(3), VEL)
     assert core.counters["steps"] == 2 and out.releases == 0 and out.published[-1][0].step == 2
+    # a trip latched into the next episode (no auto-release in deploy): its holds step on, so the
+    # episode runs out its time limit instead of waiting at step 0 for a reset that may never come
+    core.reset_world()
+    assert out.published[-1][0].step == 0
+    core.on_command(np.zeros(3), VEL)
+    assert core.counters["steps"] == 3 and core.counters["estop_waits"] == 2
 
 
 def test_republish_resends_the_newest_step_only_when_quiet(make):

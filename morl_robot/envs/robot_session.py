@@ -25,11 +25,12 @@ lasts, and in lockstep the same step is re-sent so the actor answers it again.
 E-stop with ``end_episode_on_estop``: a lockstep command that meets the monitor's engaged e-stop
 ends the running episode with termination ``safety`` (``safety_stops``), starts the next one and
 asks the monitor to release; at step 0 (nothing moved yet) it only asks for the release.
-Without it (deploy), a lockstep command at step 0 that meets the engaged e-stop is not executed
-(``estop_waits``): the robot stays at rest and simulated time stands still until the release,
-which re-sends step 0 (before, each hold command stepped the simulation and re-sent step 0, a busy
-loop between the three nodes until the release).  Later in an episode the monitor's hold
-commands step on as usual.
+Without it (deploy), a lockstep command at step 0 that meets the monitor's start-up e-stop (never
+released yet) is not executed (``estop_waits``): the robot stays at rest and simulated time stands
+still until the release, which re-sends step 0 (before, each hold command stepped the simulation
+and re-sent step 0, a busy loop between the three nodes until the release).  After a trip (the
+monitor was released before) the monitor's hold commands step on as usual: the robot holds until
+the episode's time limit, and a human resets the monitor.
 
 Errors: a :class:`~morl_robot.errors.CommandError` rejects the command (``rejected_commands``,
 logged once per distinct reason); any other :class:`~morl_robot.errors.MorlRobotError` (e.g. a
@@ -139,6 +140,7 @@ class RobotSession:
         self.runner, self.settings, self.out, self._step_key, self._clock = runner, settings, out, step_key, clock
         self.counters = dict.fromkeys(COUNTERS, 0)
         self.active = self.paused = self.estop = False
+        self._released_once = False  # the monitor's start-up e-stop has been released at least once
         self.fault = ""  # the fault that stops commanding ("" = none)
         self.inner_hold = ""  # what the inner safety layer is holding for ("" = not holding)
         self.last_error = ""
@@ -184,7 +186,7 @@ class RobotSession:
                 else:
                     self._safety_stop()
                 return
-            if last.step == 0:  # before the release: stay at rest, simulated time stands still
+            if last.step == 0 and not self._released_once:  # the start-up latch: stay at rest until released
                 self.counters["estop_waits"] += 1
                 return
         self._step(values, labels)
@@ -218,6 +220,7 @@ class RobotSession:
         commands answering it met the e-stop and were not executed (:meth:`on_command`)."""
         released = self.estop and not engaged
         self.estop = bool(engaged)
+        self._released_once = self._released_once or not engaged
         if released and self.active and self.lockstep and not self.paused and self.runner.last is not None \
                 and self.runner.last.step == 0:
             self._publish(self.runner.last, announce=False)
