@@ -63,3 +63,28 @@ def test_committed_paper_budget_runs_are_the_readme_figures():
             assert run["steps"] == budget.steps and run["epsilons"] == list(eps) and run["updates"] == 6195
             finals.append(tuple(np.round(run["curve"][-1][1], 6)))
         assert set(finals) == exact
+
+
+def test_committed_crm_runs_reach_the_front_before_the_runs_without():
+    """The README's term-term comparison at 50 000 steps: every committed CRM run sits on an exact
+    front point from its first evaluation after learning starts (2 000 steps) to the end; every run
+    without CRM first gets there at 4 000 steps or later."""
+    from pathlib import Path
+
+    import numpy as np
+
+    from morl_robot.experiments.button_world import exact_front
+
+    root = Path(__file__).resolve().parents[2] / "results" / "button_world" / "runs" / "term-term"
+    exact = {tuple(np.round(p, 6)) for p in exact_front("term-term")["front"]}
+
+    def first_exact(run: dict) -> int:
+        return next(step for step, value in run["curve"] if tuple(np.round(value, 6)) in exact)
+
+    crm = [json.loads(f.read_text()) for f in sorted((root / "crm").glob("eps*_seed*.json"))]
+    plain = [json.loads(f.read_text()) for f in sorted((root / "plain").glob("eps*_seed*.json"))]
+    assert crm and all(r["crm"] and r["updates"] == 30945 for r in crm)
+    for run in crm:
+        assert first_exact(run) == 2000
+        assert all(tuple(np.round(v, 6)) in exact for s, v in run["curve"] if s >= 2000)
+    assert min(first_exact(r) for r in plain) >= 4000
