@@ -53,3 +53,22 @@ def test_demo_refuses_bad_budgets():
 
     assert main(["demo", "--steps", "0"]) == 2
     assert main(["demo", "--eval-episodes", "0"]) == 2
+
+
+def test_make_demo_runs_the_command_this_file_tests():
+    """The link between `make demo` and the end-to-end test above: the Makefile's demo recipe is the
+    `morl-robot demo` console script with the embedded defaults (no options), so the test, which runs
+    the same script and adds only budget options, covers the main job's code path; and those
+    options parse through the real CLI parser to the same sub-command."""
+    import re
+
+    from morl_robot.cli import build_parser
+
+    makefile = (Path(__file__).resolve().parents[1] / "Makefile").read_text()
+    recipe = re.search(r"^demo:.*\n\t(.+)$", makefile, re.MULTILINE)
+    assert recipe is not None, "no demo target in the Makefile"
+    assert recipe.group(1).split()[-2:] == ["$(BIN)/morl-robot", "demo"], recipe.group(1)
+    args = build_parser().parse_args(["demo", "--steps", "300", "--eval-episodes", "2", "--episodes", "1",
+                                      "--out", "x", "--no-progress", "--domain-id", "7"])
+    defaults = build_parser().parse_args(["demo"])
+    assert args.func is defaults.func and args.command == "demo"

@@ -498,22 +498,10 @@ def probe_flood(h: Harness, monitor: Any, speed: float) -> list[Any]:
     return [c]
 
 
-def _monitor_counts(h: Harness, timeout: float = 5.0) -> dict[str, int]:
-    """The safety monitor's command counters from a ``/diagnostics`` status published after this
-    call (statuses come once a second, so the newest one may predate the commands just sent)."""
-    probe = h.runner.probe
-    probe.diagnostics()  # subscribed
-    store = probe.received["/diagnostics"]
-    start = len(store)
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        for _, msg in list(store[start:]):
-            for status in msg.status:
-                if "safety" in status.name:
-                    values = {kv.key: kv.value for kv in status.values}
-                    return {k: int(values.get(k, 0)) for k in ("commands", "held", "forwarded")}
-        time.sleep(0.05)
-    raise TimeoutError(f"no safety monitor status on /diagnostics within {timeout:.0f} s")
+def _monitor_counts(h: Harness) -> dict[str, int]:
+    """The safety monitor's command counters, from a status published after this call."""
+    values = h.runner.probe.next_diagnostics("safety")
+    return {k: int(values.get(k, 0)) for k in ("commands", "held", "forwarded")}
 
 
 def probe_heartbeat(h: Harness, monitor: Any, tol: float, check_period: float) -> list[Any]:

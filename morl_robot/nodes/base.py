@@ -13,6 +13,8 @@ import dataclasses
 import os
 import signal
 import sys
+import threading
+from collections import deque
 from collections.abc import Callable, Mapping
 from typing import Any, TypeVar
 
@@ -80,9 +82,6 @@ class HeldUntilMatched:
     experience while the actor waits for the learner's allowance.  Thread-safe."""
 
     def __init__(self, publisher: Any, limit: int = 4096) -> None:
-        import threading
-        from collections import deque
-
         self.publisher = publisher
         self._held: deque[Any] = deque()
         self._limit = limit

@@ -124,20 +124,39 @@ class GraphProbe:
     def diagnostics(self, *name_parts: str) -> dict[str, str]:
         """Key/values of the newest ``/diagnostics`` status whose name contains every one of
         ``name_parts`` (subscribes on the first call; empty until a matching status arrives)."""
+        store = self._diagnostics_store()
+        with self._lock:
+            recent = list(store[-50:])
+        for _, msg in reversed(recent):
+            found = _matching_status(msg, name_parts)
+            if found is not None:
+                return found
+        return {}
+
+    def next_diagnostics(self, *name_parts: str, timeout: float = 5.0) -> dict[str, str]:
+        """Like :meth:`diagnostics`, but from a status published after this call: a node reports
+        once a period, so the newest status may predate what the caller just did."""
+        store = self._diagnostics_store()
+        with self._lock:
+            seen = len(store)
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            with self._lock:
+                fresh = list(store[seen:])
+            for _, msg in fresh:
+                found = _matching_status(msg, name_parts)
+                if found is not None:
+                    return found
+            time.sleep(0.05)
+        raise TimeoutError(f"no /diagnostics status named {' '.join(name_parts)!r} within {timeout:.0f} s")
+
+    def _diagnostics_store(self) -> list[tuple[float, Any]]:
         from diagnostic_msgs.msg import DiagnosticArray
 
         from morl_robot.nodes.wire import EVENT_QOS
 
         store = self.received.get("/diagnostics")
-        if store is None:
-            store = self.subscribe("/diagnostics", DiagnosticArray, EVENT_QOS)
-        with self._lock:
-            recent = list(store[-50:])
-        for _, msg in reversed(recent):
-            for status in msg.status:
-                if all(part in status.name for part in name_parts):
-                    return {kv.key: kv.value for kv in status.values}
-        return {}
+        return store if store is not None else self.subscribe("/diagnostics", DiagnosticArray, EVENT_QOS)
 
     def close(self) -> None:
         self._running = False
@@ -152,3 +171,11 @@ class GraphProbe:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def _matching_status(msg: Any, name_parts: tuple[str, ...]) -> dict[str, str] | None:
+    """Key/values of the first status of a ``DiagnosticArray`` whose name contains every part."""
+    for status in msg.status:
+        if all(part in status.name for part in name_parts):
+            return {kv.key: kv.value for kv in status.values}
+    return None

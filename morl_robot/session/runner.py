@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 import os
 import signal
+import sys
 import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
@@ -136,8 +137,6 @@ class SessionRunner:
             release_estop(self.probe, ns, timeout, self.check_alive)
         twins = self.duplicate_nodes()
         if twins:
-            import sys
-
             print(f"warning: ROS_DOMAIN_ID={self.domain_id} also has {', '.join(twins)} of another session (or of "
                   "one that just died): their messages mix with this session's; use another --domain-id",
                   file=sys.stderr)
