@@ -46,6 +46,7 @@ CONDITIONS = ("switched", "before", "after")
 #: A wrench sample this close (s, probe receipt time) to the episode's start event is the reset
 #: state's reading: the tare, as the task tares its F/T sensor at the start of the episode.
 TARE_WINDOW_S = 0.025
+TIME_DECIMALS = 4  # trace, switch and end times: seconds since the episode start, to 0.1 ms
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -112,6 +113,12 @@ def resolve_preferences(preferences: Any, force: str, before: Sequence[float] | 
 
 
 # --- traces and summaries (no ROS) ---------------------------------------------------------------
+def relative_time(t: float, t0: float) -> float:
+    """``t`` in seconds since ``t0``, rounded to :data:`TIME_DECIMALS` places: the one clock of a
+    run's trace and its switch and end times."""
+    return round(t - t0, TIME_DECIMALS)
+
+
 def build_trace(t0: float, t_end: float, wrench: Sequence[tuple[float, Sequence[float]]],
                 commands: Sequence[tuple[float, Sequence[float]]],
                 preferences: Sequence[tuple[float, Sequence[float]]]) -> dict[str, list]:
@@ -124,7 +131,11 @@ def build_trace(t0: float, t_end: float, wrench: Sequence[tuple[float, Sequence[
     samples in ``[t0, t_end]`` and the first of them is the tare.  ``commands``: ``(t, command)`` from ``command_safe``,
     time order; each row gets the newest one received by then (None before the first one of the
     run).  ``preferences``: ``(t, ε)`` in time order, from the moment each was accepted; each row gets
-    the one in effect (the first applies to anything earlier).  Times in the trace are relative to ``t0``."""
+    the one in effect (the first applies to anything earlier).  Times in the trace are relative to ``t0``
+    and rounded to :data:`TIME_DECIMALS` places, as the report's switch times are; the preference in
+    effect is decided on that rounded clock, so a row recorded at the reported switch time carries the
+    new preference (a reading within 0.05 ms before the acceptance once got the old one and an equal
+    time)."""
     trace: dict[str, list] = {"t": [], "force_N": [], "force_raw_N": [], "command": [], "preference": []}
     window = [(t, f) for t, f in wrench if abs(t - t0) <= TARE_WINDOW_S]
     start = min(window, key=lambda r: abs(r[0] - t0))[0] if window else t0
@@ -133,12 +144,13 @@ def build_trace(t0: float, t_end: float, wrench: Sequence[tuple[float, Sequence[
         return trace
     tare = rows[0][1]
     command_times = [t for t, _ in commands]
-    pref_times = [t for t, _ in preferences]
+    pref_times = [relative_time(t, t0) for t, _ in preferences]
     for t, f in rows:
         i = bisect.bisect_right(command_times, t) - 1
         command = [float(x) for x in commands[i][1]] if i >= 0 and command_times[i] >= t0 - TARE_WINDOW_S else None
-        j = max(0, bisect.bisect_right(pref_times, t) - 1)
-        trace["t"].append(round(t - t0, 4))
+        rel = relative_time(t, t0)
+        j = max(0, bisect.bisect_right(pref_times, rel) - 1)
+        trace["t"].append(rel)
         trace["force_N"].append(float(np.linalg.norm(f - tare)))
         trace["force_raw_N"].append(float(np.linalg.norm(f)))
         trace["command"].append(command)
@@ -547,9 +559,9 @@ def _one_run(condition: str, seed: int, start: np.ndarray, after: np.ndarray, sw
         "condition": condition, "seed": seed, "robot_episode": episode,
         "preference_start": [float(x) for x in start],
         "preference_end": [float(x) for x in (after if state["accepted"] is not None else start)],
-        "switch_requested_s": None if state["requested"] is None else round(state["requested"] - t0, 4),
-        "switch_accepted_s": None if state["accepted"] is None else round(state["accepted"] - t0, 4),
-        "duration_s": round(t_end - t0, 4),
+        "switch_requested_s": None if state["requested"] is None else relative_time(state["requested"], t0),
+        "switch_accepted_s": None if state["accepted"] is None else relative_time(state["accepted"], t0),
+        "duration_s": relative_time(t_end, t0),
         "termination": end.get("termination", "cut (--max-seconds)"), "success": end.get("success"),
         "returns": end.get("returns"), "estop": estop, "violations": violations,
         "preference_changes": new_count,

@@ -12,6 +12,7 @@ from morl_robot.bench.preference_live import (
     force_objective,
     format_table,
     plot,
+    relative_time,
     resolve_preferences,
     summarise,
 )
@@ -72,6 +73,19 @@ def test_trace_tares_at_the_reset_reading_and_pairs_commands_and_preferences() -
     assert trace["command"] == [None, None, [0.0, 0.0, -0.1], [0.0, 0.0, -0.1], [0.0, 0.0, -0.05]]
     assert trace["preference"] == [[0.1, 0.005]] * 3 + [[0.1, 0.1]] * 2
     assert build_trace(t0, t0 + 1.0, [], commands, prefs)["t"] == []
+
+
+def test_a_reading_at_the_reported_switch_time_carries_the_new_preference() -> None:
+    """The switch time is reported to 0.1 ms; a reading received 0.03 ms before the acceptance has the
+    same reported time, and a trace split at the switch time must give it the new preference."""
+    t0 = 100.0
+    accepted = t0 + 1.23449
+    wrench = [(t0, (0.0, 0.0, -3.0)), (t0 + 1.23446, (0.0, 0.0, -4.0)), (t0 + 1.3, (0.0, 0.0, -5.0))]
+    trace = build_trace(t0, t0 + 2.0, wrench, [], [(t0 - 1.0, (0.1, 0.005)), (accepted, (0.1, 0.1))])
+    switch_s = relative_time(accepted, t0)
+    assert trace["t"] == [0.0, switch_s, 1.3]
+    assert trace["preference"] == [[0.1, 0.005], [0.1, 0.1], [0.1, 0.1]]
+    assert summarise(trace, switch_s)["samples_after_switch"] == 2
 
 
 def _run(forces: list[float], switch: float | None = None, success: bool | None = False) -> dict:
