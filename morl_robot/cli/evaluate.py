@@ -41,6 +41,9 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="Shadow Hand tasks, a random or scripted policy: act with absolute motor targets or with "
                         "their changes from the measured positions (default: the task YAML's action_mode; an "
                         "ONNX policy's contract declares its own)")
+    p.add_argument("--gain", type=float, default=None,
+                   help="scripted sawyer_peg_in_hole: the insertion controller's gain (1/s, default 5); lower "
+                        "approaches slower and presses less (the scripted reference front of the Sawyer sweep)")
     p.add_argument("--against", choices=["scripted"], default=None,
                    help="instead of the protocol: the policy's action error against the task's scripted "
                         "controller on the controller's own trajectories (per action component, robot units; "
@@ -56,7 +59,7 @@ def run(args: argparse.Namespace) -> int:
 
     if args.episodes < 1:
         raise UsageError(f"--episodes must be >= 1, got {args.episodes}")
-    loaded = load_policy(args.policy, args.task, args.seed, args.preference, args.action_mode)
+    loaded = load_policy(args.policy, args.task, args.seed, args.preference, args.action_mode, args.gain)
     if args.against:
         return _action_error(args, loaded)
     result = evaluate_policy(loaded.act, loaded.task, args.episodes, args.seed, loaded.description,

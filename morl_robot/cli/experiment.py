@@ -119,6 +119,12 @@ def register(sub: argparse._SubParsersAction) -> None:
     front.add_argument("--conditioned", action="store_true",
                        help="one ε-conditioned policy per seed (ε_force over the settings' range) trained --steps "
                             "in all, evaluated at every ε_force setting, instead of one policy per setting")
+    front.add_argument("--reference-gains", type=float, nargs="*", default=None, metavar="G",
+                       help="gains (1/s) of the scripted controller evaluated as the reference front (default "
+                            "0.5 1 1.5 2 3 5; none: no reference)")
+    front.add_argument("--reference-only", action="store_true",
+                       help="only evaluate the scripted reference into OUT/scripted_reference.json (no training; "
+                            "results.json is left as it is)")
     front.add_argument("--no-progress", action="store_true", help="no progress bar")
     front.set_defaults(func=_run_sawyer_front)
 
@@ -392,7 +398,18 @@ def _run_sawyer_front(args: argparse.Namespace) -> int:
     cfg = sawyer_front.FrontSweepConfig(
         eps_task=args.eps_task, eps_force=list(args.eps_force), seeds=list(args.seeds), steps=args.steps,
         learner_config=args.config, eval_episodes=args.eval_episodes, eval_seed=args.eval_seed,
-        parallel=args.parallel, conditioned=args.conditioned)
+        parallel=args.parallel, conditioned=args.conditioned,
+        reference_gains=list(sawyer_front.REFERENCE_GAINS if args.reference_gains is None else args.reference_gains))
+    if args.reference_only:
+        cfg.validate()
+        if not cfg.reference_gains:
+            raise UsageError("--reference-only needs --reference-gains (at least one gain)")
+        args.out.mkdir(parents=True, exist_ok=True)
+        for e in sawyer_front.scripted_reference(args.out, cfg):
+            print(f"scripted gain {e['gain']:g}/s: insertion {e['success_rate']:.0%}, returns "
+                  f"{', '.join(f'{r:.1f}' for r in e['returns'])}, mean force {e['mean_force']:.2f} N")
+        print(f"wrote {args.out}/scripted_reference.json")
+        return 0
     r = sawyer_front.run(args.out, cfg, progress=not args.no_progress, time_limit_s=args.time_limit)
     print(sawyer_front.format_table(r))
     print(f"wrote {args.out}/results.json, policies/, plots/front.png, plots/force_traces.png")

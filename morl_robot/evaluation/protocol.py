@@ -407,12 +407,21 @@ def _sawyer_insertion(gain: float, clearance: float) -> LoadedPolicy:
 
 
 def load_policy(source: str | os.PathLike[str], task: str | None = None, seed: int = 0,
-                preference: Sequence[float] | None = None, action_mode: str | None = None) -> LoadedPolicy:
+                preference: Sequence[float] | None = None, action_mode: str | None = None,
+                gain: float | None = None) -> LoadedPolicy:
     """``policy.onnx``, a run directory (its ``policy.onnx``), ``random`` or ``scripted`` (need ``task``);
     ``preference`` for an ε-conditioned ONNX policy; ``action_mode`` (Shadow tasks: ``absolute`` or
-    ``delta``) for a random or scripted policy (an ONNX policy's contract declares its own)."""
+    ``delta``) for a random or scripted policy (an ONNX policy's contract declares its own); ``gain``
+    for the scripted Sawyer insertion controller (1/s, default 5: see :func:`_sawyer_insertion`)."""
     if preference is not None and str(source) in ("random", "scripted"):
         raise UsageError(f"--preference is for an ε-conditioned ONNX policy, not a {source} policy")
+    if gain is not None:
+        if str(source) != "scripted" or task != "sawyer_peg_in_hole":
+            raise UsageError("--gain is the scripted sawyer_peg_in_hole controller's gain: give it with "
+                             "'scripted --task sawyer_peg_in_hole'")
+        if not (gain > 0 and math.isfinite(gain)):
+            raise UsageError(f"--gain must be a finite number > 0 (1/s), got {gain}")
+        return scripted_policy(task, gain=gain)
     if action_mode is not None and str(source) not in ("random", "scripted"):
         raise UsageError("--action-mode is for a random or scripted policy; an ONNX policy's contract declares "
                          "its action mode")

@@ -44,6 +44,8 @@ from morl_robot.evaluation.records import write_json_atomic
 
 TASK = "sawyer_peg_in_hole"
 DEFAULT_LEARNER = "learner/sawyer_front_demos.yaml"
+#: the scripted controller's gains for the reference front (5: its default, the demonstrator)
+REFERENCE_GAINS = (0.5, 1.0, 1.5, 2.0, 3.0, 5.0)
 
 
 @dataclass
@@ -61,6 +63,9 @@ class FrontSweepConfig:
     #: one ε-conditioned policy per seed (preferences: ε_task fixed, ε_force over the settings'
     #: range), trained ``steps`` in all and evaluated at every ``eps_force`` setting
     conditioned: bool = False
+    #: gains (1/s) of the scripted insertion controller evaluated on the same seeds as the policies:
+    #: the reference front (a slower controller presses less and inserts later); empty: none
+    reference_gains: list[float] = field(default_factory=lambda: list(REFERENCE_GAINS))
 
     def validate(self) -> None:
         if not self.eps_force or any(not (e >= 0 and math.isfinite(e)) for e in self.eps_force):
@@ -69,6 +74,8 @@ class FrontSweepConfig:
             raise UsageError(f"--eps-task must be a finite value > 0, got {self.eps_task}")
         if self.steps < 1 or self.eval_episodes < 1 or self.parallel < 1 or not self.seeds:
             raise UsageError("--steps, --eval-episodes and --parallel must be >= 1, and --seeds non-empty")
+        if any(not (g > 0 and math.isfinite(g)) for g in self.reference_gains):
+            raise UsageError(f"--reference-gains: give finite gains > 0 (1/s), got {self.reference_gains}")
         if self.conditioned and not min(self.eps_force) > 0:
             raise UsageError(f"--conditioned: the ε_force settings span a log-scale box, so all must be > 0, "
                              f"got {self.eps_force}")
@@ -237,6 +244,32 @@ def run(out_dir: str | Path, cfg: FrontSweepConfig, progress: bool = True,
     return summarise(out, cfg, wall)
 
 
+def scripted_reference(out: Path, cfg: FrontSweepConfig) -> list[dict[str, Any]]:
+    """The scripted insertion controller at each of ``cfg.reference_gains``, evaluated with the
+    protocol on the policies' seeds: what the task's force–insertion trade-off looks like when a
+    hand-written controller goes slower or faster.  Cached in ``OUT/scripted_reference.json`` (an
+    entry is reused when its gain, episodes and seed match).  One entry per gain: ``gain``,
+    ``returns`` (per objective), ``success_rate``, ``mean_force``, ``peak_force``, ``terminations``."""
+    from morl_robot.evaluation.protocol import evaluate_policy, scripted_policy
+
+    path = out / "scripted_reference.json"
+    cached = json.loads(path.read_text()).get("entries", []) if path.is_file() else []
+    key = {"episodes": cfg.eval_episodes, "seed": cfg.eval_seed}
+    entries = []
+    for gain in cfg.reference_gains:
+        hit = next((e for e in cached if e["gain"] == gain and all(e.get(k) == v for k, v in key.items())), None)
+        if hit is None:
+            policy = scripted_policy(TASK, gain=gain)
+            ev = evaluate_policy(policy.act, TASK, cfg.eval_episodes, cfg.eval_seed, policy.description).to_json()
+            hit = {"gain": gain, **key, "returns": [ev["objectives"][n]["mean"] for n in ev["objectives"]],
+                   "success_rate": ev["success_rate"], "mean_force": ev["mean_force"],
+                   "peak_force": ev["peak_force"], "terminations": ev["terminations"]}
+        entries.append(hit)
+    write_json_atomic(path, {"what": "scripted insertion controller per gain (1/s), evaluated with the protocol",
+                             "entries": entries})
+    return entries
+
+
 def summarise(out: Path, cfg: FrontSweepConfig, wall_time_s: float | None = None) -> dict[str, Any]:
     """Gather every finished run's ``eval.json`` into ``results.json``, ``policies/`` and plots."""
     from morl_robot.evaluation.front import FrontPoint, front_report
@@ -281,6 +314,7 @@ def summarise(out: Path, cfg: FrontSweepConfig, wall_time_s: float | None = None
                 "peak_force": [r["eval"]["peak_force"] for r in mine],
             })
     ref = hypervolume_reference(task)
+    reference = scripted_reference(out, cfg) if cfg.reference_gains else []
     results: dict[str, Any] = {
         "experiment": "sawyer_peg_in_hole ε_force sweep (MO-MPO §6.4, Fig. 7)",
         "config": asdict(cfg), "sweep_wall_time_s": None if wall_time_s is None else round(wall_time_s, 1),
@@ -289,15 +323,17 @@ def summarise(out: Path, cfg: FrontSweepConfig, wall_time_s: float | None = None
         "env_steps_in_all": cfg.steps * (len(cfg.seeds) if cfg.conditioned else len(cfg.eps_force) * len(cfg.seeds)),
         "per_setting": per_setting,
         "front": front_report(points, ref, names) if points else None,
+        "scripted_reference": reference,
         "runs": [{k: v for k, v in r.items() if k != "force_trace"} for r in runs],
     }
     write_json_atomic(out / "results.json", results)
     if points:
-        _plots(out, runs, names, task.config.control_period, task.config.force_threshold)
+        _plots(out, runs, names, task.config.control_period, task.config.force_threshold, reference)
     return results
 
 
-def _plots(out: Path, runs: list[dict[str, Any]], names: list[str], task_period: float, threshold: float) -> None:
+def _plots(out: Path, runs: list[dict[str, Any]], names: list[str], task_period: float, threshold: float,
+           reference: list[dict[str, Any]]) -> None:
     from morl_robot.evaluation.plots import plot_force_traces, plot_pareto_fronts
 
     done = [r for r in runs if r["finished"]]
@@ -308,9 +344,12 @@ def _plots(out: Path, runs: list[dict[str, Any]], names: list[str], task_period:
         by_seed.setdefault(key, []).append([r["eval"]["objectives"][n]["mean"] for n in names])
         ok = r["eval"]["success_rate"]
         labels.setdefault(key, []).append(f"ε_f={r['eval']['epsilons']['wrist_force']:g} ({ok:.0%})")
+    if reference:
+        by_seed["scripted controller"] = [e["returns"] for e in reference]
+        labels["scripted controller"] = [f"gain {e['gain']:g} ({e['success_rate']:.0%})" for e in reference]
     plot_pareto_fronts(by_seed, out / "plots" / "front.png", objective_names=names, labels=labels,
-                       title="Sawyer peg-in-hole: MO-MPO policies over ε_force (ε_task fixed); "
-                             "label: ε_force (insertion success)")
+                       title="Sawyer peg-in-hole: MO-MPO policies over ε_force (ε_task fixed) and the scripted "
+                             "controller over its gain; label: setting (insertion success)")
     traces = {f"ε_f={r['eval']['epsilons']['wrist_force']:g}, seed {r['eval']['train_seed']}"
               + (" (inserted)" if r["force_trace"]["success"] else ""): r["force_trace"]["forces"]
               for r in done if r.get("force_trace")}
@@ -330,6 +369,10 @@ def format_table(results: dict[str, Any]) -> str:
     for row in results["per_setting"]:
         lines.append(f"{row['eps_force']:>8g} {len(row['seeds']):>5d} {span(row['success_rate'], '.0%'):>16} "
                      f"{span(row['return/task'], '.1f'):>22} {span(row['return/wrist_force'], '.0f'):>26}")
+    if results.get("scripted_reference"):
+        lines.append("scripted controller (reference): " + "; ".join(
+            f"gain {e['gain']:g}: {e['success_rate']:.0%}, {e['returns'][0]:.1f} / {e['returns'][1]:.0f}"
+            for e in results["scripted_reference"]))
     front = results.get("front")
     if front:
         for name, m in front["across_seeds"].items():

@@ -12,12 +12,15 @@ RESULTS = Path(__file__).resolve().parents[2] / "results" / "sawyer_front"
 
 def test_a_tiny_sweep_runs_resumes_and_writes_its_front(tmp_path, capsys):
     argv = ["experiment", "sawyer-front", "--out", str(tmp_path), "--eps-force", "0.01", "0.1", "--seeds", "0",
-            "--steps", "200", "--eval-episodes", "2", "--parallel", "1", "--no-progress"]
+            "--steps", "200", "--eval-episodes", "2", "--reference-gains", "2", "--parallel", "1", "--no-progress"]
     assert main(argv) == 0
     out = capsys.readouterr().out
     assert "runs finished: 2 of 2" in out and "hypervolume: IQM" in out
+    assert "scripted controller (reference): gain 2:" in out
     results = json.loads((tmp_path / "results.json").read_text())
     assert results["runs_finished"] == 2 and results["front"]["ref"][0] == 0.0
+    (reference,) = results["scripted_reference"]
+    assert reference["gain"] == 2.0 and reference["episodes"] == 2 and len(reference["returns"]) == 2
     assert {p.name for p in (tmp_path / "policies").iterdir()} == {"eps_force=0.01_seed0.onnx",
                                                                     "eps_force=0.1_seed0.onnx"}
     assert (tmp_path / "plots" / "front.png").stat().st_size > 0
@@ -28,9 +31,41 @@ def test_a_tiny_sweep_runs_resumes_and_writes_its_front(tmp_path, capsys):
     assert main(argv) == 0
     assert [p.stat().st_mtime_ns for p in evals] == stamps
     # a larger budget continues the runs from their checkpoints
-    assert main(argv[:-7] + ["--steps", "300", "--eval-episodes", "2", "--parallel", "1", "--no-progress"]) == 0
+    assert main(argv[:-9] + ["--steps", "300", "--eval-episodes", "2", "--parallel", "1", "--no-progress"]) == 0
     again = json.loads(evals[0].read_text())
     assert again["env_steps"] == 300 and again["resumed_from"]
+
+
+def test_the_scripted_reference_front_trades_insertion_speed_for_force(tmp_path, capsys):
+    """`--reference-only` evaluates the scripted controller per gain (no training, no results.json),
+    and the figures are the ones `evaluate scripted --gain` prints: a slower controller presses
+    less and, in 8 s, returns less task reward (the trade-off the learned front should show)."""
+    argv = ["experiment", "sawyer-front", "--out", str(tmp_path), "--reference-only", "--reference-gains", "1", "3",
+            "--eval-episodes", "3", "--eval-seed", "10000"]
+    assert main(argv) == 0
+    assert "scripted gain 1/s: insertion" in capsys.readouterr().out
+    assert not (tmp_path / "results.json").exists()
+    slow, fast = json.loads((tmp_path / "scripted_reference.json").read_text())["entries"]
+    assert slow["gain"] == 1.0 and fast["gain"] == 3.0
+    assert slow["returns"][0] < fast["returns"][0] and slow["returns"][1] > fast["returns"][1]
+    assert slow["mean_force"] < fast["mean_force"]
+    assert main(["evaluate", "scripted", "--task", "sawyer_peg_in_hole", "--gain", "1", "--episodes", "3",
+                 "--seed", "10000", "--json", "--no-progress"]) == 0
+    ev = json.loads(capsys.readouterr().out)
+    assert [ev["objectives"][n]["mean"] for n in ("task", "wrist_force")] == slow["returns"]
+    assert "gain 1/s" in ev["policy"]
+    # cached: a second call evaluates nothing again
+    stamp = (tmp_path / "scripted_reference.json").read_text()
+    assert main(argv) == 0 and (tmp_path / "scripted_reference.json").read_text() == stamp
+
+
+def test_gains_are_checked(tmp_path, capsys):
+    assert main(["experiment", "sawyer-front", "--out", str(tmp_path), "--reference-only", "--reference-gains", "0"]) == 2
+    assert "--reference-gains: give finite gains > 0" in capsys.readouterr().err
+    assert main(["evaluate", "scripted", "--task", "shadow_touch", "--gain", "2"]) == 2
+    assert "--gain is the scripted sawyer_peg_in_hole controller's gain" in capsys.readouterr().err
+    assert main(["evaluate", "scripted", "--task", "sawyer_peg_in_hole", "--gain", "-1"]) == 2
+    assert "--gain must be a finite number > 0" in capsys.readouterr().err
 
 
 def test_bad_sweep_settings_are_refused(tmp_path, capsys):
