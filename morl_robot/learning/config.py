@@ -152,6 +152,15 @@ class TrainingConfig:
     #: observations, batches are normalised with the current statistics, an exported policy carries
     #: them in its graph).  What the learner node's ``observation_normalization`` does.
     observation_normalization: bool = False
+    #: learn a termination (not a time-limit truncation) as if every objective then got its worst
+    #: per-step reward (the environment's ``reward_space.low``) for the rest of the episode (up to
+    #: its step limit), added to the terminating step's reward: an objective that only ever costs
+    #: (the Sawyer peg's wrist_force) can no longer gain by ending the episode early, e.g. by
+    #: crashing into the fixture to stop the force cost.  What is reported (episodes.csv, the
+    #: evaluations, the protocol) stays the task's own returns.  In-process training only
+    #: (:func:`~morl_robot.learning.training.train`): the graph's learner does not see how many
+    #: steps an actor's episode had left.
+    worst_case_termination: bool = False
 
     def validate(self) -> None:
         for key in ("eval_every", "checkpoint_every", "stop_when_stable"):

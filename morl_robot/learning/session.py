@@ -826,6 +826,10 @@ def session_for_task(task_name: str, task_config: str | None, config_file: str |
 
     path = resolve_config("learner", config_file)
     config = load_learner_config(path)
+    if config.training.worst_case_termination:
+        raise ConfigError(f"{path}: key 'training.worst_case_termination' is for in-process training only "
+                          "(morl-robot experiment …, train() in Python): the graph's learner does not see how many "
+                          "steps an actor's episode had left; set it to false for the learner node")
     task = load_task(task_name, task_config or None)
     robot = make_sim_robot(task)  # only for the spec: labels, units, action bounds
     env = open_task_env(task, reward_machine=reward_machine, robot=robot)

@@ -147,6 +147,37 @@ def evaluate(policy: Any, env_fn: EnvFn, episodes: int, seed: int, deterministic
         env.close()
 
 
+@dataclasses.dataclass(frozen=True)
+class WorstCaseTermination:
+    """``training.worst_case_termination``: a termination at episode step t (1-based) is learned as
+    r_t + (T − t)·r_low, with T the episode's step limit and r_low [K] each objective's worst
+    per-step reward, so ending early is never better for any objective than living on at its worst."""
+
+    low: np.ndarray  # [K] worst per-step reward per objective
+    max_steps: int  # T
+
+    def terminal_reward(self, reward: np.ndarray, step: int) -> np.ndarray:
+        """``reward`` [K] of the terminating step ``step`` plus the rest of the episode at ``low``."""
+        return (np.asarray(reward, np.float64) + self.low * max(0, self.max_steps - step)).astype(np.float32)
+
+
+def worst_case_termination(env: Any, k: int) -> WorstCaseTermination:
+    """The worst per-step rewards (``env.reward_space.low``) and step limit (a robot task's
+    ``max_steps``, else the Gymnasium spec's ``max_episode_steps``) of ``env``; a
+    :class:`ConfigError` naming what is missing."""
+    space = getattr(env, "reward_space", None) or getattr(getattr(env, "unwrapped", None), "reward_space", None)
+    low = None if space is None else np.asarray(space.low, np.float64).reshape(-1)
+    if low is None or low.shape != (k,) or not np.all(np.isfinite(low)):
+        raise ConfigError("training.worst_case_termination: the environment declares no finite worst reward per "
+                          f"objective (reward_space.low: {None if low is None else low.tolist()})")
+    task = getattr(env, "task", None) or getattr(getattr(env, "unwrapped", None), "task", None)
+    max_steps = getattr(task, "max_steps", None) or getattr(getattr(env, "spec", None), "max_episode_steps", None)
+    if not max_steps:
+        raise ConfigError("training.worst_case_termination: the environment has no step limit (a task's max_steps "
+                          "or a Gymnasium max_episode_steps)")
+    return WorstCaseTermination(low, int(max_steps))
+
+
 def train(env_fn: EnvFn, config: MPOConfig | str | os.PathLike[str] | None, total_steps: int, seed: int = 0,
           out_dir: str | os.PathLike[str] | None = None, progress: bool = True,
           eval_fn: Callable[[PolicyActor], np.ndarray] | None = None,
@@ -202,6 +233,7 @@ def _train(env_fn: EnvFn, config: MPOConfig | str | os.PathLike[str] | None, tot
     if not config.objective_names and len(env_names) == k:
         config = dataclasses.replace(config, objective_names=env_names)  # log under the env's names
     relabeller = counterfactual_relabeller(config, env)  # replay.crm: counterfactual experience (CRM)
+    worst = worst_case_termination(env, k) if tcfg.worst_case_termination else None
     session = LearnerSession(enc.dim, spec, k, config, seed=seed, run_dir=out_dir,
                              normalize_observations=tcfg.observation_normalization, relabeller=relabeller,
                              keep_metrics=True, demonstrator=demonstrator if demo_episodes else None)
@@ -247,6 +279,7 @@ def _train(env_fn: EnvFn, config: MPOConfig | str | os.PathLike[str] | None, tot
         x = enc(obs)
         new_preference()
         episode_return = np.zeros(k)
+        episode_steps = 0
         while counters["env_steps"] < total_steps:
             demonstrating = demo is not None and session.demonstrating and counters["episodes"] < demo_episodes
             if demonstrating:
@@ -259,9 +292,13 @@ def _train(env_fn: EnvFn, config: MPOConfig | str | os.PathLike[str] | None, tot
             else:
                 action, log_mu = actor.act(x)
             next_obs, reward, terminated, truncated, info = env.step(dec(action))
+            episode_steps += 1
             episode_return += np.asarray(reward, np.float64).reshape(-1)
             nx = enc(next_obs)
-            session.add_transition(actor.augment(x), action, np.asarray(reward, np.float32).reshape(-1),
+            learned = np.asarray(reward, np.float32).reshape(-1)
+            if worst is not None and terminated:
+                learned = worst.terminal_reward(learned, episode_steps)
+            session.add_transition(actor.augment(x), action, learned,
                                    actor.augment(nx), bool(terminated), bool(truncated), log_mu,
                                    label=int(info.get("rm_label", -1)), env_terminated=info.get("env_terminated"),
                                    demonstration=demonstrating)
@@ -270,6 +307,7 @@ def _train(env_fn: EnvFn, config: MPOConfig | str | os.PathLike[str] | None, tot
                                        info.get("termination") if isinstance(info, dict) else None,
                                        demonstration=demonstrating)
                 episode_return[:] = 0.0
+                episode_steps = 0
                 obs, _ = env.reset(seed=seed + counters["episodes"])
                 x = enc(obs)
                 new_preference()

@@ -1,0 +1,114 @@
+"""``training.worst_case_termination``: a termination is learned as the rest of the episode at each
+objective's worst per-step reward, so a cost-only objective stops preferring to end the episode."""
+from __future__ import annotations
+
+import dataclasses
+
+import gymnasium as gym
+import numpy as np
+import pytest
+import torch
+from hypothesis import given
+from hypothesis import strategies as st
+
+from morl_robot.errors import ConfigError
+from morl_robot.learning import MPOConfig, train
+from morl_robot.learning.config import NetworkConfig, ReplayConfig, TrainingConfig
+from morl_robot.learning.training import WorstCaseTermination, worst_case_termination
+
+torch.set_num_threads(1)
+
+
+class EscapableCost(gym.Env):
+    """Each step costs 0.5 (objective 0; objective 1 is always 0) unless the action is > 0: then the
+    episode ends at once, at a cost of 1.  Ten steps at most.  Ending at once (−1) beats living on
+    (−5), unless a termination counts the remaining steps at the worst cost (−1 − 9 = −10)."""
+
+    observation_space = gym.spaces.Box(0.0, 1.0, (1,), np.float32)
+    action_space = gym.spaces.Box(-1.0, 1.0, (1,), np.float32)
+    reward_space = gym.spaces.Box(-1.0, 0.0, (2,), np.float32)
+    spec = gym.envs.registration.EnvSpec("EscapableCost-v0", max_episode_steps=10)
+
+    def reset(self, *, seed=None, options=None):
+        super().reset(seed=seed)
+        self.t = 0
+        return np.zeros(1, np.float32), {}
+
+    def step(self, action):
+        self.t += 1
+        crash = float(np.asarray(action).reshape(-1)[0]) > 0.0
+        reward = np.array([-1.0 if crash else -0.5, 0.0], np.float32)
+        return np.array([self.t / 10], np.float32), reward, crash, self.t >= 10 and not crash, {}
+
+
+def config(worst_case: bool) -> MPOConfig:
+    return MPOConfig(
+        epsilons=[0.1, 0.1], batch_size=32, num_samples=10, sequence_length=2, target_update_period=20,
+        policy_lr=3e-3, critic_lr=3e-3, epsilon_mean=1e-2, epsilon_stddev=1e-4, discount=0.99,
+        networks=NetworkConfig(policy_hidden=[32, 32], critic_hidden=[32, 32]),
+        replay=ReplayConfig(capacity=5000, samples_per_insert=8.0, min_size_to_sample=100, error_buffer=100.0),
+        training=TrainingConfig(eval_every=0, eval_episodes=1, checkpoint_every=0, log_every=50, tensorboard=False,
+                                worst_case_termination=worst_case),
+    )
+
+
+@given(low=st.lists(st.floats(-100, 0), min_size=1, max_size=4), max_steps=st.integers(1, 500),
+       step=st.integers(1, 600))
+def test_the_terminal_reward_adds_the_remaining_steps_at_the_worst_reward(low, max_steps, step) -> None:
+    w = WorstCaseTermination(np.asarray(low), max_steps)
+    reward = np.full(len(low), -0.25, np.float32)
+    out = w.terminal_reward(reward, step)
+    np.testing.assert_allclose(out, -0.25 + np.asarray(low) * max(0, max_steps - step), rtol=1e-5, atol=1e-3)
+    assert out.dtype == np.float32 and out.shape == reward.shape
+    assert np.all(out <= reward + 1e-6)  # never better than the step itself
+
+
+def test_the_learner_is_given_the_worst_case_and_the_reported_returns_stay_the_tasks(monkeypatch) -> None:
+    from morl_robot.learning.session import LearnerSession
+
+    seen: list[tuple[np.ndarray, bool]] = []
+    original = LearnerSession.add_transition
+
+    def spy(self, obs, action, reward, next_obs, terminated, truncated, *args, **kwargs):
+        seen.append((np.asarray(reward).copy(), bool(terminated)))
+        return original(self, obs, action, reward, next_obs, terminated, truncated, *args, **kwargs)
+
+    monkeypatch.setattr(LearnerSession, "add_transition", spy)
+    result = train(EscapableCost, config(True), total_steps=60, seed=0, progress=False)
+    crashes = [r for r, terminated in seen if terminated]
+    assert crashes, "the untrained policy should end some episodes early"
+    for r in crashes:  # −1 at the crash + k remaining steps at −1 (objective 1: 0 + k·(−1))
+        assert r[0] == pytest.approx(r[1] - 1.0) and r[1] <= 0.0 and float(r[1]).is_integer()
+    assert any(r[1] < 0 for r in crashes)
+    assert all(r[0] in (-0.5, -1.0) and r[1] == 0.0 for r, terminated in seen if not terminated)
+    # the episode log has the task's own returns: objective 1 is 0 in every episode
+    assert result.metrics is not None
+
+
+def test_an_environment_without_worst_rewards_or_a_step_limit_is_refused() -> None:
+    class NoBounds(EscapableCost):
+        reward_space = gym.spaces.Box(-np.inf, 0.0, (2,), np.float32)
+
+    class NoLimit(EscapableCost):
+        spec = None
+
+    with pytest.raises(ConfigError, match="no finite worst reward per objective"):
+        worst_case_termination(NoBounds(), 2)
+    with pytest.raises(ConfigError, match="no step limit"):
+        worst_case_termination(NoLimit(), 2)
+    assert worst_case_termination(EscapableCost(), 2).max_steps == 10
+
+
+def test_the_graph_learner_refuses_it(tmp_path) -> None:
+    from morl_robot.learning.session import session_for_task
+    from morl_robot.resources import resolve_config
+
+    src = resolve_config("learner", "learner/sawyer_front_demos.yaml").read_text()
+    path = tmp_path / "learner.yaml"
+    path.write_text(src.replace("training:\n", "training:\n  worst_case_termination: true\n", 1))
+    with pytest.raises(ConfigError, match="worst_case_termination' is for in-process training only"):
+        session_for_task("sawyer_peg_in_hole", None, path)
+
+
+def test_the_option_is_off_by_default() -> None:
+    assert dataclasses.fields(TrainingConfig) and TrainingConfig().worst_case_termination is False
