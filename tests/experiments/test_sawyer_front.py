@@ -73,19 +73,24 @@ def test_bad_sweep_settings_are_refused(tmp_path, capsys):
     assert "--eps-force" in capsys.readouterr().err
 
 
-def _committed_runs() -> list[dict]:
-    if not (RESULTS / "results.json").is_file():
-        return []
-    runs = [r for r in json.loads((RESULTS / "results.json").read_text())["runs"] if r["finished"]]
-    best = max(runs, key=lambda r: r["eval"]["success_rate"])  # the README's headline policy
-    return [runs[0], best] if best is not runs[0] else [runs[0]]
+WORST_CASE = RESULTS.parent / "sawyer_front_worst_case"
 
 
-@pytest.mark.skipif(not (RESULTS / "results.json").is_file(), reason="no committed Sawyer front yet")
-@pytest.mark.parametrize("run", _committed_runs(), ids=lambda r: Path(r["policy"]).stem)
-def test_committed_front_policies_reproduce_their_figures(run, capsys):
+def _committed_runs() -> list[tuple[Path, dict]]:
+    """Per committed front: its first run and its best (the README's headline policy)."""
+    out = []
+    for root in (RESULTS, WORST_CASE):
+        runs = [r for r in json.loads((root / "results.json").read_text())["runs"] if r["finished"]]
+        best = max(runs, key=lambda r: r["eval"]["success_rate"])
+        out += [(root, r) for r in ([runs[0], best] if best is not runs[0] else [runs[0]])]
+    return out
+
+
+@pytest.mark.parametrize("root,run", _committed_runs(), ids=lambda x: x.name if isinstance(x, Path) else
+                         Path(x["policy"]).stem)
+def test_committed_front_policies_reproduce_their_figures(root, run, capsys):
     ev = run["eval"]
-    argv = ["evaluate", str(RESULTS / run["policy"]), "--episodes", str(ev["episodes"]), "--seed", str(ev["seed"]),
+    argv = ["evaluate", str(root / run["policy"]), "--episodes", str(ev["episodes"]), "--seed", str(ev["seed"]),
             "--json"]
     assert main(argv) == 0
     got = json.loads(capsys.readouterr().out)
@@ -93,6 +98,25 @@ def test_committed_front_policies_reproduce_their_figures(run, capsys):
         assert got["objectives"][name]["mean"] == pytest.approx(stats["mean"], abs=1e-6)
     assert got["success_rate"] == ev["success_rate"]
     assert got["terminations"] == ev["terminations"]
+
+
+def test_the_committed_worst_case_front_is_the_readmes():
+    """README, Sawyer front with worst-case terminations, against the front without them: more runs
+    insert in >= 80 % of episodes (5 of 10 against 1), the mean insertion rate over the runs is
+    higher, and on both seeds ε_force 0.005 presses hardest (mean contact force)."""
+    def runs(root: Path) -> list[dict]:
+        return [r["eval"] for r in json.loads((root / "results.json").read_text())["runs"] if r["finished"]]
+
+    before, after = runs(RESULTS), runs(WORST_CASE)
+    assert len(before) == len(after) == 10
+    assert json.loads((WORST_CASE / "results.json").read_text())["config"]["learner_config"] == \
+        "learner/sawyer_front_worst_case.yaml"
+    assert sum(e["success_rate"] >= 0.8 for e in before) == 1 and sum(e["success_rate"] >= 0.8 for e in after) == 5
+    assert sum(e["success_rate"] for e in before) / 10 == pytest.approx(0.45)
+    assert sum(e["success_rate"] for e in after) / 10 == pytest.approx(0.665)
+    for seed in (0, 1):
+        mine = {e["epsilons"]["wrist_force"]: e["mean_force"] for e in after if e["train_seed"] == seed}
+        assert max(mine, key=mine.get) == 0.005, mine
 
 
 def test_a_tiny_conditioned_front_is_one_policy_per_seed_and_reevaluates_at_each_preference(tmp_path, capsys):
