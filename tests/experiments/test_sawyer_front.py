@@ -117,6 +117,12 @@ def test_the_committed_worst_case_front_is_the_readmes():
     for seed in (0, 1):
         mine = {e["epsilons"]["wrist_force"]: e["mean_force"] for e in after if e["train_seed"] == seed}
         assert max(mine, key=mine.get) == 0.005, mine
+    # the best policy deployed through the graph: 5 of 5 inserted on both sides, the same returns
+    deploy = json.loads((WORST_CASE / "deploy" / "deploy_report.json").read_text())
+    assert deploy["policy"].endswith("eps_force=0.02_seed0.onnx") and deploy["seeds"][0] == 10000
+    assert deploy["graph_success"] == deploy["in_process_success"] == [True] * 5
+    assert deploy["terminations"] == deploy["in_process_terminations"]
+    assert max(deploy["max_abs_difference"]) < 1e-3
 
 
 def test_a_tiny_conditioned_front_is_one_policy_per_seed_and_reevaluates_at_each_preference(tmp_path, capsys):
