@@ -167,3 +167,31 @@ def test_the_committed_conditioned_policy_reproduces_its_figure(capsys):
     for name, stats in ev["objectives"].items():  # measured in torch, re-checked through ONNX: float32 drift
         assert got["objectives"][name]["mean"] == pytest.approx(stats["mean"], rel=1e-4)
     assert got["success_rate"] == ev["success_rate"]
+
+
+CONDITIONED_WORST_CASE = CONDITIONED.parent / "sawyer_conditioned_worst_case"
+
+
+def test_the_committed_conditioned_worst_case_policies_trade_force_for_preference(capsys):
+    """README, one policy for every preference with worst-case terminations: on seeds 0 and 1 the
+    mean contact force falls at every step of ε_force from 0.005 to 0.1 (one policy per seed); seed 2
+    does not (it inserts and then trips the threshold); seed 1's policy re-evaluated under the two
+    end preferences gives the committed figures."""
+    results = json.loads((CONDITIONED_WORST_CASE / "results.json").read_text())
+    assert results["config"]["learner_config"] == "learner/sawyer_conditioned_worst_case.yaml"
+    assert results["trained_policies"] == 3 and results["env_steps_in_all"] == 120_000
+    runs = [r["eval"] for r in results["runs"] if r["finished"]]
+    for seed, responds in ((0, True), (1, True), (2, False)):
+        force = [e["mean_force"] for e in sorted((e for e in runs if e["train_seed"] == seed),
+                                                 key=lambda e: e["epsilons"]["wrist_force"])]
+        assert len(force) == 5
+        assert (all(a > b for a, b in zip(force, force[1:]))) is responds, (seed, force)
+    policy = CONDITIONED_WORST_CASE / "policies" / "conditioned_seed1.onnx"
+    for ev in (e for e in runs if e["train_seed"] == 1 and e["epsilons"]["wrist_force"] in (0.005, 0.1)):
+        assert main(["evaluate", str(policy), "--preference", "0.1", str(ev["epsilons"]["wrist_force"]),
+                     "--episodes", str(ev["episodes"]), "--seed", str(ev["seed"]), "--json"]) == 0
+        got = json.loads(capsys.readouterr().out)
+        assert got["mean_force"] == pytest.approx(ev["mean_force"], rel=1e-4)  # ONNX vs the torch actor
+        assert got["objectives"]["wrist_force"]["mean"] == pytest.approx(ev["objectives"]["wrist_force"]["mean"],
+                                                                         rel=1e-4)
+        assert got["success_rate"] == ev["success_rate"]
