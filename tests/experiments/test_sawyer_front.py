@@ -195,3 +195,15 @@ def test_the_committed_conditioned_worst_case_policies_trade_force_for_preferenc
         assert got["objectives"]["wrist_force"]["mean"] == pytest.approx(ev["objectives"]["wrist_force"]["mean"],
                                                                          rel=1e-4)
         assert got["success_rate"] == ev["success_rate"]
+
+
+def test_the_committed_live_switch_of_the_worst_case_policy_is_the_readmes():
+    """README: seed 1's worst-case conditioned policy on the deploy graph, ε_force 0.005 → 0.1 at 1.5 s,
+    6 episodes: every one of the 18 runs inserted, and after the switch the switched run presses about
+    as little as the run under 0.1 throughout and far less than the one under 0.005."""
+    report = json.loads((CONDITIONED_WORST_CASE / "preference_live" / "preference_live.json").read_text())
+    assert report["policy"].endswith("conditioned_seed1.onnx") and len(report["episodes"]) == 6
+    for episode in report["episodes"]:
+        assert all(episode[name]["success"] for name in ("switched", "before", "after"))
+        after = {name: episode[name]["force"]["mean_after_switch"] for name in ("switched", "before", "after")}
+        assert after["switched"] < 0.25 and after["after"] < 0.25 and after["before"] > 5.0, after
