@@ -1,5 +1,6 @@
 """`morl-robot experiment sawyer-front` through the real CLI parser on a tiny budget: trains, exports,
 evaluates, writes the front; a second sitting skips finished runs; a committed front re-evaluates."""
+import itertools
 import json
 from pathlib import Path
 
@@ -185,7 +186,7 @@ def test_the_committed_conditioned_worst_case_policies_trade_force_for_preferenc
         force = [e["mean_force"] for e in sorted((e for e in runs if e["train_seed"] == seed),
                                                  key=lambda e: e["epsilons"]["wrist_force"])]
         assert len(force) == 5
-        assert (all(a > b for a, b in zip(force, force[1:]))) is responds, (seed, force)
+        assert all(a > b for a, b in itertools.pairwise(force)) is responds, (seed, force)
     policy = CONDITIONED_WORST_CASE / "policies" / "conditioned_seed1.onnx"
     for ev in (e for e in runs if e["train_seed"] == 1 and e["epsilons"]["wrist_force"] in (0.005, 0.1)):
         assert main(["evaluate", str(policy), "--preference", "0.1", str(ev["epsilons"]["wrist_force"]),
