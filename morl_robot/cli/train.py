@@ -172,11 +172,15 @@ def _run_locked(args: argparse.Namespace, cfg: Any, out: Path) -> int:
     violations: dict[str, Any] = {"total": 0, "by_rule": {}, "by_actor": {}}
     has_learner = any(s.executable == "learner_node" for s in specs)
     finished = False
+
+    def may_exit(p: Any) -> bool:  # the learner exits by itself when total_steps is reached
+        return p.spec.executable == "learner_node" and p.returncode == 0
+
     try:
         runner.start()
         violations = _count_violations(runner.probe, actor_ns)
         if monitored:
-            runner.release_safety(monitored)
+            runner.release_safety(monitored, allowed_to_exit=may_exit)
         if not args.no_progress and has_learner:
             from tqdm.auto import tqdm
 
@@ -201,9 +205,6 @@ def _run_locked(args: argparse.Namespace, cfg: Any, out: Path) -> int:
 
         def done() -> bool:
             return has_learner and not runner.process("learner_node").alive
-
-        def may_exit(p: Any) -> bool:  # the learner exits by itself when total_steps is reached
-            return p.spec.executable == "learner_node" and p.returncode == 0
 
         finished = runner.wait(done, tick, allowed_to_exit=may_exit)
     except KeyboardInterrupt:  # Ctrl-C, SIGTERM or SIGHUP before the wait (start-up, release): same clean end

@@ -130,11 +130,14 @@ class SessionRunner:
                     f"log {p.log_path}:\n{tail}"
                 )
 
-    def release_safety(self, namespaces: Sequence[str], timeout: float = 60.0) -> None:
+    def release_safety(self, namespaces: Sequence[str], timeout: float = 60.0,
+                       allowed_to_exit: Callable[[NodeProcess], bool] = lambda p: False) -> None:
         """Ask each namespace's safety monitor to release its start-up e-stop (``safety/reset``);
-        then warn if another session's nodes share this domain (:meth:`duplicate_nodes`)."""
+        then warn if another session's nodes share this domain (:meth:`duplicate_nodes`).  A node
+        that exits meanwhile is an error unless ``allowed_to_exit`` (as in :meth:`wait`: a learner
+        that reached its total_steps on a tiny budget may finish before the release is through)."""
         for ns in namespaces:
-            release_estop(self.probe, ns, timeout, self.check_alive)
+            release_estop(self.probe, ns, timeout, lambda: self.check_alive(allowed_to_exit))
         twins = self.duplicate_nodes()
         if twins:
             print(f"warning: ROS_DOMAIN_ID={self.domain_id} also has {', '.join(twins)} of another session (or of "

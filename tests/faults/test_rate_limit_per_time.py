@@ -60,11 +60,12 @@ def test_the_live_monitor_limits_a_flood_per_unit_time(ros_session):
     s.probe.wait_for(lambda: s.probe.call(f"{ns}/safety/reset", Trigger, timeout=5).success, 20, "release")
     for k in range(400):  # as fast as the probe publishes (several kHz), alternating full reversals
         cmd.publish(wire.labelled_array([0.0, 0.0, 0.2 if k % 2 else -0.2], list(XYZ)))
-        if k % 50 == 0:
+        if k % 10 == 0:
             time.sleep(0.001)
     # the command queue keeps the newest 10, so a flood is answered in part: judge what was answered
-    # (at least 20: a loaded machine answers fewer of the 400 than an idle one)
-    s.probe.wait_for(lambda: len(safe) >= 20 and time.monotonic() - safe[-1][0] > 1.0, 30, "the flood answered")
+    # (at least 10: a loaded machine answers far fewer of the 400 than an idle one; one CI run under
+    # load answered fewer than 20 within 30 s)
+    s.probe.wait_for(lambda: len(safe) >= 10 and time.monotonic() - safe[-1][0] > 1.0, 30, "the flood answered")
     vz = np.array([wire.read_labelled(m)[0][2] for _, m in safe])
     assert sum(1 for a, b in pairwise(vz) if abs(b - a) >= 0.4 - 1e-9) == 0  # no full reversal
     assert np.abs(np.diff(vz)).max() < 0.2  # each answer follows the previous by well under a period
