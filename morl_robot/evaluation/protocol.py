@@ -421,7 +421,6 @@ def load_policy(source: str | os.PathLike[str], task: str | None = None, seed: i
                              "'scripted --task sawyer_peg_in_hole'")
         if not (gain > 0 and math.isfinite(gain)):
             raise UsageError(f"--gain must be a finite number > 0 (1/s), got {gain}")
-        return scripted_policy(task, gain=gain)
     if action_mode is not None and str(source) not in ("random", "scripted"):
         raise UsageError("--action-mode is for a random or scripted policy; an ONNX policy's contract declares "
                          "its action mode")
@@ -435,8 +434,9 @@ def load_policy(source: str | os.PathLike[str], task: str | None = None, seed: i
             raise UsageError(f"--task {task!r}: unknown task; known: {', '.join(sorted(TASKS))}")
         if overrides and not task.startswith("shadow_"):
             raise UsageError(f"--action-mode: task {task} has no action modes (the Shadow Hand tasks have)")
-        return (random_policy(task, seed, overrides) if str(source) == "random"
-                else scripted_policy(task, overrides=overrides))
+        if str(source) == "random":
+            return random_policy(task, seed, overrides)
+        return scripted_policy(task, overrides=overrides, **({} if gain is None else {"gain": gain}))
     path = Path(source)
     if path.is_dir():
         if not (path / "policy.onnx").is_file():

@@ -2,8 +2,6 @@
 objective's worst per-step reward, so a cost-only objective stops preferring to end the episode."""
 from __future__ import annotations
 
-import dataclasses
-
 import gymnasium as gym
 import numpy as np
 import pytest
@@ -63,7 +61,7 @@ def test_the_terminal_reward_adds_the_remaining_steps_at_the_worst_reward(low, m
     assert np.all(out <= reward + 1e-6)  # never better than the step itself
 
 
-def test_the_learner_is_given_the_worst_case_and_the_reported_returns_stay_the_tasks(monkeypatch) -> None:
+def test_the_learner_is_given_the_worst_case_and_the_reported_returns_stay_the_tasks(monkeypatch, tmp_path) -> None:
     from morl_robot.learning.session import LearnerSession
 
     seen: list[tuple[np.ndarray, bool]] = []
@@ -74,7 +72,7 @@ def test_the_learner_is_given_the_worst_case_and_the_reported_returns_stay_the_t
         return original(self, obs, action, reward, next_obs, terminated, truncated, *args, **kwargs)
 
     monkeypatch.setattr(LearnerSession, "add_transition", spy)
-    result = train(EscapableCost, config(True), total_steps=60, seed=0, progress=False)
+    result = train(EscapableCost, config(True), total_steps=60, seed=0, progress=False, out_dir=tmp_path)
     crashes = [r for r, terminated in seen if terminated]
     assert crashes, "the untrained policy should end some episodes early"
     for r in crashes:  # −1 at the crash + k remaining steps at −1 (objective 1: 0 + k·(−1))
@@ -83,6 +81,12 @@ def test_the_learner_is_given_the_worst_case_and_the_reported_returns_stay_the_t
     assert all(r[0] in (-0.5, -1.0) and r[1] == 0.0 for r, terminated in seen if not terminated)
     # the episode log has the task's own returns: objective 1 is 0 in every episode
     assert result.metrics is not None
+    import csv
+
+    with open(tmp_path / "episodes.csv") as f:
+        rows = list(csv.DictReader(f))
+    assert rows and all(float(r["return/objective_1"]) == 0.0 for r in rows)
+    assert len(rows) == result.episodes
 
 
 def test_an_environment_without_worst_rewards_or_a_step_limit_is_refused() -> None:
@@ -111,4 +115,4 @@ def test_the_graph_learner_refuses_it(tmp_path) -> None:
 
 
 def test_the_option_is_off_by_default() -> None:
-    assert dataclasses.fields(TrainingConfig) and TrainingConfig().worst_case_termination is False
+    assert TrainingConfig().worst_case_termination is False
