@@ -172,6 +172,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     bw.add_argument("--pairs", nargs="+", default=None, metavar="X-Y",
                     help="variant pairs (default: term-term once-once term-cycle once-cycle cycle-cycle)")
     bw.add_argument("--exact-only", action="store_true", help="product state counts and exact fronts only (no training)")
+    bw.add_argument("--finished-only", action="store_true",
+                    help="train nothing: summarise the runs already in DIR/runs and list the missing ones")
     bw.add_argument("--no-progress", action="store_true", help="no progress bar")
     bw.set_defaults(func=_run_button_world)
 
@@ -316,9 +318,14 @@ def _run_button_world(args: argparse.Namespace) -> int:
         epsilons=((0.05, 0.005), (0.005, 0.05)) if args.quick else default.epsilons,
         quick=args.quick,
     )
+    if args.exact_only and args.finished_only:
+        raise UsageError("--exact-only and --finished-only exclude each other")
     results = bw.run_experiment(args.out, budget, pairs=pairs, learn=not args.exact_only,
-                                progress=not args.no_progress)
+                                progress=not args.no_progress, finished_only=args.finished_only)
     print(bw.format_table(results))
+    for pair, entry in results["pairs"].items():
+        if entry.get("missing_runs"):
+            print(f"{pair}: {len(entry['missing_runs'])} runs not finished yet: {', '.join(entry['missing_runs'])}")
     print(f"wall time {results['wall_time_s']:.0f} s; wrote {args.out}/results.json and {args.out}/plots/")
     return 0
 

@@ -166,12 +166,14 @@ def front_metrics(points: NDArray[np.float64]) -> dict[str, float]:
     return {"hypervolume": hypervolume(points, REFERENCE_POINT), "eum": expected_utility(points, EUM_WEIGHTS)}
 
 
-def _arm_summary(runs: list[dict[str, Any]], exact_eum: float, seeds: Sequence[int]) -> dict[str, Any]:
-    """Curves and final fronts of one arm (with or without CRM) over seeds."""
+def _arm_summary(runs: list[dict[str, Any]], exact_eum: float, seeds: Sequence[int],
+                 runs_per_seed: int) -> dict[str, Any]:
+    """Curves and final fronts of one arm (with or without CRM) over the seeds that have all their
+    ``runs_per_seed`` ε runs (a seed's front is over its ε runs; a partial one would understate it)."""
     per_seed = []
     for seed in seeds:
         mine = [r for r in runs if r["seed"] == seed]
-        if not mine:
+        if len(mine) < runs_per_seed:
             continue
         steps = sorted({s for r in mine for s, _ in r["curve"]})
         curve = []
@@ -195,8 +197,11 @@ def _arm_summary(runs: list[dict[str, Any]], exact_eum: float, seeds: Sequence[i
 
 
 def run_experiment(out_dir: str | Path, budget: Budget = Budget(), pairs: Sequence[str] = PAIRS,
-                   learn: bool = True, progress: bool = True) -> dict[str, Any]:
-    """Exact fronts and (``learn``) MO-MPO with/without CRM for every pair; writes results.json and plots."""
+                   learn: bool = True, progress: bool = True, finished_only: bool = False) -> dict[str, Any]:
+    """Exact fronts and (``learn``) MO-MPO with/without CRM for every pair; writes results.json and plots.
+
+    ``finished_only``: train nothing; summarise the runs already cached in ``DIR/runs`` (a sweep
+    that spans several sittings) and list the missing ones per pair (``missing_runs``)."""
     out = Path(out_dir)
     (out / "runs").mkdir(parents=True, exist_ok=True)
     t0 = time.monotonic()
@@ -208,7 +213,7 @@ def run_experiment(out_dir: str | Path, budget: Budget = Budget(), pairs: Sequen
     jobs = [(pair, eps, crm, seed) for pair in pairs for crm in (False, True) for seed in budget.seeds
             for eps in budget.epsilons] if learn else []
     bar = None
-    if progress and jobs:
+    if progress and jobs and not finished_only:
         from tqdm.auto import tqdm
 
         bar = tqdm(total=len(jobs), unit="run", dynamic_ncols=True)
@@ -227,6 +232,7 @@ def run_experiment(out_dir: str | Path, budget: Budget = Budget(), pairs: Sequen
         }
         if learn:
             arms: dict[str, list[dict[str, Any]]] = {"without_crm": [], "with_crm": []}
+            missing: list[str] = []
             for crm in (False, True):
                 for seed in budget.seeds:
                     for i, eps in enumerate(budget.epsilons):
@@ -237,6 +243,9 @@ def run_experiment(out_dir: str | Path, budget: Budget = Budget(), pairs: Sequen
                             if (run.get("steps") != budget.steps or run.get("epsilons") != list(eps)
                                     or (crm and run.get("crm_scale_updates") is not True)):
                                 run = None  # a different budget: train again
+                        if run is None and finished_only:
+                            missing.append(f"{'crm' if crm else 'plain'}/eps{i}_seed{seed}")
+                            continue
                         if run is None:
                             if bar is not None:
                                 bar.set_description(f"{pair} {'crm' if crm else 'plain'} eps{i} seed{seed}")
@@ -245,10 +254,12 @@ def run_experiment(out_dir: str | Path, budget: Budget = Budget(), pairs: Sequen
                         arms["with_crm" if crm else "without_crm"].append(run)
                         if bar is not None:
                             bar.update(1)
-            entry["without_crm"] = _arm_summary(arms["without_crm"], exact_eum, budget.seeds)
-            entry["with_crm"] = _arm_summary(arms["with_crm"], exact_eum, budget.seeds)
+            n = len(budget.epsilons)
+            entry["without_crm"] = _arm_summary(arms["without_crm"], exact_eum, budget.seeds, n)
+            entry["with_crm"] = _arm_summary(arms["with_crm"], exact_eum, budget.seeds, n)
             entry["front_without_crm"] = entry["without_crm"]["front"]
             entry["front_with_crm"] = entry["with_crm"]["front"]
+            entry["missing_runs"] = missing
         results["pairs"][pair] = entry
         write_json_atomic(out / "results.json", results)
     if bar is not None:
@@ -302,7 +313,8 @@ def _plots(results: dict[str, Any], out: Path) -> None:
 
 def format_table(results: dict[str, Any]) -> str:
     lines = [("| pair | non-terminal MORM states | exact front (points) | exact EUM | final EUM MO-MPO | final EUM + CRM | "
-             "EUM AUC/exact MO-MPO | EUM AUC/exact + CRM |"), "|---|---|---|---|---|---|---|---|"]
+             "EUM AUC/exact MO-MPO | EUM AUC/exact + CRM | seeds MO-MPO / + CRM |"),
+             "|---|---|---|---|---|---|---|---|---|"]
     for pair, e in results["pairs"].items():
         def f(arm: str, key: str, e: dict[str, Any] = e) -> str:
             v = e.get(arm, {}).get(key)
@@ -310,5 +322,6 @@ def format_table(results: dict[str, Any]) -> str:
         lines.append(f"| {pair} | {e['product_states']} | {len(e['exact_front'])}"
                      f"{'' if e['exact_front_is_exact'] else ' (thinned)'} | {e['exact']['eum']:.3f} | "
                      f"{f('without_crm', 'final_eum_median')} | {f('with_crm', 'final_eum_median')} | "
-                     f"{f('without_crm', 'eum_auc_ratio_median')} | {f('with_crm', 'eum_auc_ratio_median')} |")
+                     f"{f('without_crm', 'eum_auc_ratio_median')} | {f('with_crm', 'eum_auc_ratio_median')} | "
+                     f"{len(e.get('without_crm', {}).get('seeds', []))} / {len(e.get('with_crm', {}).get('seeds', []))} |")
     return "\n".join(lines)

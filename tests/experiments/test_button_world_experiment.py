@@ -90,3 +90,26 @@ def test_committed_crm_runs_reach_the_front_before_the_runs_without():
         assert first_exact(run) == 2000
         assert all(tuple(np.round(v, 6)) in exact for s, v in run["curve"] if s >= 2000)
     assert min(first_exact(r) for r in plain) >= 4000
+
+
+def test_button_world_finished_only_summarises_cached_runs_without_training(tmp_path, capsys):
+    """A sweep over several sittings: --finished-only trains nothing, counts a seed only when all
+    its ε runs are finished, and names the missing runs."""
+    out = tmp_path / "bw"
+    base = ["experiment", "button-world", "--out", str(out), "--quick", "--steps", "200", "--eval-every", "200",
+            "--pairs", "term-term", "--no-progress"]
+    assert main(base) == 0  # seed 0: 2 arms x 2 ε
+    capsys.readouterr()
+    (out / "runs" / "term-term" / "crm" / "eps1_seed0.json").unlink()
+    assert main(base + ["--seeds", "0", "1", "--finished-only"]) == 0
+    printed = capsys.readouterr().out
+    assert not (out / "runs" / "term-term" / "crm" / "eps1_seed0.json").exists()  # nothing retrained
+    assert not list((out / "runs").rglob("*seed1.json"))
+    entry = json.loads((out / "results.json").read_text())["pairs"]["term-term"]
+    assert sorted(entry["missing_runs"]) == ["crm/eps0_seed1", "crm/eps1_seed0", "crm/eps1_seed1",
+                                             "plain/eps0_seed1", "plain/eps1_seed1"]
+    assert [s["seed"] for s in entry["without_crm"]["seeds"]] == [0]
+    assert entry["with_crm"]["seeds"] == []  # seed 0 has one of its two CRM runs: not a front
+    assert "term-term: 5 runs not finished yet" in printed
+    assert "| 1 / 0 |" in printed
+    assert main(base + ["--exact-only", "--finished-only"]) == 2
