@@ -18,7 +18,12 @@ The summary (:meth:`Evaluation.to_json`, the ``EVAL`` object of ``morl-robot eva
     {"episodes": N,
      "objectives": {name: {"mean": m, "ci_low": lo, "ci_high": hi}},   # 95 % percentile bootstrap
      "success_rate": s, "terminations": {reason: count},
-     "peak_force": f_max, "mean_force": f_mean, ...}
+     "peak_force": f_max, "mean_force": f_mean,
+     "progress": {"name", "unit", "median", "min", "max"} | null, ...}
+
+``progress`` is the task's progress measure at each episode's last step
+(:meth:`morl_robot.tasks.base.Task.progress`; the Sawyer's insertion depth in mm), which shows
+the near misses a success rate hides (success is a threshold on it).
 
 Confidence intervals are percentile bootstrap intervals of the mean over episodes
 (``scipy.stats.bootstrap``, 10 000 resamples, seeded, so the same returns give the same interval).
@@ -73,6 +78,7 @@ class EpisodeRecord:
     success: bool
     steps: int
     forces: np.ndarray  # (T,) contact force per step (N); empty for a task without a force sensor
+    progress: float | None = None  # the task's progress measure at the last step (Task.progress)
 
     @property
     def peak_force(self) -> float:
@@ -89,6 +95,7 @@ class Evaluation:
     seed: int
     policy: str = ""  # what was evaluated (path, "random", ...)
     extra: dict[str, Any] = field(default_factory=dict)
+    progress_measure: tuple[str, str] | None = None  # the task's (name, unit), see Task.progress_measure
 
     @property
     def returns(self) -> np.ndarray:
@@ -117,6 +124,12 @@ class Evaluation:
         forces = [e.forces for e in self.episodes if e.forces.size]
         all_forces = np.concatenate(forces) if forces else np.zeros(0)
         terminations = Counter(str(e.termination) for e in self.episodes)
+        progress = None
+        reached = np.array([e.progress for e in self.episodes if e.progress is not None])
+        if self.progress_measure is not None and reached.size:
+            progress = {"name": self.progress_measure[0], "unit": self.progress_measure[1],
+                        "median": float(np.median(reached)), "min": float(reached.min()),
+                        "max": float(reached.max())}
         return {
             "task": self.task,
             "policy": self.policy,
@@ -128,10 +141,11 @@ class Evaluation:
             "terminations": dict(sorted(terminations.items())),
             "peak_force": float(all_forces.max()) if all_forces.size else None,
             "mean_force": float(all_forces.mean()) if all_forces.size else None,
+            "progress": progress,
             "per_episode": [
                 {"seed": e.seed, "returns": dict(zip(self.objective_names, map(float, e.returns))),
                  "termination": e.termination, "success": e.success, "steps": e.steps,
-                 "peak_force": None if not e.forces.size else e.peak_force}
+                 "peak_force": None if not e.forces.size else e.peak_force, "progress": e.progress}
                 for e in self.episodes
             ],
             **self.extra,
@@ -150,6 +164,10 @@ class Evaluation:
         if data["peak_force"] is not None:
             lines.append(f"| peak contact force (N) | {data['peak_force']:.2f} | |")
             lines.append(f"| mean contact force (N) | {data['mean_force']:.2f} | |")
+        if data["progress"] is not None:
+            pr = data["progress"]
+            lines.append(f"| final {pr['name']} ({pr['unit']}), median [min, max] | {pr['median']:.1f} | "
+                         f"[{pr['min']:.1f}, {pr['max']:.1f}] |")
         lines.append("| terminations | " + ", ".join(f"{k} {v}" for k, v in data["terminations"].items()) + " | |")
         return "\n".join(lines)
 
@@ -166,6 +184,7 @@ def run_episode(env: Any, act: Actor, seed: int, shield: Any = None) -> EpisodeR
     total = np.zeros(env.reward_dim)
     forces: list[float] = []
     steps, done, term, success, estop = 0, False, None, False, False
+    progress = None
     while not done:
         action = np.asarray(act(np.asarray(obs, dtype=np.float64)), dtype=np.float64).reshape(env.action_space.shape)
         if not np.all(np.isfinite(action)):
@@ -184,8 +203,9 @@ def run_episode(env: Any, act: Actor, seed: int, shield: Any = None) -> EpisodeR
         done = bool(terminated or truncated)
         term = info.get("termination")
         success = success or bool(info.get("success", False))
+        progress = env.task.progress(info)
     return EpisodeRecord(int(seed), total, "safety" if estop else term, success, steps,
-                         np.asarray(forces, dtype=np.float64))
+                         np.asarray(forces, dtype=np.float64), progress)
 
 
 def evaluate_policy(act: Actor, task: str, episodes: int = 20, seed: int = 0, policy: str = "",
@@ -219,7 +239,8 @@ def evaluate_policy(act: Actor, task: str, episodes: int = 20, seed: int = 0, po
     finally:
         env.close()
     extra = {"safety_rules": shield.summary() if shield is not None else None}
-    return Evaluation(task, tuple(env.objective_names), records, seed, policy, extra)
+    return Evaluation(task, tuple(env.objective_names), records, seed, policy, extra,
+                      progress_measure=env.task.progress_measure)
 
 
 def action_error(act: Actor, reference: Actor, task: str, episodes: int = 10, seed: int = 0,

@@ -167,6 +167,15 @@ class Task(abc.ABC):
         (peak and mean per episode); None for a task without a force sensor."""
         return None
 
+    #: How far an episode got, read from the last step's ``info`` by :meth:`progress`: (name, unit),
+    #: e.g. ("insertion depth", "mm").  None: the task has no such measure.  It shows near misses
+    #: that a success rate (a threshold on it) hides.
+    progress_measure: ClassVar[tuple[str, str] | None] = None
+
+    def progress(self, info: dict[str, Any]) -> float | None:
+        """The value of :attr:`progress_measure` in a step's ``info`` (None: not reported)."""
+        return None
+
 
 #: Units of a command component in each control mode (Cartesian: linear m/s, angular rad/s).
 CONTROL_MODE_UNITS: dict[ControlMode, str] = {

@@ -177,6 +177,12 @@ class SawyerPegInHole(Task):
         """The tared wrist force norm ‖F‖₂ (N), the quantity the force threshold acts on."""
         return float(info["force_norm"]) if "force_norm" in info else None
 
+    progress_measure: ClassVar[tuple[str, str] | None] = ("insertion depth", "mm")
+
+    def progress(self, info: dict[str, Any]) -> float | None:
+        """The peg's insertion depth (mm) below the hole opening; success is ``success_depth`` of it."""
+        return float(info["insertion_depth"]) * 1e3 if "insertion_depth" in info else None
+
     def tared_wrench(self, state: RobotState) -> np.ndarray:
         assert state.wrench is not None
         return state.wrench - self._bias

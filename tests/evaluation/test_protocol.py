@@ -209,3 +209,21 @@ def test_random_delta_actions_through_the_cli(capsys):
     got = json.loads(capsys.readouterr().out)
     assert got["episodes"] == 2 and got["policy"] == "uniform random actions"
     assert sum(got["terminations"].values()) == 2
+
+
+def test_progress_is_the_final_insertion_depth_and_success_is_a_threshold_on_it(capsys):
+    """The Sawyer reports how deep the peg got (mm), so a near miss is visible: the scripted
+    controller inserts (success = depth ≥ success_depth of the hole), a slow one stops short."""
+    assert main(["evaluate", "scripted", "--task", SAWYER, "--gain", "3", "--episodes", "2", "--seed", "10000",
+                 "--json"]) == 0
+    fast = json.loads(capsys.readouterr().out)
+    assert fast["progress"]["name"] == "insertion depth" and fast["progress"]["unit"] == "mm"
+    for ep in fast["per_episode"]:
+        assert ep["success"] == (ep["progress"] >= 0.9 * 50.0 - 1e-6)  # success_depth 0.9 of the 50 mm hole
+    assert fast["progress"]["min"] >= 45.0
+    assert main(["evaluate", "scripted", "--task", SAWYER, "--gain", "0.5", "--episodes", "2", "--seed", "10000"]) == 0
+    text = capsys.readouterr().out
+    row = next(line for line in text.splitlines() if line.startswith("| final insertion depth (mm)"))
+    assert 0.0 < float(row.split("|")[2]) < 45.0  # too slow for the 8 s: partly in, no success
+    assert main(["evaluate", "random", "--task", SHADOW, "--episodes", "1", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["progress"] is None
