@@ -208,3 +208,24 @@ def test_the_committed_live_switch_of_the_worst_case_policy_is_the_readmes():
         assert all(episode[name]["success"] for name in ("switched", "before", "after"))
         after = {name: episode[name]["force"]["mean_after_switch"] for name in ("switched", "before", "after")}
         assert after["switched"] < 0.25 and after["after"] < 0.25 and after["before"] > 5.0, after
+
+
+def test_the_100k_step_conditioned_policy_stops_short_deeper_the_lighter_the_force_preference(capsys):
+    """README, longer training: at 100 000 steps seed 1's conditioned policy succeeds in 0 % yet is not
+    collapsed; its final insertion depth falls at every step of ε_force (a depth-force trade-off under
+    the 45 mm success depth), and a re-evaluation of two cells reproduces the committed figures."""
+    variant = CONDITIONED_WORST_CASE / "variants" / "steps_100k"
+    settings = (0.005, 0.01, 0.02, 0.05, 0.1)
+    cells = {e: json.loads((variant / "evaluations" / f"seed1_eps_force={e}.json").read_text()) for e in settings}
+    depth = [cells[e]["progress"]["median"] for e in settings]
+    force = [cells[e]["mean_force"] for e in settings]
+    assert all(a > b for a, b in itertools.pairwise(depth)) and all(a > b for a, b in itertools.pairwise(force))
+    assert all(c["success_rate"] == 0.0 for c in cells.values()) and 30.0 < depth[-1] < depth[0] < 45.0
+    policy = variant / "policies" / "conditioned_seed1.onnx"
+    for e in (0.005, 0.1):
+        assert main(["evaluate", str(policy), "--preference", "0.1", str(e), "--episodes", "4", "--seed", "10000",
+                     "--json"]) == 0
+        got = json.loads(capsys.readouterr().out)
+        for mine, committed in zip(got["per_episode"], cells[e]["per_episode"][:4], strict=True):
+            assert mine["progress"] == pytest.approx(committed["progress"], abs=1e-6)
+            assert mine["returns"]["task"] == pytest.approx(committed["returns"]["task"], rel=1e-6)
