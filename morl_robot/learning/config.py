@@ -157,9 +157,9 @@ class TrainingConfig:
     #: its step limit), added to the terminating step's reward: an objective that only ever costs
     #: (the Sawyer peg's wrist_force) can no longer gain by ending the episode early, e.g. by
     #: crashing into the fixture to stop the force cost.  What is reported (episodes.csv, the
-    #: evaluations, the protocol) stays the task's own returns.  In-process training only
-    #: (:func:`~morl_robot.learning.training.train`): the graph's learner does not see how many
-    #: steps an actor's episode had left.
+    #: evaluations, the protocol) stays the task's own returns.  In-process training and the
+    #: learner node alike (:mod:`morl_robot.learning.termination`; on the graph t is the experience
+    #: row's ``step`` + 1).
     worst_case_termination: bool = False
 
     def validate(self) -> None:

@@ -31,6 +31,9 @@ see :class:`morl_robot.nodes.wire.ExperienceChunk` — into inserts into a
   (``env_terminated``, ``label/<proposition>``…; ``acting/experience.py``): each row's label mask
   σ and the environment's own termination are stored with it, which counterfactual experience
   (CRM) relabels sampled sequences with; a replay that relabels rejects chunks without them.
+* **Worst-case terminations.** With ``worst_case`` (``training.worst_case_termination``,
+  :mod:`morl_robot.learning.termination`) a terminating row at ``step`` s goes into the replay with
+  r + (T − s − 1)·r_low; the episode's reported return stays the task's own.
 * **Observation statistics.** The chunk's observations update the
   :class:`~morl_robot.learning.normalization.RunningNormalizer`, if one is given.
 
@@ -51,6 +54,7 @@ from morl_robot.learning.replay import SequenceReplay
 
 if TYPE_CHECKING:  # pragma: no cover - typing only (the wire module imports rclpy)
     from morl_robot.learning.normalization import RunningNormalizer
+    from morl_robot.learning.termination import WorstCaseTermination
 
 FLOAT32_MAX = float(np.finfo(np.float32).max)
 #: actions may exceed [-1, 1] by this much (float round-off on the wire) before a chunk is rejected.
@@ -150,11 +154,13 @@ class ExperienceIngest:
         normalizer: updated with every accepted chunk's observations ``(R, O)`` (optional); with
             ε-conditioned experience (``obs/…`` columns = O observations + K preference features) its
             ``dim`` is O and only those columns update it.
+        worst_case: learn terminations as the rest of the episode at the worst reward (optional).
     """
 
     def __init__(self, replay: SequenceReplay, columns: Sequence[str], objective_names: Sequence[str],
-                 normalizer: RunningNormalizer | None = None) -> None:
+                 normalizer: RunningNormalizer | None = None, worst_case: WorstCaseTermination | None = None) -> None:
         self.replay = replay
+        self.worst_case = worst_case
         self.columns = tuple(columns)
         self.objective_names = tuple(objective_names)
         self.normalizer = normalizer
@@ -267,7 +273,10 @@ class ExperienceIngest:
         for i in range(rows):
             self._track_episode_start(state, int(episode[i]), int(step[i]))
             cut = not done[i] and not continues[i]  # sequence break with bootstrapping
-            self.replay.add(obs[i], action[i], reward[i], next_obs[i], bool(terminated[i]),
+            learned = reward[i]
+            if self.worst_case is not None and terminated[i]:  # step is 0-based: the (step + 1)-th transition
+                learned = self.worst_case.terminal_reward(reward[i], int(step[i]) + 1)
+            self.replay.add(obs[i], action[i], learned, next_obs[i], bool(terminated[i]),
                             bool(truncated[i]) or cut, float(log_prob[i]), label=int(labels[i]),
                             env_terminated=bool(env_terminated[i]))
             result.breaks += int(cut)

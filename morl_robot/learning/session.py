@@ -88,6 +88,7 @@ from morl_robot.learning.metrics import MetricsLogger
 from morl_robot.learning.networks import ActionSpec
 from morl_robot.learning.normalization import RunningNormalizer
 from morl_robot.learning.replay import SampleToInsertRatio, SequenceReplay
+from morl_robot.learning.termination import WorstCaseTermination, worst_case_termination
 
 if TYPE_CHECKING:  # pragma: no cover - typing only
     from morl_robot.acting.demonstrator import Demonstrator
@@ -208,6 +209,9 @@ class LearnerSession:
         self.normalizer = RunningNormalizer(obs_dim) if normalize_observations else None
         self.normalization_setting = normalization_setting
         self.ingest: ExperienceIngest | None = None
+        #: ``training.worst_case_termination`` for actors' chunks (set by :func:`session_for_task`,
+        #: which knows the task's step limit and worst rewards)
+        self.worst_case: WorstCaseTermination | None = None
         self.counters = dict.fromkeys(COUNTERS, 0)
         self.evaluations: list[tuple[int, np.ndarray]] = []
         self.metrics: list[dict[str, float]] = []
@@ -249,7 +253,8 @@ class LearnerSession:
     def accept_experience(self, columns: Sequence[str]) -> ExperienceIngest:
         """Take distributed actors' experience chunks with these ``columns`` (:meth:`add_chunk`);
         before :meth:`start`, so the ingest's per-actor counters are restored too."""
-        self.ingest = ExperienceIngest(self.replay, columns, self.objective_names, self.normalizer)
+        self.ingest = ExperienceIngest(self.replay, columns, self.objective_names, self.normalizer,
+                                       worst_case=self.worst_case)
         return self.ingest
 
     # --- restore ---------------------------------------------------------------------------------
@@ -817,7 +822,9 @@ def session_for_task(task_name: str, task_config: str | None, config_file: str |
     reward-machine task spec) the task is in the product of that MORM, as the actors run it
     (:func:`~morl_robot.envs.mo_env.open_task_env`): the machine one-hot joins the observation,
     the MORM objectives the task's, the machine the contract (its ``reward_machine`` field), and
-    ``replay.crm`` relabels the replay (:func:`counterfactual_relabeller`).  ``options``: see :class:`LearnerSession`."""
+    ``replay.crm`` relabels the replay (:func:`counterfactual_relabeller`); with
+    ``training.worst_case_termination`` actors' terminations are learned at the task's worst rewards
+    for the steps left (:mod:`~morl_robot.learning.termination`).  ``options``: see :class:`LearnerSession`."""
     from morl_robot.envs.mo_env import make_sim_robot, open_task_env
     from morl_robot.learning.config import load_learner_config
     from morl_robot.resources import resolve_config
@@ -826,10 +833,6 @@ def session_for_task(task_name: str, task_config: str | None, config_file: str |
 
     path = resolve_config("learner", config_file)
     config = load_learner_config(path)
-    if config.training.worst_case_termination:
-        raise ConfigError(f"{path}: key 'training.worst_case_termination' is for in-process training only "
-                          "(morl-robot experiment …, train() in Python): the graph's learner does not see how many "
-                          "steps an actor's episode had left; set it to false for the learner node")
     task = load_task(task_name, task_config or None)
     robot = make_sim_robot(task)  # only for the spec: labels, units, action bounds
     env = open_task_env(task, reward_machine=reward_machine, robot=robot)
@@ -846,6 +849,7 @@ def session_for_task(task_name: str, task_config: str | None, config_file: str |
                  "reward_machine parameter")
         contract = contract_for_env(env, config, policy_version=0, run_id=uuid.uuid4().hex[:12])
         propositions = tuple(env.product.propositions) if reward_machine else ()
+        worst = worst_case_termination(env, len(objectives)) if config.training.worst_case_termination else None
     finally:
         env.close()
     demonstrator = None
@@ -853,6 +857,8 @@ def session_for_task(task_name: str, task_config: str | None, config_file: str |
         from morl_robot.acting.demonstrator import task_demonstrator
 
         demonstrator = task_demonstrator(task_name)
-    return LearnerSession(len(contract.observation_labels), ActionSpec.box(len(contract.action_labels)),
-                          len(objectives), config, seed=seed, contract=contract, relabeller=relabeller,
-                          propositions=propositions, demonstrator=demonstrator, **options)
+    session = LearnerSession(len(contract.observation_labels), ActionSpec.box(len(contract.action_labels)),
+                             len(objectives), config, seed=seed, contract=contract, relabeller=relabeller,
+                             propositions=propositions, demonstrator=demonstrator, **options)
+    session.worst_case = worst
+    return session

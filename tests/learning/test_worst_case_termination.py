@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 from morl_robot.errors import ConfigError
 from morl_robot.learning import MPOConfig, train
 from morl_robot.learning.config import NetworkConfig, ReplayConfig, TrainingConfig
-from morl_robot.learning.training import WorstCaseTermination, worst_case_termination
+from morl_robot.learning.termination import WorstCaseTermination, worst_case_termination
 
 torch.set_num_threads(1)
 
@@ -103,15 +103,40 @@ def test_an_environment_without_worst_rewards_or_a_step_limit_is_refused() -> No
     assert worst_case_termination(EscapableCost(), 2).max_steps == 10
 
 
-def test_the_graph_learner_refuses_it(tmp_path) -> None:
+def test_the_graph_learner_applies_it_to_actors_chunks(tmp_path) -> None:
+    """The learner node's session (session_for_task) learns an actor's termination at step s as
+    r + (T − s − 1)·r_low with the task's T and worst rewards; the episode's reported return stays the
+    task's own, and non-terminal rows are stored unchanged."""
     from morl_robot.learning.session import session_for_task
+    from morl_robot.nodes import wire
     from morl_robot.resources import resolve_config
 
-    src = resolve_config("learner", "learner/sawyer_front_demos.yaml").read_text()
+    src = resolve_config("learner", "learner/mo_mpo_cpu_small.yaml").read_text()
     path = tmp_path / "learner.yaml"
     path.write_text(src.replace("training:\n", "training:\n  worst_case_termination: true\n", 1))
-    with pytest.raises(ConfigError, match="worst_case_termination' is for in-process training only"):
-        session_for_task("sawyer_peg_in_hole", None, path)
+    session = session_for_task("sawyer_peg_in_hole", None, path)
+    assert session.worst_case is not None
+    t_max, low = session.worst_case.max_steps, session.worst_case.low
+    assert t_max == 160 and low.tolist() == [0.0, -90.0]  # 8 s at 20 Hz; task ≥ 0, wrist force clipped at 90 N
+    c = session.contract
+    columns = wire.experience_columns(c.input_labels, c.action_labels, c.objective_names)
+    ingest = session.accept_experience(columns)
+    col = {name: i for i, name in enumerate(columns)}
+    rows = np.zeros((3, len(columns)))
+    rows[:, col["episode"]] = 7
+    rows[:, col["step"]] = [38, 39, 40]  # the 39th, 40th and 41st transitions of the episode
+    obs = [i for n, i in col.items() if n.startswith("obs/")]
+    nxt = [i for n, i in col.items() if n.startswith("next_obs/")]
+    for r in range(3):
+        rows[r, obs], rows[r, nxt] = r, r + 1  # consecutive steps
+    rows[:, col["reward/task"]], rows[:, col["reward/wrist_force"]] = 0.5, -31.0
+    rows[-1, col["terminated"]] = 1.0  # the force threshold
+    result = ingest.add(wire.split_experience(rows, columns), columns)
+    stored = ingest.replay.state_dict()["reward"][:3]
+    np.testing.assert_allclose(stored[:2], [[0.5, -31.0]] * 2)
+    np.testing.assert_allclose(stored[2], [0.5, -31.0 - 90.0 * (t_max - 41)])
+    (episode,) = result.episodes
+    np.testing.assert_allclose(episode.returns, [1.5, -93.0])  # the task's own return
 
 
 def test_the_option_is_off_by_default() -> None:
