@@ -100,25 +100,29 @@ def register(sub: argparse._SubParsersAction) -> None:
     exact.add_argument("--no-progress", action="store_true", help="no progress bar")
     exact.set_defaults(func=_run_dst_exact)
 
-    front = exp_sub.add_parser("sawyer-front", help="MO-MPO §6.4 / Fig. 7: a resumable ε_force sweep (policies, "
-                                                     "protocol evaluation, front with CIs across seeds)")
+    front = exp_sub.add_parser("sawyer-front", help="MO-MPO §6.4 / Fig. 7: the ε_force front, by default from one "
+                                                     "ε-conditioned policy per seed, or a resumable per-setting sweep "
+                                                     "(policies, protocol evaluation, front with CIs across seeds)")
     front.add_argument("--out", required=True, type=Path,
                        help="sweep folder: runs/ (checkpoints) and the small results (results.json, policies/, plots/)")
     front.add_argument("--eps-task", type=float, default=0.1, help="ε_task, fixed (default 0.1)")
     front.add_argument("--eps-force", type=float, nargs="+", default=[0.005, 0.01, 0.02, 0.05, 0.1],
                        help="ε_force settings (default 0.005 0.01 0.02 0.05 0.1)")
-    front.add_argument("--seeds", type=int, nargs="+", default=[0, 1], help="seeds per setting (default 0 1)")
+    front.add_argument("--method", choices=("conditioned", "per-setting"), default=None,
+                       help="conditioned (default): one ε-conditioned policy per seed for every setting; "
+                            "per-setting: one MO-MPO policy per (ε_force, seed), the paper's way")
+    front.add_argument("--seeds", type=int, nargs="+", default=None,
+                       help="seeds (default 0 1 2 conditioned, 0 1 per-setting)")
     front.add_argument("--steps", type=int, default=40_000, help="environment steps per run (default 40000)")
-    front.add_argument("--config", default="learner/sawyer_front_demos.yaml",
-                       help="learner YAML or a name under config/ (default learner/sawyer_front_demos.yaml)")
+    front.add_argument("--config", default=None,
+                       help="learner YAML or a name under config/ (default learner/sawyer_conditioned_worst_case.yaml "
+                            "conditioned, learner/sawyer_front_demos.yaml per-setting)")
     front.add_argument("--eval-episodes", type=int, default=20, help="protocol episodes per policy (default 20)")
     front.add_argument("--eval-seed", type=int, default=10_000, help="first evaluation seed (default 10000)")
     front.add_argument("--parallel", type=int, default=2, help="runs at a time, one core each (default 2)")
     front.add_argument("--time-limit", type=float, default=None,
                        help="seconds for this sitting; unfinished runs keep their checkpoints and resume next time")
-    front.add_argument("--conditioned", action="store_true",
-                       help="one ε-conditioned policy per seed (ε_force over the settings' range) trained --steps "
-                            "in all, evaluated at every ε_force setting, instead of one policy per setting")
+    front.add_argument("--conditioned", action="store_true", help="the same as --method conditioned")
     front.add_argument("--reference-gains", type=float, nargs="*", default=None, metavar="G",
                        help="gains (1/s) of the scripted controller evaluated as the reference front (default "
                             "0.5 1 1.5 2 3 5; none: no reference)")
@@ -402,10 +406,12 @@ def _run_dst_exact(args: argparse.Namespace) -> int:
 def _run_sawyer_front(args: argparse.Namespace) -> int:
     from morl_robot.experiments import sawyer_front
 
+    if args.conditioned and args.method == "per-setting":
+        raise UsageError("--conditioned and --method per-setting contradict each other")
     cfg = sawyer_front.FrontSweepConfig(
-        eps_task=args.eps_task, eps_force=list(args.eps_force), seeds=list(args.seeds), steps=args.steps,
-        learner_config=args.config, eval_episodes=args.eval_episodes, eval_seed=args.eval_seed,
-        parallel=args.parallel, conditioned=args.conditioned,
+        eps_task=args.eps_task, eps_force=list(args.eps_force), seeds=list(args.seeds or []), steps=args.steps,
+        learner_config=args.config or "", eval_episodes=args.eval_episodes, eval_seed=args.eval_seed,
+        parallel=args.parallel, conditioned=(args.method or "conditioned") == "conditioned",
         reference_gains=list(sawyer_front.REFERENCE_GAINS if args.reference_gains is None else args.reference_gains))
     if args.reference_only:
         cfg.validate()

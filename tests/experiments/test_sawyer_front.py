@@ -12,14 +12,17 @@ RESULTS = Path(__file__).resolve().parents[2] / "results" / "sawyer_front"
 
 
 def test_a_tiny_sweep_runs_resumes_and_writes_its_front(tmp_path, capsys):
-    argv = ["experiment", "sawyer-front", "--out", str(tmp_path), "--eps-force", "0.01", "0.1", "--seeds", "0",
-            "--steps", "200", "--eval-episodes", "2", "--reference-gains", "2", "--parallel", "1", "--no-progress"]
+    argv = ["experiment", "sawyer-front", "--method", "per-setting", "--out", str(tmp_path), "--eps-force", "0.01",
+            "0.1", "--seeds", "0", "--steps", "200", "--eval-episodes", "2", "--reference-gains", "2", "--parallel",
+            "1", "--no-progress"]
     assert main(argv) == 0
     out = capsys.readouterr().out
     assert "runs finished: 2 of 2" in out and "hypervolume: IQM" in out
     assert "scripted controller (reference): gain 2:" in out
     results = json.loads((tmp_path / "results.json").read_text())
     assert results["runs_finished"] == 2 and results["front"]["ref"][0] == 0.0
+    assert results["config"]["learner_config"] == "learner/sawyer_front_demos.yaml"
+    assert results["config"]["conditioned"] is False
     (reference,) = results["scripted_reference"]
     assert reference["gain"] == 2.0 and reference["episodes"] == 2 and len(reference["returns"]) == 2
     assert {p.name for p in (tmp_path / "policies").iterdir()} == {"eps_force=0.01_seed0.onnx",
@@ -127,12 +130,15 @@ def test_the_committed_worst_case_front_is_the_readmes():
 
 
 def test_a_tiny_conditioned_front_is_one_policy_per_seed_and_reevaluates_at_each_preference(tmp_path, capsys):
-    argv = ["experiment", "sawyer-front", "--conditioned", "--out", str(tmp_path), "--eps-force", "0.01", "0.1",
+    """The default way to get the front: no --method, no --config."""
+    argv = ["experiment", "sawyer-front", "--out", str(tmp_path), "--eps-force", "0.01", "0.1",
             "--seeds", "0", "--steps", "200", "--eval-episodes", "2", "--parallel", "1", "--no-progress",
-            "--config", "learner/sawyer_conditioned.yaml"]
+            "--reference-gains"]
     assert main(argv) == 0
     assert "runs finished: 2 of 2" in capsys.readouterr().out
     results = json.loads((tmp_path / "results.json").read_text())
+    assert results["config"]["conditioned"] is True
+    assert results["config"]["learner_config"] == "learner/sawyer_conditioned_worst_case.yaml"
     assert results["trained_policies"] == 1 and results["env_steps_in_all"] == 200
     assert {p.name for p in (tmp_path / "policies").iterdir()} == {"conditioned_seed0.onnx"}
     policy = tmp_path / "policies" / "conditioned_seed0.onnx"
@@ -148,6 +154,17 @@ def test_a_tiny_conditioned_front_is_one_policy_per_seed_and_reevaluates_at_each
     assert main(["evaluate", str(policy), "--preference", "0.1", "5.0", "--episodes", "1"]) == 2
     assert "'wrist_force' is 5.0, outside its range [0.01, 0.1]" in capsys.readouterr().err
     assert main(["evaluate", "scripted", "--task", "sawyer_peg_in_hole", "--preference", "0.1", "0.1"]) == 2
+    capsys.readouterr()
+    # the folder holds a conditioned front: resuming it as a per-setting sweep is refused, nothing touched
+    before = (tmp_path / "results.json").read_bytes()
+    assert main(argv + ["--method", "per-setting"]) == 2
+    err = capsys.readouterr().err
+    assert "holds a conditioned front trained with learner/sawyer_conditioned_worst_case.yaml" in err
+    assert "--method conditioned --config learner/sawyer_conditioned_worst_case.yaml" in err
+    assert main(argv + ["--config", "learner/sawyer_conditioned.yaml"]) == 2
+    assert (tmp_path / "results.json").read_bytes() == before
+    assert main(argv + ["--conditioned", "--method", "per-setting"]) == 2
+    assert "contradict" in capsys.readouterr().err
 
 
 CONDITIONED = Path(__file__).resolve().parents[2] / "results" / "sawyer_conditioned"
