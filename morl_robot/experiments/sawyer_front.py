@@ -349,6 +349,9 @@ def summarise(out: Path, cfg: FrontSweepConfig, wall_time_s: float | None = None
                 "success_rate": [r["eval"]["success_rate"] for r in mine],
                 **{f"return/{n}": [r["eval"]["objectives"][n]["mean"] for r in mine] for n in names},
                 "peak_force": [r["eval"]["peak_force"] for r in mine],
+                "mean_force": [r["eval"]["mean_force"] for r in mine],
+                # median final insertion depth (mm) per run; None for evaluations made before it was reported
+                "depth_mm": [(r["eval"].get("progress") or {}).get("median") for r in mine],
             })
     ref = hypervolume_reference(task)
     reference = scripted_reference(out, cfg) if cfg.reference_gains else []
@@ -398,14 +401,17 @@ def _plots(out: Path, runs: list[dict[str, Any]], names: list[str], task_period:
 def format_table(results: dict[str, Any]) -> str:
     """Per setting: success rate and returns (mean over seeds, min–max), then the front metrics."""
     lines = [f"runs finished: {results['runs_finished']} of {results['runs_total']}",
-             f"{'ε_force':>8} {'seeds':>5} {'success':>16} {'task return':>22} {'wrist_force return':>26}"]
+             f"{'ε_force':>8} {'seeds':>5} {'success':>16} {'task return':>22} {'wrist_force return':>26} "
+             f"{'mean force (N)':>20} {'depth (mm)':>22}"]
 
-    def span(values: list[float], fmt: str) -> str:
-        return f"{np.mean(values):{fmt}} [{min(values):{fmt}}, {max(values):{fmt}}]"
+    def span(values: list[float | None] | None, fmt: str) -> str:
+        known = [v for v in values or [] if v is not None]
+        return f"{np.mean(known):{fmt}} [{min(known):{fmt}}, {max(known):{fmt}}]" if known else "—"
 
     for row in results["per_setting"]:
         lines.append(f"{row['eps_force']:>8g} {len(row['seeds']):>5d} {span(row['success_rate'], '.0%'):>16} "
-                     f"{span(row['return/task'], '.1f'):>22} {span(row['return/wrist_force'], '.0f'):>26}")
+                     f"{span(row['return/task'], '.1f'):>22} {span(row['return/wrist_force'], '.0f'):>26} "
+                     f"{span(row.get('mean_force'), '.2f'):>20} {span(row.get('depth_mm'), '.1f'):>22}")
     if results.get("scripted_reference"):
         lines.append("scripted controller (reference): " + "; ".join(
             f"gain {e['gain']:g}: {e['success_rate']:.0%}, {e['returns'][0]:.1f} / {e['returns'][1]:.0f}"
