@@ -401,8 +401,8 @@ def _plots(out: Path, runs: list[dict[str, Any]], names: list[str], task_period:
 def format_table(results: dict[str, Any]) -> str:
     """Per setting: success rate and returns (mean over seeds, min–max), then the front metrics."""
     lines = [f"runs finished: {results['runs_finished']} of {results['runs_total']}",
-             f"{'ε_force':>8} {'seeds':>5} {'success':>16} {'task return':>22} {'wrist_force return':>26} "
-             f"{'mean force (N)':>20} {'depth (mm)':>22}"]
+             (f"{'ε_force':>8} {'seeds':>5} {'success':>16} {'task return':>22} {'wrist_force return':>26} "
+              f"{'mean force (N)':>20} {'depth (mm)':>22}")]
 
     def span(values: list[float | None] | None, fmt: str) -> str:
         known = [v for v in values or [] if v is not None]
