@@ -113,3 +113,25 @@ def test_button_world_finished_only_summarises_cached_runs_without_training(tmp_
     assert "term-term: 5 runs not finished yet" in printed
     assert "| 1 / 0 |" in printed
     assert main(base + ["--exact-only", "--finished-only"]) == 2
+
+
+def test_committed_results_crm_learns_faster_on_every_pair():
+    """The README's 50 000-step table (results/button_world/results.json, assembled with --finished-only
+    from the committed runs): on every variant pair and every complete seed, MO-MPO + CRM reaches 99 % of
+    the EUM MO-MPO without CRM ends at by 3 000 environment steps; without CRM no seed gets within 1 %
+    of its own final EUM before 5 000; CRM's EUM area (mean over training / exact) is larger."""
+    from pathlib import Path
+
+    res = json.loads((Path(__file__).resolve().parents[2] / "results" / "button_world" / "results.json").read_text())
+    assert set(res["pairs"]) == PAIR_KEYS and res["budget"]["steps"] == 50_000
+
+    def first_at(seed: dict, level: float) -> int:
+        return next(c["step"] for c in seed["curve"] if c["eum"] >= 0.99 * level)
+
+    for pair, entry in res["pairs"].items():
+        crm, plain = entry["with_crm"]["seeds"], entry["without_crm"]["seeds"]
+        assert crm and plain, pair
+        level = max(p["final_eum"] for p in plain)
+        assert all(first_at(s, level) <= 3000 for s in crm), pair
+        assert all(first_at(s, s["final_eum"]) >= 5000 for s in plain), pair
+        assert entry["with_crm"]["eum_auc_ratio_median"] > entry["without_crm"]["eum_auc_ratio_median"], pair
