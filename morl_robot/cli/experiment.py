@@ -5,8 +5,10 @@
 * ``deep-sea-treasure``: §5.2 on MO-Gymnasium's ``deep-sea-treasure-v0``; an ε sweep for MO-MPO
   and a weight sweep for scalarized MPO through the learner's ``train``/``evaluate``.  Minutes to
   hours depending on ``--steps`` and the sweep size; ``--quick`` is a smoke run.
-
 * ``sawyer-peg-in-hole``: a short MO-MPO run on the Sawyer task (§6.4) with learning curves.
+* ``sawyer-front``: the Sawyer ε_force front (§6.4, Fig. 7), by default from one ε-conditioned
+  policy per seed, or (``--method per-setting``) one policy per setting; resumable.
+* ``dst-exact``: exact tabular MO-MPO on Deep Sea Treasure (the learned runs' reference).
 * ``shadow-front``: the Shadow Hand fronts (§6.2, Table 1): MO-MPO's ε sweep against scalarized
   MPO's weight sweep at equal budget on touch / turn, hypervolume with the paper's reference point;
   on orient, MO-MPO against the random policy.  Resumable; ``--quick`` is a smoke run.
