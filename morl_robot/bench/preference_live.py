@@ -46,6 +46,8 @@ CONDITIONS = ("switched", "before", "after")
 #: A wrench sample this close (s, probe receipt time) to the episode's start event is the reset
 #: state's reading: the tare, as the task tares its F/T sensor at the start of the episode.
 TARE_WINDOW_S = 0.025
+#: how far (s) from the start event the reset reading named by the event's ``force`` is looked for
+RESET_SEARCH_S = 1.0
 TIME_DECIMALS = 4  # trace, switch and end times: seconds since the episode start, to 0.1 ms
 
 
@@ -121,7 +123,8 @@ def relative_time(t: float, t0: float) -> float:
 
 def build_trace(t0: float, t_end: float, wrench: Sequence[tuple[float, Sequence[float]]],
                 commands: Sequence[tuple[float, Sequence[float]]],
-                preferences: Sequence[tuple[float, Sequence[float]]]) -> dict[str, list]:
+                preferences: Sequence[tuple[float, Sequence[float]]],
+                reset_force: Sequence[float] | None = None) -> dict[str, list]:
     """One run's per-control-step record from what the probe received (receipt times, s).
 
     ``wrench``: ``(t, force xyz)`` in time order.  The sample nearest ``t0`` within
@@ -137,7 +140,12 @@ def build_trace(t0: float, t_end: float, wrench: Sequence[tuple[float, Sequence[
     new preference (a reading within 0.05 ms before the acceptance once got the old one and an equal
     time)."""
     trace: dict[str, list] = {"t": [], "force_N": [], "force_raw_N": [], "command": [], "preference": []}
-    window = [(t, f) for t, f in wrench if abs(t - t0) <= TARE_WINDOW_S]
+    # the robot's start event carries the reset state's force (``reset_force``): the sample equal to it
+    # is the reset reading however late or early it was received (a loaded machine once delivered it
+    # more than the window before the event, and the trace began a step late)
+    same = [(t, f) for t, f in wrench if reset_force is not None and abs(t - t0) <= RESET_SEARCH_S
+            and tuple(map(float, f)) == tuple(map(float, reset_force))]
+    window = same or [(t, f) for t, f in wrench if abs(t - t0) <= TARE_WINDOW_S]
     start = min(window, key=lambda r: abs(r[0] - t0))[0] if window else t0
     rows = [(t, np.asarray(f, float)) for t, f in wrench if start <= t <= t_end]
     if not rows:
@@ -568,6 +576,7 @@ def _one_run(condition: str, seed: int, start: np.ndarray, after: np.ndarray, sw
         "preference_changes_in_episode": None if new_count is None or expected_start is None
         else new_count - expected_start,
         "preference_diagnostics": diag,
-        "trace": build_trace(t0, t_end, wrench, commands, timeline),
+        "trace": build_trace(t0, t_end, wrench, commands, timeline,
+                             started[1].get("force") if started is not None else None),
     }
     return record, new_count

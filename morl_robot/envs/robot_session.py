@@ -273,7 +273,11 @@ class RobotSession:
         if not announce:
             return None, None
         if rec.step == 0 and not rec.done:
-            return {"event": "start", "episode": rec.episode, "steps": rec.step, "stamp": rec.state.stamp}, None
+            start: dict[str, Any] = {"event": "start", "episode": rec.episode, "steps": rec.step,
+                                     "stamp": rec.state.stamp}
+            if rec.state.wrench is not None:  # the reset state's force, as just published on `wrench`: the tare
+                start["force"] = [float(x) for x in rec.state.wrench[:3]]
+            return start, None
         if not rec.done:
             return None, None
         assert rec.returns is not None

@@ -75,6 +75,21 @@ def test_trace_tares_at_the_reset_reading_and_pairs_commands_and_preferences() -
     assert build_trace(t0, t0 + 1.0, [], commands, prefs)["t"] == []
 
 
+def test_the_start_events_force_names_the_reset_reading_however_early_it_arrived() -> None:
+    """On a loaded machine the reset reading once reached the probe 30+ ms before the start event (outside
+    the timing window), and the trace began a step late.  The event carries the reset state's force:
+    the sample equal to it is the tare and the first row."""
+    t0 = 100.0
+    wrench = [(t0 - 0.2, (0.0, 0.0, -9.0)), (t0 - 0.04, (0.0, 0.0, -3.25)),
+              (t0 + 0.05, (0.0, 0.0, -4.0)), (t0 + 0.1, (0.0, 0.0, -5.0))]
+    late = build_trace(t0, t0 + 1.0, wrench, [], [(t0 - 1.0, (0.1, 0.005))])
+    assert late["force_raw_N"][0] == 4.0  # timing alone: the first step's reading becomes the tare
+    trace = build_trace(t0, t0 + 1.0, wrench, [], [(t0 - 1.0, (0.1, 0.005))], reset_force=(0.0, 0.0, -3.25))
+    assert trace["t"] == [-0.04, 0.05, 0.1]
+    np.testing.assert_allclose(trace["force_raw_N"], [3.25, 4.0, 5.0])
+    np.testing.assert_allclose(trace["force_N"], [0.0, 0.75, 1.75])
+
+
 def test_a_reading_at_the_reported_switch_time_carries_the_new_preference() -> None:
     """The switch time is reported to 0.1 ms; a reading received 0.03 ms before the acceptance has the
     same reported time, and a trace split at the switch time must give it the new preference."""
