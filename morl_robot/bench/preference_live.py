@@ -127,11 +127,14 @@ def build_trace(t0: float, t_end: float, wrench: Sequence[tuple[float, Sequence[
                 reset_force: Sequence[float] | None = None) -> dict[str, list]:
     """One run's per-control-step record from what the probe received (receipt times, s).
 
-    ``wrench``: ``(t, force xyz)`` in time order.  The sample nearest ``t0`` within
-    :data:`TARE_WINDOW_S` (the reset state's reading, published just before the start event) is the
-    tare and the first row; the samples after it up to ``t_end`` follow (an earlier one in the window
-    is the previous episode's last reading: left out).  Without such a sample, the rows are the
-    samples in ``[t0, t_end]`` and the first of them is the tare.  ``commands``: ``(t, command)`` from ``command_safe``,
+    ``wrench``: ``(t, force xyz)`` in time order.  With ``reset_force`` (the start event's copy of
+    the reset state's force) the first row and tare is the last sample within :data:`RESET_SEARCH_S`
+    of ``t0`` equal to it at or before ``t0`` (the reset state is published more than once: during the
+    reset and again as step 0), else the first such sample after ``t0``.  Without one, it is the
+    sample nearest ``t0`` within :data:`TARE_WINDOW_S` (the reset reading, published just before the
+    start event).  The samples after it up to ``t_end`` follow (earlier ones are the previous
+    episode's).  Without either, the rows are the samples in ``[t0, t_end]`` and the first of them is
+    the tare.  ``commands``: ``(t, command)`` from ``command_safe``,
     time order; each row gets the newest one received by then (None before the first one of the
     run).  ``preferences``: ``(t, ε)`` in time order, from the moment each was accepted; each row gets
     the one in effect (the first applies to anything earlier).  Times in the trace are relative to ``t0``
@@ -145,8 +148,11 @@ def build_trace(t0: float, t_end: float, wrench: Sequence[tuple[float, Sequence[
     # more than the window before the event, and the trace began a step late)
     same = [(t, f) for t, f in wrench if reset_force is not None and abs(t - t0) <= RESET_SEARCH_S
             and tuple(map(float, f)) == tuple(map(float, reset_force))]
-    window = same or [(t, f) for t, f in wrench if abs(t - t0) <= TARE_WINDOW_S]
-    start = min(window, key=lambda r: abs(r[0] - t0))[0] if window else t0
+    if same:  # the reset state is republished (reset progress, step 0 again): the last copy before the event
+        start = max((t for t, _ in same if t <= t0), default=same[0][0])
+    else:
+        window = [(t, f) for t, f in wrench if abs(t - t0) <= TARE_WINDOW_S]
+        start = min(window, key=lambda r: abs(r[0] - t0))[0] if window else t0
     rows = [(t, np.asarray(f, float)) for t, f in wrench if start <= t <= t_end]
     if not rows:
         return trace

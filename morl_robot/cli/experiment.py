@@ -332,6 +332,8 @@ def _run_button_world(args: argparse.Namespace) -> int:
     for pair, entry in results["pairs"].items():
         if entry.get("missing_runs"):
             print(f"{pair}: {len(entry['missing_runs'])} runs not finished yet: {', '.join(entry['missing_runs'])}")
+        for name, why in entry.get("mismatched_runs", {}).items():
+            print(f"{pair}: {name} exists but was not counted: {why}")
     print(f"wall time {results['wall_time_s']:.0f} s; wrote {args.out}/results.json and {args.out}/plots/")
     return 0
 

@@ -23,7 +23,9 @@ The summary (:meth:`Evaluation.to_json`, the ``EVAL`` object of ``morl-robot eva
 
 ``progress`` is the task's progress measure at each episode's last step
 (:meth:`morl_robot.tasks.base.Task.progress`; the Sawyer's insertion depth in mm), which shows
-the near misses a success rate hides (success is a threshold on it).
+the near misses a success rate hides.  It is the depth at the end; ``success`` is whether the
+task's threshold on it was reached at any step (a peg that reached 45 mm and was pulled back up
+still counts as a success, with a final depth below the threshold).
 
 Confidence intervals are percentile bootstrap intervals of the mean over episodes
 (``scipy.stats.bootstrap``, 10 000 resamples, seeded, so the same returns give the same interval).

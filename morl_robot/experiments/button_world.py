@@ -38,6 +38,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from morl_robot.envs.button_world import SIZE, START, ButtonWorld
+from morl_robot.errors import UsageError
 from morl_robot.evaluation.hypervolume import hypervolume
 from morl_robot.evaluation.pareto import expected_utility, pareto_front, simplex_weights
 from morl_robot.evaluation.records import write_json_atomic
@@ -196,6 +197,22 @@ def _arm_summary(runs: list[dict[str, Any]], exact_eum: float, seeds: Sequence[i
             if per_seed else []}
 
 
+def _cached_run(path: Path, budget: Budget, eps: Sequence[float], crm: bool) -> tuple[dict[str, Any] | None, str | None]:
+    """A cached run's record if it was trained at ``budget`` (steps, ε and, with CRM, scaled
+    updates), else ``None``; and why a file that exists was not taken (``None`` if it was or there
+    is none): an unreadable file or a different budget."""
+    if not path.exists():
+        return None, None
+    try:
+        run = json.loads(path.read_text())
+        steps, epsilons, scaled = run.get("steps"), run.get("epsilons"), run.get("crm_scale_updates")
+    except (ValueError, OSError, AttributeError) as e:
+        return None, f"unreadable ({type(e).__name__}: {e})"
+    if steps != budget.steps or epsilons != list(eps) or (crm and scaled is not True):
+        return None, f"another budget (steps {steps}, epsilons {epsilons}, crm_scale_updates {scaled})"
+    return run, None
+
+
 def run_experiment(out_dir: str | Path, budget: Budget = Budget(), pairs: Sequence[str] = PAIRS,
                    learn: bool = True, progress: bool = True, finished_only: bool = False) -> dict[str, Any]:
     """Exact fronts and (``learn``) MO-MPO with/without CRM for every pair; writes results.json and plots.
@@ -212,7 +229,7 @@ def run_experiment(out_dir: str | Path, budget: Budget = Budget(), pairs: Sequen
                                "product_states": {}, "pairs": {}}
     jobs = [(pair, eps, crm, seed) for pair in pairs for crm in (False, True) for seed in budget.seeds
             for eps in budget.epsilons] if learn else []
-    bar = None
+    bar, counted = None, 0
     if progress and jobs and not finished_only:
         from tqdm.auto import tqdm
 
@@ -233,25 +250,25 @@ def run_experiment(out_dir: str | Path, budget: Budget = Budget(), pairs: Sequen
         if learn:
             arms: dict[str, list[dict[str, Any]]] = {"without_crm": [], "with_crm": []}
             missing: list[str] = []
+            mismatched: dict[str, str] = {}
             for crm in (False, True):
                 for seed in budget.seeds:
                     for i, eps in enumerate(budget.epsilons):
-                        path = out / "runs" / pair / ("crm" if crm else "plain") / f"eps{i}_seed{seed}.json"
-                        run = None
-                        if path.exists():
-                            run = json.loads(path.read_text())
-                            if (run.get("steps") != budget.steps or run.get("epsilons") != list(eps)
-                                    or (crm and run.get("crm_scale_updates") is not True)):
-                                run = None  # a different budget: train again
+                        name = f"{'crm' if crm else 'plain'}/eps{i}_seed{seed}"
+                        path = out / "runs" / pair / f"{name}.json"
+                        run, problem = _cached_run(path, budget, eps, crm)
+                        if problem is not None:
+                            mismatched[name] = problem
                         if run is None and finished_only:
-                            missing.append(f"{'crm' if crm else 'plain'}/eps{i}_seed{seed}")
+                            missing.append(name)
                             continue
-                        if run is None:
+                        if run is None:  # not run yet, or at another budget, or unreadable: train (again)
                             if bar is not None:
-                                bar.set_description(f"{pair} {'crm' if crm else 'plain'} eps{i} seed{seed}")
+                                bar.set_description(f"{pair} {name}")
                             run = train_run(pair, eps, crm, seed, budget)
                             write_json_atomic(path, run)
                         arms["with_crm" if crm else "without_crm"].append(run)
+                        counted += 1
                         if bar is not None:
                             bar.update(1)
             n = len(budget.epsilons)
@@ -260,7 +277,15 @@ def run_experiment(out_dir: str | Path, budget: Budget = Budget(), pairs: Sequen
             entry["front_without_crm"] = entry["without_crm"]["front"]
             entry["front_with_crm"] = entry["with_crm"]["front"]
             entry["missing_runs"] = missing
+            if finished_only:  # cached runs that exist but were not counted, and why
+                entry["mismatched_runs"] = mismatched
         results["pairs"][pair] = entry
+        if finished_only and pair == pairs[-1] and not counted:
+            raise UsageError(f"--finished-only: no run in {out / 'runs'} matches this budget ({budget.steps} steps, "
+                             f"seeds {list(budget.seeds)}, pairs {list(pairs)}); nothing written. "
+                             f"Mismatched: {sum(len(e.get('mismatched_runs', {})) for e in results['pairs'].values())}")
+        if not finished_only:
+            write_json_atomic(out / "results.json", results)
         write_json_atomic(out / "results.json", results)
     if bar is not None:
         bar.close()

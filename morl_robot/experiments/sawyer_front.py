@@ -136,7 +136,8 @@ def train_and_evaluate(setting: Any, out: str, cfg: dict[str, Any]) -> list[floa
     eval_path = rdir / "eval.json"
     if eval_path.is_file():
         done = json.loads(eval_path.read_text())
-        if done.get("env_steps") == sweep.steps and done.get("episodes") == sweep.eval_episodes:
+        if (done.get("env_steps") == sweep.steps and done.get("episodes") == sweep.eval_episodes
+                and not done.get("conditioned")):  # a conditioned policy's evaluation is not this run
             return [done["objectives"][n]["mean"] for n in done["objective_names"]]
     config = load_learner_config(sweep.learner_config, {"epsilons": [sweep.eps_task, eps_force]})
     # learner YAML training.demonstrations.episodes > 0: those episodes are acted by the scripted
@@ -248,6 +249,7 @@ def run(out_dir: str | Path, cfg: FrontSweepConfig, progress: bool = True,
     out = Path(out_dir)
     _check_same_kind(out, cfg)
     out.mkdir(parents=True, exist_ok=True)
+    _mark_kind(out, cfg)
     # seeds outer, settings spread: a first sitting that finishes few runs still spans the front
     order = sorted(range(len(cfg.eps_force)), key=lambda i: (i % 2, i if i % 2 == 0 else -i))
     if cfg.conditioned:  # one run per seed covers every setting
@@ -264,21 +266,55 @@ def run(out_dir: str | Path, cfg: FrontSweepConfig, progress: bool = True,
     return summarise(out, cfg, wall)
 
 
+#: written when a sweep starts: which kind of front the folder holds (read before any run's files)
+KIND_FILE = "front.json"
+
+
+def _same_learner_config(a: str | None, b: str) -> bool:
+    """Whether two learner-config references name the same file (``config/learner/x.yaml``,
+    ``learner/x.yaml`` and ``x`` all do)."""
+    from morl_robot.resources import resolve_config
+
+    if a == b:
+        return True
+    try:
+        return a is not None and resolve_config("learner", a).resolve() == resolve_config("learner", b).resolve()
+    except Exception:  # noqa: BLE001 -- a reference that no longer resolves is simply not the same
+        return False
+
+
 def _check_same_kind(out: Path, cfg: FrontSweepConfig) -> None:
     """A folder holds one front: resuming it with the other method or another learner YAML would
-    mix incomparable runs and overwrite its results.json.  A :class:`UsageError` names the clash."""
-    path = out / "results.json"
+    mix incomparable runs and overwrite its results.json.  The kind is read from ``front.json``
+    (written when a sweep starts, so a first sitting cut off before its ``results.json`` still
+    names it), else from a ``results.json`` of a folder made before ``front.json`` existed.  A
+    :class:`UsageError` names the clash; nothing in the folder is touched."""
+    marker, summary = out / KIND_FILE, out / "results.json"
+    path = marker if marker.is_file() else summary
     if not path.is_file():
         return
     try:
-        before = json.loads(path.read_text())["config"]
-    except (ValueError, KeyError, TypeError) as e:
-        raise UsageError(f"{path} is not a sawyer-front results file ({e}); give another --out") from e
-    method = "conditioned" if before.get("conditioned", False) else "per-setting"
-    if method != cfg.method or before.get("learner_config") != cfg.learner_config:
-        raise UsageError(f"{out} holds a {method} front trained with {before.get('learner_config')}; this command "
+        before = json.loads(path.read_text())
+        if path == summary:
+            before = before["config"]
+        method = before["method"] if path == marker else (
+            "conditioned" if before.get("conditioned", False) else "per-setting")
+        learner = before.get("learner_config")
+    except (ValueError, KeyError, TypeError, AttributeError) as e:
+        remedy = ("delete it to resume (it is rebuilt from runs/)" if path == summary
+                  else "delete it only if you know which method and --config made the runs")
+        raise UsageError(f"{path} does not say which sawyer-front this folder holds ({type(e).__name__}: {e}); "
+                         f"{remedy}, or give another --out") from e
+    if method != cfg.method or not _same_learner_config(learner, cfg.learner_config):
+        raise UsageError(f"{out} holds a {method} front trained with {learner}; this command "
                          f"asks for a {cfg.method} front with {cfg.learner_config}: pass --method {method} "
-                         f"--config {before.get('learner_config')} to resume it, or give another --out")
+                         f"--config {learner} to resume it, or give another --out")
+
+
+def _mark_kind(out: Path, cfg: FrontSweepConfig) -> None:
+    """Record the folder's kind of front (see :func:`_check_same_kind`) before any run starts."""
+    if not (out / KIND_FILE).is_file():
+        write_json_atomic(out / KIND_FILE, {"method": cfg.method, "learner_config": cfg.learner_config})
 
 
 def scripted_reference(out: Path, cfg: FrontSweepConfig) -> list[dict[str, Any]]:
@@ -325,7 +361,7 @@ def summarise(out: Path, cfg: FrontSweepConfig, wall_time_s: float | None = None
                 runs.append({"run": run_name(e, s), "finished": False})
                 continue
             ev = json.loads(path.read_text())
-            if ev.get("env_steps") != cfg.steps:
+            if ev.get("env_steps") != cfg.steps or bool(ev.get("conditioned")) != cfg.conditioned:
                 runs.append({"run": run_name(e, s), "finished": False, "env_steps": ev.get("env_steps")})
                 continue
             if ev.get("conditioned"):  # one policy for every setting of this seed

@@ -269,6 +269,10 @@ class MPOConfig:
             if self.temperature_solver != "exact":
                 fail("", "preferences", "ε-conditioning solves the temperatures exactly per sequence "
                      "(temperature_solver: exact)")
+        if self.training.worst_case_termination and self.replay.crm:
+            fail("", "training.worst_case_termination", "cannot be combined with replay.crm: counterfactual "
+                 "experience relabels rewards and terminations per machine state, so the worst-case charge "
+                 "of the real step would land on relabelled steps that do not terminate")
         slack = (self.batch_size + self.replay.samples_per_insert) / 2
         if self.replay.error_buffer < slack:  # else back-pressured actors and the learner can wait on each other
             fail("", "replay.error_buffer", f"must be >= (batch_size + samples_per_insert) / 2 = {slack:g}, "

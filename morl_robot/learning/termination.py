@@ -7,6 +7,14 @@ to T steps, r_t + (T − t)·r_low, with r_low [K] each objective's worst per-st
 (``reward_space.low``), so stopping early is never better for any objective than living on at its
 worst.  Only what the learner learns changes; the returns reported stay the task's own.
 
+The charge is the undiscounted sum (T − t)·r_low, not Σ γ^i r_low: it is the episode return the
+evaluation protocol reports (undiscounted) that a stop must not improve, and with γ = 0.99 over the
+Sawyer's T = 160 steps the discounted sum would charge an early stop only about half of it
+(−7 179 instead of −14 310 at t = 1), which a policy can still prefer to a long insertion that
+presses.  The committed worst-case fronts were trained this way.  Not for reward-machine products or
+counterfactual experience (a machine's own ending is not a failure; relabelled steps do not
+terminate): both are refused.
+
 One rule for both ways experience arrives: :func:`~morl_robot.learning.training.train` (in-process,
 t counted by the loop) and :class:`~morl_robot.learning.ingest.ExperienceIngest` (the learner node,
 t = the chunk's ``step`` column + 1).
@@ -41,6 +49,15 @@ def worst_case_termination(env: Any, k: int) -> WorstCaseTermination:
     """The worst per-step rewards (``env.reward_space.low``) and step limit (a robot task's
     ``max_steps``, else the Gymnasium spec's ``max_episode_steps``) of ``env``; a
     :class:`ConfigError` naming what is missing."""
+    from morl_robot.reward_machines.env import RewardMachineEnv
+
+    layer = env
+    while layer is not None:  # the product environment ends episodes when a machine finishes, too
+        if isinstance(layer, RewardMachineEnv):
+            raise ConfigError("training.worst_case_termination: not for a reward-machine product environment "
+                              "(an episode it ends because a machine reached its terminal state is not a "
+                              "failure; charging it the worst reward would punish success)")
+        layer = getattr(layer, "env", None)
     space = getattr(env, "reward_space", None) or getattr(getattr(env, "unwrapped", None), "reward_space", None)
     low = None if space is None else np.asarray(space.low, np.float64).reshape(-1)
     if low is None or low.shape != (k,) or not np.all(np.isfinite(low)):

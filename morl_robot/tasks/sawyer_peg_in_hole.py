@@ -180,7 +180,8 @@ class SawyerPegInHole(Task):
     progress_measure: ClassVar[tuple[str, str] | None] = ("insertion depth", "mm")
 
     def progress(self, info: dict[str, Any]) -> float | None:
-        """The peg's insertion depth (mm) below the hole opening; success is ``success_depth`` of it."""
+        """The peg's insertion depth (mm) below the hole opening at this step; ``info['success']`` is
+        latched once it reaches ``success_depth`` of the hole's depth."""
         return float(info["insertion_depth"]) * 1e3 if "insertion_depth" in info else None
 
     def tared_wrench(self, state: RobotState) -> np.ndarray:

@@ -88,6 +88,14 @@ def test_the_start_events_force_names_the_reset_reading_however_early_it_arrived
     assert trace["t"] == [-0.04, 0.05, 0.1]
     np.testing.assert_allclose(trace["force_raw_N"], [3.25, 4.0, 5.0])
     np.testing.assert_allclose(trace["force_N"], [0.0, 0.75, 1.75])
+    # the reset state republished as step 0 (bit-identical at rest): the copy before the event starts the trace
+    again = sorted(wrench + [(t0 + 0.01, (0.0, 0.0, -3.25))])
+    trace = build_trace(t0, t0 + 1.0, again, [], [(t0 - 1.0, (0.1, 0.005))], reset_force=(0.0, 0.0, -3.25))
+    assert trace["t"] == [-0.04, 0.01, 0.05, 0.1]
+    # only a copy after the event: that one
+    after = [r for r in again if r[0] != t0 - 0.04]
+    trace = build_trace(t0, t0 + 1.0, after, [], [(t0 - 1.0, (0.1, 0.005))], reset_force=(0.0, 0.0, -3.25))
+    assert trace["t"] == [0.01, 0.05, 0.1]
 
 
 def test_a_reading_at_the_reported_switch_time_carries_the_new_preference() -> None:

@@ -113,6 +113,19 @@ def test_button_world_finished_only_summarises_cached_runs_without_training(tmp_
     assert "term-term: 5 runs not finished yet" in printed
     assert "| 1 / 0 |" in printed
     assert main(base + ["--exact-only", "--finished-only"]) == 2
+    capsys.readouterr()
+    # a corrupt cached run is named, not a traceback, and counts as missing
+    (out / "runs" / "term-term" / "plain" / "eps0_seed0.json").write_text("{not json")
+    assert main(base + ["--finished-only"]) == 0
+    printed = capsys.readouterr().out
+    assert "plain/eps0_seed0 exists but was not counted: unreadable (JSONDecodeError" in printed
+    entry = json.loads((out / "results.json").read_text())["pairs"]["term-term"]
+    assert "plain/eps0_seed0" in entry["missing_runs"] and entry["without_crm"]["seeds"] == []
+    # another budget matches nothing: refused, and the summary already written is kept
+    before = (out / "results.json").read_bytes()
+    assert main(base + ["--steps", "300", "--finished-only"]) == 2
+    assert "no run in" in capsys.readouterr().err
+    assert (out / "results.json").read_bytes() == before
 
 
 def test_committed_results_crm_learns_faster_on_every_pair():

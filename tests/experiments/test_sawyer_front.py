@@ -165,6 +165,25 @@ def test_a_tiny_conditioned_front_is_one_policy_per_seed_and_reevaluates_at_each
     assert (tmp_path / "results.json").read_bytes() == before
     assert main(argv + ["--conditioned", "--method", "per-setting"]) == 2
     assert "contradict" in capsys.readouterr().err
+    # a first sitting cut off before its results.json: front.json still names the kind
+    assert json.loads((tmp_path / "front.json").read_text()) == {
+        "method": "conditioned", "learner_config": "learner/sawyer_conditioned_worst_case.yaml"}
+    (tmp_path / "results.json").unlink()
+    assert main(argv + ["--method", "per-setting"]) == 2
+    assert "holds a conditioned front" in capsys.readouterr().err
+    assert not (tmp_path / "runs" / "eps_force=0.01" / "seed0" / "policy.onnx").exists()  # nothing trained
+    # the same YAML spelled as a path resumes
+    assert main(argv + ["--config", "config/learner/sawyer_conditioned_worst_case.yaml"]) == 0
+    assert "runs finished: 2 of 2" in capsys.readouterr().out
+
+
+def test_a_folder_whose_kind_cannot_be_read_is_refused_with_the_remedy(tmp_path, capsys):
+    (tmp_path / "results.json").write_text(json.dumps({"config": None}))
+    argv = ["experiment", "sawyer-front", "--out", str(tmp_path), "--steps", "200", "--no-progress"]
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert "does not say which sawyer-front" in err and "delete it to resume" in err
+    assert json.loads((tmp_path / "results.json").read_text()) == {"config": None}
 
 
 CONDITIONED = Path(__file__).resolve().parents[2] / "results" / "sawyer_conditioned"

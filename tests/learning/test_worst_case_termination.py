@@ -141,3 +141,24 @@ def test_the_graph_learner_applies_it_to_actors_chunks(tmp_path) -> None:
 
 def test_the_option_is_off_by_default() -> None:
     assert TrainingConfig().worst_case_termination is False
+
+
+def test_it_is_refused_with_counterfactual_experience_or_a_reward_machine(tmp_path) -> None:
+    """A machine reaching its terminal state ends the product episode as a success, and counterfactual
+    relabelling rewrites rewards and terminations: charging either the worst reward would be wrong, so
+    the combination is a configuration error naming the option, not a silent mislearning."""
+    import dataclasses
+
+    from morl_robot.learning.config import load_learner_config
+    from morl_robot.learning.session import session_for_task
+    from morl_robot.resources import resolve_config
+
+    with pytest.raises(ConfigError, match="training.worst_case_termination.*replay.crm"):
+        cfg = config(True)
+        dataclasses.replace(cfg, replay=dataclasses.replace(cfg.replay, crm=True)).validate()
+    src = resolve_config("learner", "learner/mo_mpo_cpu_small.yaml").read_text()
+    path = tmp_path / "learner.yaml"
+    path.write_text(src.replace("training:\n", "training:\n  worst_case_termination: true\n", 1))
+    assert load_learner_config(path).replay.crm is False  # the product alone is refused, too
+    with pytest.raises(ConfigError, match="not for a reward-machine product environment"):
+        session_for_task("sawyer_peg_in_hole", None, path, reward_machine="sawyer/peg_touch_then_insert")
