@@ -143,7 +143,9 @@ def test_committed_results_crm_learns_faster_on_every_pair():
 
     for pair, entry in res["pairs"].items():
         crm, plain = entry["with_crm"]["seeds"], entry["without_crm"]["seeds"]
-        assert crm and plain, pair
+        # the whole sweep: 3 seeds per arm, nothing missing, nothing at another budget
+        assert [s["seed"] for s in crm] == [s["seed"] for s in plain] == [0, 1, 2], pair
+        assert entry["missing_runs"] == [] and entry["mismatched_runs"] == {}, pair
         level = max(p["final_eum"] for p in plain)
         assert all(first_at(s, level) <= 3000 for s in crm), pair
         assert all(first_at(s, s["final_eum"]) >= 5000 for s in plain), pair
