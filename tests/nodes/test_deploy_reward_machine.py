@@ -197,6 +197,26 @@ def test_the_committed_sawyer_morm_policy_reproduces_its_episodes(capsys):
             assert episode["returns"][name] == pytest.approx(want["returns"][name], abs=1e-6)
 
 
+
+SCALED = COMMITTED.parent / "conservative_crm_scaled"
+
+
+def test_the_committed_scaled_crm_policy_stops_short_as_the_readme_says(capsys):
+    """The README's scaled-CRM row (|U \\ F| = 9 times the updates): the committed ONNX policy, re-evaluated
+    on two of its seeds, gives the committed episodes: a gentle push that stops short of the success
+    depth and runs to the time limit."""
+    data = json.loads((SCALED / "results.json").read_text())
+    assert data["crm"] is True and data["crm_scale_updates"] is True and data["budget"]["updates"] > 9 * 3_400
+    committed = {e["seed"]: e for e in data["evaluation"]["per_episode"]}
+    assert main(["evaluate", str(SCALED / "policy.onnx"), "--episodes", "2", "--seed", "10000", "--json"]) == 0
+    got = json.loads(capsys.readouterr().out)
+    for episode in got["per_episode"]:
+        want = committed[episode["seed"]]
+        assert (episode["termination"], episode["success"]) == (want["termination"], want["success"]) == ("time_limit", False)
+        assert episode["progress"] == pytest.approx(want["progress"], abs=1e-3) and 25.0 < episode["progress"] < 45.0
+        for name in OBJECTIVES:
+            assert episode["returns"][name] == pytest.approx(want["returns"][name], abs=1e-6)
+
 @pytest.mark.ros
 def test_the_committed_sawyer_morm_policy_deploys_through_the_graph(tmp_path, domain_id):
     """`morl-robot deploy --policy results/sawyer_rm/conservative_no_crm/policy.onnx --episodes 1
