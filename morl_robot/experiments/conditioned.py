@@ -319,8 +319,19 @@ def run(cfg: ConditionedExperiment, out_dir: str | Path, progress: bool = True) 
 
 
 def command_line(cfg: ConditionedExperiment, out: Path) -> str:
+    """The command that reproduces this run: every option that differs from its default (the learner
+    config, the grid, the episodes, the replay override) is on it."""
     parts = ["morl-robot experiment conditioned", f"--env {cfg.env_id}", f"--steps {cfg.steps}",
              f"--seed {cfg.seed}", f"--method {cfg.method}", f"--out {out}"]
+    defaults = ConditionedExperiment(env_id=cfg.env_id, steps=cfg.steps)
+    if cfg.learner != defaults.learner:
+        parts.append(f"--config {cfg.learner}")
+    if cfg.points != defaults.points:
+        parts.append(f"--points {cfg.points}")
+    if cfg.eval_episodes != defaults.eval_episodes:
+        parts.append(f"--eval-episodes {cfg.eval_episodes}")
+    if cfg.min_size_to_sample is not None:
+        parts.append(f"--min-replay {cfg.min_size_to_sample}")
     if cfg.method == "sweep":
         parts.append(f"--sweep-settings {cfg.sweep_settings}")
     if cfg.ref:

@@ -94,3 +94,36 @@ def test_the_committed_summaries_follow_from_their_points(tmp_path, env, report,
     want = json.loads((COMMITTED / env / report / "summary.json").read_text())
     for method, stats in want["methods"].items():
         assert got["methods"][method]["hypervolume_per_seed"] == pytest.approx(stats["hypervolume_per_seed"])
+
+
+VARIANT = COMMITTED / "mo-hopper-v5" / "variants" / "samples_per_insert_64"
+
+
+@pytest.mark.skipif(not VARIANT.is_dir(), reason="no committed Hopper update-ratio variant")
+def test_the_committed_hopper_variant_with_twice_the_updates_is_ahead_of_capql(tmp_path):
+    """The README's Hopper row for `learner/conditioned_spi64.yaml`: its summary follows from the committed
+    points, each run names the command that made it, and its hypervolume IQM is above CAPQL's at equal steps."""
+    hopper = COMMITTED / "mo-hopper-v5"
+    runs = [VARIANT / "conditioned_s0", VARIANT / "conditioned_s1", *(hopper / f"{m}_s{s}" for m in ("capql", "sweep")
+                                                                      for s in (0, 1))]
+    assert main(["experiment", "conditioned-report", *map(str, runs), "--out", str(tmp_path)]) == 0
+    got = json.loads((tmp_path / "summary.json").read_text())["methods"]
+    want = json.loads((VARIANT / "report" / "summary.json").read_text())["methods"]
+    for method, stats in want.items():
+        assert got[method]["hypervolume_per_seed"] == pytest.approx(stats["hypervolume_per_seed"])
+    for run in runs[:2]:
+        r = json.loads((run / "results.json").read_text())
+        assert "--config learner/conditioned_spi64.yaml" in r["command"] and r["updates"] == 14016
+    assert got["conditioned"]["hypervolume"]["iqm"] > got["capql"]["hypervolume"]["iqm"]
+
+
+def test_the_recorded_command_carries_every_non_default_option(tmp_path):
+    from morl_robot.experiments.conditioned import ConditionedExperiment, command_line
+
+    cfg = ConditionedExperiment(env_id="mo-hopper-v5", steps=100, seed=2, learner="learner/conditioned_spi64.yaml",
+                                points=27, eval_episodes=1, min_size_to_sample=50)
+    line = command_line(cfg, tmp_path)
+    for part in ("--seed 2", "--config learner/conditioned_spi64.yaml", "--points 27", "--eval-episodes 1",
+                 "--min-replay 50"):
+        assert part in line
+    assert "--config" not in command_line(ConditionedExperiment(env_id="mo-hopper-v5", steps=100), tmp_path)
