@@ -104,14 +104,14 @@ def test_the_committed_hopper_variant_with_twice_the_updates_is_ahead_of_capql(t
     """The README's Hopper row for `learner/conditioned_spi64.yaml`: its summary follows from the committed
     points, each run names the command that made it, and its hypervolume IQM is above CAPQL's at equal steps."""
     hopper = COMMITTED / "mo-hopper-v5"
-    runs = [VARIANT / "conditioned_s0", VARIANT / "conditioned_s1", *(hopper / f"{m}_s{s}" for m in ("capql", "sweep")
-                                                                      for s in (0, 1))]
+    runs = [*(VARIANT / f"conditioned_s{s}" for s in (0, 1, 2)), *(hopper / f"{m}_s{s}" for m in ("capql", "sweep")
+                                                                      for s in (0, 1)), VARIANT / "capql_s2"]
     assert main(["experiment", "conditioned-report", *map(str, runs), "--out", str(tmp_path)]) == 0
     got = json.loads((tmp_path / "summary.json").read_text())["methods"]
     want = json.loads((VARIANT / "report" / "summary.json").read_text())["methods"]
     for method, stats in want.items():
         assert got[method]["hypervolume_per_seed"] == pytest.approx(stats["hypervolume_per_seed"])
-    for run in runs[:2]:
+    for run in runs[:3]:
         r = json.loads((run / "results.json").read_text())
         assert "--config learner/conditioned_spi64.yaml" in r["command"] and r["updates"] == 14016
     assert got["conditioned"]["hypervolume"]["iqm"] > got["capql"]["hypervolume"]["iqm"]
