@@ -280,15 +280,14 @@ def run_experiment(out_dir: str | Path, budget: Budget = Budget(), pairs: Sequen
             if finished_only:  # cached runs that exist but were not counted, and why
                 entry["mismatched_runs"] = mismatched
         results["pairs"][pair] = entry
-        if finished_only and pair == pairs[-1] and not counted:
-            raise UsageError(f"--finished-only: no run in {out / 'runs'} matches this budget ({budget.steps} steps, "
-                             f"seeds {list(budget.seeds)}, pairs {list(pairs)}); nothing written. "
-                             f"Mismatched: {sum(len(e.get('mismatched_runs', {})) for e in results['pairs'].values())}")
-        if not finished_only:
+        if not finished_only:  # a long sweep's partial summary survives an interruption
             write_json_atomic(out / "results.json", results)
-        write_json_atomic(out / "results.json", results)
     if bar is not None:
         bar.close()
+    if finished_only and not counted:  # nothing to summarise: keep the results.json that is there
+        raise UsageError(f"--finished-only: no run in {out / 'runs'} matches this budget ({budget.steps} steps, "
+                         f"seeds {list(budget.seeds)}, pairs {list(pairs)}); nothing written. "
+                         f"Mismatched: {sum(len(e.get('mismatched_runs', {})) for e in results['pairs'].values())}")
     results["wall_time_s"] = time.monotonic() - t0
     write_json_atomic(out / "results.json", results)
     _plots(results, out)

@@ -126,6 +126,9 @@ def test_button_world_finished_only_summarises_cached_runs_without_training(tmp_
     assert main(base + ["--steps", "300", "--finished-only"]) == 2
     assert "no run in" in capsys.readouterr().err
     assert (out / "results.json").read_bytes() == before
+    # nor when a later pair is summarised first: nothing is written until the end
+    assert main(base + ["--steps", "300", "--finished-only", "--pairs", "term-term", "term-cycle"]) == 2
+    assert (out / "results.json").read_bytes() == before
 
 
 def test_committed_results_crm_learns_faster_on_every_pair():
