@@ -74,6 +74,9 @@ def register(sub: argparse._SubParsersAction) -> None:
                      help="probability that a training episode starts in a uniformly drawn open cell (the "
                           "exact reference's state distribution; evaluation always starts at the corner; "
                           "default 0: the paper's protocol)")
+    dst.add_argument("--exploring-horizon", type=int, default=None, metavar="H",
+                     help="cut an exploring-start episode after H steps (a truncation: the learner bootstraps), "
+                          "so the replay stays near the start distribution (default: the 100-step limit)")
     dst.add_argument("--no-progress", action="store_true", help="no progress bar")
     dst.set_defaults(func=_run_deep_sea_treasure)
 
@@ -99,6 +102,9 @@ def register(sub: argparse._SubParsersAction) -> None:
                        help="the E-step's state distribution: uniform on the map (default), the current "
                             "policy's discounted visitation from the start, or from starts drawn uniformly on "
                             "open water (exploring starts)")
+    exact.add_argument("--exploring-horizon", type=int, default=None, metavar="H",
+                       help="with --state-distribution exploring: visitation of episodes cut after H steps "
+                            "(deep-sea-treasure --exploring-horizon H)")
     exact.add_argument("--no-progress", action="store_true", help="no progress bar")
     exact.set_defaults(func=_run_dst_exact)
 
@@ -398,8 +404,12 @@ def _run_dst_exact(args: argparse.Namespace) -> int:
 
     if args.c_values < 1 or args.processes < 1 or not 0 < args.gamma < 1 or any(not e > 0 for e in args.eps_time):
         raise UsageError("--c-values and --processes must be >= 1, --gamma in (0, 1), --eps-time values > 0")
+    if args.exploring_horizon is not None and (args.state_distribution != "exploring" or args.exploring_horizon < 1):
+        raise UsageError(f"--exploring-horizon {args.exploring_horizon}: needs --state-distribution exploring "
+                         "and H >= 1")
     r = dst_exact.run_sweep_exact(args.out, tuple(args.eps_time), args.c_values, args.gamma, args.processes,
-                                  progress=not args.no_progress, distribution=args.state_distribution)
+                                  progress=not args.no_progress, distribution=args.state_distribution,
+                                  horizon=args.exploring_horizon)
     print(f"exact MO-MPO: {r['pareto_points_found_greedy']} of 10 Pareto points from greedy policies "
           f"(treasures {r['treasures_found_greedy']}), {r['pareto_points_found_stochastic']} from stochastic ones; "
           f"{r['converged']} of {len(r['runs'])} runs converged; {r['wall_time_s']} s")
@@ -486,6 +496,8 @@ def _run_deep_sea_treasure(args: argparse.Namespace) -> int:
         raise UsageError(f"--converge EVERY COUNT needs EVERY >= 1 and COUNT >= 2, got {every} {count}")
     if not 0.0 <= args.exploring_starts <= 1.0:
         raise UsageError(f"--exploring-starts must be a probability in [0, 1], got {args.exploring_starts}")
+    if args.exploring_horizon is not None and (args.exploring_starts <= 0 or args.exploring_horizon < 1):
+        raise UsageError(f"--exploring-horizon {args.exploring_horizon}: needs --exploring-starts P > 0 and H >= 1")
     result = deep_sea_treasure.run_experiment(
         out_dir=args.out,
         processes=args.processes,
@@ -504,6 +516,7 @@ def _run_deep_sea_treasure(args: argparse.Namespace) -> int:
         stable_evals=count,
         exact_reference=args.exact_reference,
         exploring_starts=args.exploring_starts,
+        exploring_horizon=args.exploring_horizon,
     )
     print(deep_sea_treasure.format_table(result))
     print(f"wrote {args.out}/results.json, fronts.png" + (", c_to_treasure.png" if "mo-mpo" in result else ""))

@@ -99,33 +99,53 @@ class ExploringStarts(gym.Wrapper):
     the exact reference's E-step averages its KL over (:mod:`~morl_robot.experiments.dst_exact`),
     so states beyond the treasure a policy already prefers keep being visited.  Evaluation always
     starts at the corner.  Wraps the raw environment (observation (row, column)).
+
+    ``horizon`` H: an episode that began at an exploring start is cut after H steps, reported as a
+    truncation (``truncated=True``, not a termination: the learner still bootstraps from the last
+    state), so the replay's states stay close to the start distribution (H = 1: uniform on open
+    water) instead of drifting along the current policy's path.  Corner starts keep the 100-step limit.
     """
 
-    def __init__(self, env: gym.Env, probability: float):
+    def __init__(self, env: gym.Env, probability: float, horizon: int | None = None):
         super().__init__(env)
         if not 0.0 <= probability <= 1.0:
             raise ValueError(f"exploring-starts probability must be in [0, 1], got {probability}")
+        if horizon is not None and horizon < 1:
+            raise ValueError(f"exploring-start horizon must be >= 1 step, got {horizon}")
         self.probability = float(probability)
+        self.horizon = horizon
         sea = np.asarray(env.unwrapped.sea_map)
         #: (N, 2) open-water cells (neither land nor treasure)
         self.cells = np.argwhere(sea == 0).astype(np.int32)
         self._rng = np.random.default_rng()
+        self._explored = False
+        self._steps = 0
 
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> tuple[Any, dict]:
         obs, info = self.env.reset(seed=seed, options=options)
         if seed is not None:
             self._rng = np.random.default_rng(seed)
-        if self.probability > 0 and self._rng.random() < self.probability:
+        self._steps = 0
+        self._explored = self.probability > 0 and bool(self._rng.random() < self.probability)
+        if self._explored:
             cell = self.cells[self._rng.integers(len(self.cells))]
             self.env.unwrapped.current_state = cell.copy()
             obs = self.env.unwrapped._get_state()
             info = {**info, "exploring_start": cell.tolist()}
         return obs, info
 
+    def step(self, action: Any) -> tuple[Any, Any, bool, bool, dict[str, Any]]:
+        obs, reward, terminated, truncated, info = self.env.step(action)
+        self._steps += 1
+        if self._explored and self.horizon is not None and self._steps >= self.horizon and not terminated:
+            truncated = True
+        return obs, reward, terminated, truncated, info
 
-def make_env(one_hot: bool = True, exploring_starts: float = 0.0) -> gym.Env:
+
+def make_env(one_hot: bool = True, exploring_starts: float = 0.0, exploring_horizon: int | None = None) -> gym.Env:
     """``deep-sea-treasure-v0`` (reward vector (treasure, time)), one-hot observations by default;
-    ``exploring_starts`` > 0 wraps it in :class:`ExploringStarts` (training only).
+    ``exploring_starts`` > 0 wraps it in :class:`ExploringStarts` (training only), whose episodes
+    are cut after ``exploring_horizon`` steps if given.
 
     Module-level so that it pickles into spawned sweep workers.
     """
@@ -133,7 +153,7 @@ def make_env(one_hot: bool = True, exploring_starts: float = 0.0) -> gym.Env:
 
     env = mo_gymnasium.make(ENV_ID)  # gym.make without the scalar-reward env checker
     if exploring_starts > 0:
-        env = ExploringStarts(env, exploring_starts)
+        env = ExploringStarts(env, exploring_starts, exploring_horizon)
     return OneHotCell(env) if one_hot else env
 
 
@@ -230,6 +250,7 @@ class RunBudget:
     eval_every: int = 0  # environment steps between greedy evaluations (0: only at the end)
     stable_evals: int = 0  # convergence: stop after this many equal greedy evaluations in a row (0: off)
     exploring_starts: float = 0.0  # probability a training episode starts in a uniform open cell
+    exploring_horizon: int | None = None  # exploring-start episodes cut after this many steps (None: 100-step limit)
 
 
 def learner_config(setting: Setting, budget: RunBudget) -> Any:
@@ -279,7 +300,8 @@ def train_and_evaluate(setting: Setting, budget: RunBudget) -> tuple[NDArray[np.
     from morl_robot.learning.training import evaluate, train
 
     config = learner_config(setting, budget)
-    train_env = functools.partial(make_env, exploring_starts=budget.exploring_starts)
+    train_env = functools.partial(make_env, exploring_starts=budget.exploring_starts,
+                                  exploring_horizon=budget.exploring_horizon)
 
     def corner_eval(policy: Any) -> NDArray[np.float64]:  # evaluation always starts at the corner
         return np.asarray(evaluate(policy, make_env, budget.eval_episodes, setting.seed), dtype=np.float64)
@@ -344,6 +366,7 @@ def run_experiment(
     stable_evals: int = 0,
     exact_reference: str | os.PathLike[str] | None = None,
     exploring_starts: float = 0.0,
+    exploring_horizon: int | None = None,
 ) -> dict[str, Any]:
     """Run the sweeps and write ``results.json``, ``fronts.png`` and ``c_to_treasure.png`` (MO-MPO's
     greedy treasure against c per ε_time, the paper's Fig. 5 right) into ``out_dir``.
@@ -354,7 +377,8 @@ def run_experiment(
     ``exact_reference``: a ``dst-exact`` results.json drawn dashed in ``c_to_treasure.png`` and
     compared setting by setting (``agrees_with_exact``).
     ``exploring_starts``: probability that a training episode starts in a uniformly drawn open
-    cell (:class:`ExploringStarts`; 0: the paper's protocol, always the corner).
+    cell (:class:`ExploringStarts`; 0: the paper's protocol, always the corner);
+    ``exploring_horizon``: such episodes are cut (truncated) after this many steps.
 
     ``quick``: 2 settings per algorithm, 300 steps, tiny networks (a smoke test, not a result).
     ``time_limit_s`` is shared by the algorithms (each gets the time the previous ones left, split
@@ -377,7 +401,7 @@ def run_experiment(
         sc_settings = scalarized_settings(num_weights or len(mo_settings), seed=seed)
     budget = RunBudget(steps=int(steps), eval_episodes=int(eval_episodes), quick=quick,
                        eval_every=int(eval_every), stable_evals=int(stable_evals),
-                       exploring_starts=float(exploring_starts))
+                       exploring_starts=float(exploring_starts), exploring_horizon=exploring_horizon)
     fn = functools.partial(train_and_evaluate, budget=budget)
     sweeps = {"mo-mpo": mo_settings, "scalarized-mpo": sc_settings}
     results: dict[str, Any] = {
@@ -392,7 +416,7 @@ def run_experiment(
                    "convergence": (f"stop once {stable_evals} greedy evaluations {eval_every} steps apart agree"
                                    if stable_evals else None),
                    "processes": processes, "time_limit_s": time_limit_s, "cpu_count": os.cpu_count(),
-                   "exploring_starts": budget.exploring_starts},
+                   "exploring_starts": budget.exploring_starts, "exploring_horizon": budget.exploring_horizon},
     }
     start = time.perf_counter()
     returns_by_algorithm: dict[str, NDArray[np.float64]] = {}

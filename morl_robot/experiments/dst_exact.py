@@ -195,25 +195,37 @@ STATE_DISTRIBUTION_MEANING = {
 
 
 def visitation(model: TabularDST, policy: NDArray[np.float64], gamma: float,
-               start: NDArray[np.float64] | None = None) -> NDArray[np.float64]:
+               start: NDArray[np.float64] | None = None, horizon: int | None = None) -> NDArray[np.float64]:
     """The policy's normalised discounted state visitation (S,):
     d ∝ (I − γ P_π^T)^{-1} ρ_0 over non-terminal transitions, ρ_0 the start distribution (S,)
-    (default: the corner) — the states a replay filled by this policy's own episodes holds."""
+    (default: the corner) — the states a replay filled by this policy's own episodes holds.
+    ``horizon`` H: episodes cut after H steps, d ∝ Σ_{t<H} γ^t (P_π^T)^t ρ_0."""
     s_count = policy.shape[0]
     if start is None:
         start = np.zeros(s_count)
         start[model.start] = 1.0
-    d = np.linalg.solve(np.eye(s_count) - gamma * transition_matrix(model, policy).T, np.asarray(start, np.float64))
+    rho = np.asarray(start, np.float64)
+    if horizon is None:
+        d = np.linalg.solve(np.eye(s_count) - gamma * transition_matrix(model, policy).T, rho)
+    else:
+        p_t = transition_matrix(model, policy).T
+        d, now = rho.copy(), rho
+        for _ in range(horizon - 1):
+            now = gamma * (p_t @ now)
+            d += now
     return d / d.sum()
 
 
 def state_weights(model: TabularDST, policy: NDArray[np.float64], gamma: float,
-                  distribution: str) -> NDArray[np.float64]:
+                  distribution: str, horizon: int | None = None) -> NDArray[np.float64]:
     """μ (S,) for the E-step: ``uniform`` on non-terminal cells (a replay that has seen the whole
     map evenly), ``visitation`` (the current policy's discounted visitation from the start: a
     replay filled by the policy's own episodes from the corner) or ``exploring`` (its visitation
     from a start drawn uniformly on non-terminal cells: a replay filled with exploring starts,
-    ``deep-sea-treasure --exploring-starts 1``)."""
+    ``deep-sea-treasure --exploring-starts 1``; with ``horizon`` H, of exploring-start episodes
+    cut after H steps, ``--exploring-horizon H``: H = 1 is the uniform distribution on open water)."""
+    if horizon is not None and (distribution != "exploring" or horizon < 1):
+        raise ValueError(f"a horizon (got {horizon}) needs the exploring distribution and H >= 1")
     nonterminal = ~model.terminal.all(axis=1)
     if distribution == "uniform":
         return nonterminal.astype(np.float64)
@@ -221,7 +233,7 @@ def state_weights(model: TabularDST, policy: NDArray[np.float64], gamma: float,
         return visitation(model, policy, gamma) * nonterminal
     if distribution == "exploring":  # starts as ExploringStarts draws them: open water, no treasure
         open_water = (model.treasure_at == 0).astype(np.float64)
-        return visitation(model, policy, gamma, open_water / open_water.sum()) * nonterminal
+        return visitation(model, policy, gamma, open_water / open_water.sum(), horizon) * nonterminal
     raise ValueError(f"unknown state distribution {distribution!r}; choose one of {STATE_DISTRIBUTIONS}")
 
 
@@ -239,9 +251,9 @@ class ExactRun:
 
 
 def solve(model: TabularDST, epsilons: tuple[float, float], gamma: float = 0.99, patience: int = 300,
-          max_iterations: int = 3000, distribution: str = "uniform") -> ExactRun:
+          max_iterations: int = 3000, distribution: str = "uniform", horizon: int | None = None) -> ExactRun:
     """Exact MO-MPO policy iteration from the uniform policy (see the module docstring);
-    ``distribution`` is the E-step's state distribution μ (:func:`state_weights`)."""
+    ``distribution`` (and ``horizon``) is the E-step's state distribution μ (:func:`state_weights`)."""
     s_count, a_count = model.next_state.shape
     policy = np.full((s_count, a_count), 1.0 / a_count)
     # cells from which a move exists that is not an immediate treasure ending count as states of μ
@@ -254,7 +266,7 @@ def solve(model: TabularDST, epsilons: tuple[float, float], gamma: float = 0.99,
     for it in range(1, max_iterations + 1):
         q = evaluate_q(model, policy, gamma)
         improved, etas = [], []
-        mu = state_weights(model, policy, gamma, distribution)
+        mu = state_weights(model, policy, gamma, distribution, horizon)
         for k, eps in enumerate(epsilons):
             qk, eta = e_step(q[k], policy, float(eps), mu)
             improved.append(qk)
@@ -275,10 +287,10 @@ def solve(model: TabularDST, epsilons: tuple[float, float], gamma: float = 0.99,
                     float(ent[states].mean()), change)
 
 
-def _sweep_job(args: tuple[float, float, float, str]) -> dict[str, Any]:
-    eps_time, c, gamma, distribution = args
+def _sweep_job(args: tuple[float, float, float, str, int | None]) -> dict[str, Any]:
+    eps_time, c, gamma, distribution, horizon = args
     model = _model()
-    run = solve(model, (c * eps_time, eps_time), gamma=gamma, distribution=distribution)
+    run = solve(model, (c * eps_time, eps_time), gamma=gamma, distribution=distribution, horizon=horizon)
     return {"eps_time": eps_time, "c": round(float(c), 6), "eps_treasure": c * eps_time,
             "greedy_return": run.greedy_return.tolist(), "treasure": float(run.greedy_return[0]),
             "stochastic_return": run.stochastic_return.tolist(), "iterations": run.iterations,
@@ -298,10 +310,10 @@ def _model() -> TabularDST:
 
 def run_sweep_exact(out_dir: str | Path, eps_time: tuple[float, ...] = (0.01, 0.02, 0.05), c_values: int = 101,
                     gamma: float = 0.99, processes: int = 2, progress: bool = True,
-                    distribution: str = "uniform") -> dict[str, Any]:
+                    distribution: str = "uniform", horizon: int | None = None) -> dict[str, Any]:
     """Exact MO-MPO over ε_time × c (c evenly in [0.5, 1.5]); writes ``results.json`` and
-    ``c_to_treasure.png`` (the paper's Fig. 5 right, exact).  ``distribution``: the E-step's
-    state distribution (:func:`state_weights`)."""
+    ``c_to_treasure.png`` (the paper's Fig. 5 right, exact).  ``distribution`` (and ``horizon``
+    for ``exploring``): the E-step's state distribution (:func:`state_weights`)."""
     import multiprocessing as mp
 
     from tqdm import tqdm
@@ -316,7 +328,9 @@ def run_sweep_exact(out_dir: str | Path, eps_time: tuple[float, ...] = (0.01, 0.
     out.mkdir(parents=True, exist_ok=True)
     if distribution not in STATE_DISTRIBUTIONS:
         raise ValueError(f"unknown state distribution {distribution!r}; choose one of {STATE_DISTRIBUTIONS}")
-    jobs = [(float(e), float(c), gamma, distribution) for e in eps_time for c in c_grid(c_values)]
+    if horizon is not None and (distribution != "exploring" or horizon < 1):
+        raise ValueError(f"a horizon (got {horizon}) needs the exploring state distribution and H >= 1")
+    jobs = [(float(e), float(c), gamma, distribution, horizon) for e in eps_time for c in c_grid(c_values)]
     start = time.monotonic()
     with mp.get_context("spawn").Pool(max(1, processes)) as pool:
         rows = list(tqdm(pool.imap(_sweep_job, jobs), total=len(jobs), disable=not progress, desc="exact MO-MPO"))
@@ -327,7 +341,9 @@ def run_sweep_exact(out_dir: str | Path, eps_time: tuple[float, ...] = (0.01, 0.
     results = {
         "method": "exact tabular MO-MPO (exact policy evaluation, per-state E-step with η solving E_μ KL = ε, "
                   "unconstrained M-step)",
-        "state_distribution": STATE_DISTRIBUTION_MEANING[distribution],
+        "state_distribution": STATE_DISTRIBUTION_MEANING[distribution]
+        + (f", episodes cut after {horizon} steps" if horizon is not None else ""),
+        "exploring_horizon": horizon,
         "gamma": gamma, "eps_time": list(eps_time), "c_values": c_values,
         "wall_time_s": round(time.monotonic() - start, 1),
         "pareto_points_found_greedy": int(found.sum()),
@@ -337,7 +353,8 @@ def run_sweep_exact(out_dir: str | Path, eps_time: tuple[float, ...] = (0.01, 0.
     }
     write_json_atomic(out / "results.json", results)
     plot_c_to_treasure(rows, eps_time, out / "c_to_treasure.png",
-                       f"Deep Sea Treasure: exact tabular MO-MPO, μ {distribution} (MO-MPO paper Fig. 5 right)")
+                       f"Deep Sea Treasure: exact tabular MO-MPO, μ {distribution}"
+                       + (f" (horizon {horizon})" if horizon is not None else "") + " (MO-MPO paper Fig. 5 right)")
     return results
 
 

@@ -128,6 +128,24 @@ def test_exploring_starts_cover_open_water_and_leave_evaluation_at_the_corner() 
         dst.ExploringStarts(dst.make_env(one_hot=False), 1.5)
 
 
+def test_an_exploring_horizon_truncates_exploring_episodes_only() -> None:
+    """``exploring_horizon`` H cuts an episode begun at an exploring start after H steps as a
+    truncation (the learner bootstraps), never as a termination; corner starts keep the 100-step limit."""
+    env = dst.make_env(one_hot=False, exploring_starts=1.0, exploring_horizon=3)
+    for seed in range(20):
+        env.reset(seed=seed)
+        for t in range(1, 4):
+            _, _, terminated, truncated, _ = env.step(0)  # up: open water or the top wall, never a treasure
+            assert not terminated and truncated == (t == 3)
+    corner = dst.make_env(one_hot=False, exploring_starts=0.0, exploring_horizon=3)
+    corner.reset(seed=0)
+    for _ in range(10):
+        _, _, terminated, truncated, _ = corner.step(0)
+        assert not terminated and not truncated
+    with pytest.raises(ValueError, match="horizon"):
+        dst.ExploringStarts(dst.make_env(one_hot=False), 1.0, 0)
+
+
 def test_exploring_starts_from_the_cli(tmp_path: Path) -> None:
     from morl_robot.cli import main
 
@@ -137,6 +155,12 @@ def test_exploring_starts_from_the_cli(tmp_path: Path) -> None:
     assert results["budget"]["exploring_starts"] == 1.0
     assert results["mo-mpo"]["failures"] == [] and results["mo-mpo"]["runs"] == 2
     assert main(["experiment", "deep-sea-treasure", "--out", "/tmp/never", "--exploring-starts", "2"]) == 2
+    assert main(["experiment", "deep-sea-treasure", "--out", str(tmp_path / "h"), "--quick", "--steps", "200",
+                 "--algorithms", "mo-mpo", "--processes", "1", "--no-progress", "--exploring-starts", "1",
+                 "--exploring-horizon", "2"]) == 0
+    results = json.loads((tmp_path / "h" / "results.json").read_text())
+    assert results["budget"]["exploring_horizon"] == 2 and results["mo-mpo"]["failures"] == []
+    assert main(["experiment", "deep-sea-treasure", "--out", "/tmp/never", "--exploring-horizon", "2"]) == 2
 
 
 ES = Path(__file__).resolve().parents[2] / "results" / "deep_sea_treasure_learned" / "exploring_starts" / "es_c51"

@@ -82,6 +82,28 @@ def test_exploring_visitation_is_the_occupancy_of_rollouts_from_uniform_open_wat
     assert mu[model.treasure_at > 0].sum() == 0.0  # a treasure is entered only by the move that ends the episode
 
 
+def test_exploring_visitation_with_a_horizon_sums_only_the_first_steps(model):
+    """μ = exploring with horizon H: episodes cut after H steps hold the states of their first H
+    steps; H = 1 is the start distribution itself (uniform on open water), and a long horizon
+    approaches the untruncated visitation."""
+    rng = np.random.default_rng(3)
+    policy = rng.dirichlet(np.ones(4), size=model.num_states)
+    gamma = 0.9
+    start = (model.treasure_at == 0).astype(float)
+    start /= start.sum()
+    np.testing.assert_allclose(d.state_weights(model, policy, gamma, "exploring", horizon=1),
+                               start * ~model.terminal.all(axis=1), atol=1e-12)
+    three = start + gamma * start @ d.transition_matrix(model, policy)
+    three += gamma**2 * (start @ d.transition_matrix(model, policy)) @ d.transition_matrix(model, policy)
+    np.testing.assert_allclose(d.visitation(model, policy, gamma, start, horizon=3), three / three.sum(), atol=1e-12)
+    np.testing.assert_allclose(d.state_weights(model, policy, gamma, "exploring", horizon=600),
+                               d.state_weights(model, policy, gamma, "exploring"), atol=1e-9)
+    with pytest.raises(ValueError, match="horizon"):
+        d.state_weights(model, policy, gamma, "uniform", horizon=3)
+    with pytest.raises(ValueError, match="horizon"):
+        d.state_weights(model, policy, gamma, "exploring", horizon=0)
+
+
 def test_e_step_meets_its_kl_bound_under_weighted_states(model):
     rng = np.random.default_rng(1)
     policy = rng.dirichlet(np.ones(4), size=model.num_states)
@@ -189,3 +211,9 @@ def test_cli_exploring_state_distribution(tmp_path):
                  "--processes", "1", "--no-progress", "--state-distribution", "exploring"]) == 0
     data = json.loads((tmp_path / "results.json").read_text())
     assert "exploring starts" in data["state_distribution"] and len(data["runs"]) == 1
+    assert main(["experiment", "dst-exact", "--out", str(tmp_path / "h"), "--c-values", "1", "--eps-time", "0.02",
+                 "--processes", "1", "--no-progress", "--state-distribution", "exploring",
+                 "--exploring-horizon", "2"]) == 0
+    data = json.loads((tmp_path / "h" / "results.json").read_text())
+    assert data["exploring_horizon"] == 2 and "cut after 2 steps" in data["state_distribution"]
+    assert main(["experiment", "dst-exact", "--out", str(tmp_path / "bad"), "--exploring-horizon", "2"]) == 2
