@@ -251,11 +251,20 @@ class ExactRun:
 
 
 def solve(model: TabularDST, epsilons: tuple[float, float], gamma: float = 0.99, patience: int = 300,
-          max_iterations: int = 3000, distribution: str = "uniform", horizon: int | None = None) -> ExactRun:
-    """Exact MO-MPO policy iteration from the uniform policy (see the module docstring);
-    ``distribution`` (and ``horizon``) is the E-step's state distribution μ (:func:`state_weights`)."""
+          max_iterations: int = 3000, distribution: str = "uniform", horizon: int | None = None,
+          initial_policy: NDArray[np.float64] | None = None) -> ExactRun:
+    """Exact MO-MPO policy iteration from the uniform policy, or from ``initial_policy`` (S, A)
+    (e.g. a learned run's final policy: where would the exact algorithm take it?) (see the module
+    docstring); ``distribution`` (and ``horizon``) is the E-step's state distribution μ
+    (:func:`state_weights`)."""
     s_count, a_count = model.next_state.shape
-    policy = np.full((s_count, a_count), 1.0 / a_count)
+    if initial_policy is None:
+        policy = np.full((s_count, a_count), 1.0 / a_count)
+    else:
+        policy = np.asarray(initial_policy, np.float64)
+        if policy.shape != (s_count, a_count) or not np.all(policy >= 0):
+            raise ValueError(f"initial policy must be non-negative of shape {(s_count, a_count)}, got {policy.shape}")
+        policy = policy / policy.sum(axis=1, keepdims=True)
     # cells from which a move exists that is not an immediate treasure ending count as states of μ
     states = ~model.terminal.all(axis=1)
     last_path: list[int] | None = None

@@ -206,6 +206,28 @@ def test_committed_exploring_results_explain_the_learned_nine_of_ten(model):
         assert run.converged and float(run.greedy_return[0]) == pytest.approx(at[(eps_time, c)])
 
 
+EXPLORING_H1 = COMMITTED.parents[1] / "deep_sea_treasure_exact_exploring_h1" / "results.json"
+
+
+@pytest.mark.skipif(not EXPLORING_H1.is_file(), reason="no committed exploring-horizon exact results")
+def test_committed_one_step_exploring_results_widen_the_19_6_window(model):
+    """The README's horizon-1 figures: with μ uniform on open water (exploring-start episodes cut
+    after one step), 19.6 is a fixed point at ε_time 0.02 for c ∈ [1.23, 1.27] and at 0.01 for
+    c ∈ [1.31, 1.41] (against none and [1.11, 1.14] with whole episodes); 10 of 10 at ε_time 0.02
+    alone.  One setting in each window is re-solved here."""
+    data = json.loads(EXPLORING_H1.read_text())
+    assert data["exploring_horizon"] == 1 and data["converged"] == 303
+    assert data["pareto_points_found_greedy"] == 10
+    at = {(r["eps_time"], r["c"]): r["treasure"] for r in data["runs"]}
+    window = {e: sorted(c for (t, c), v in at.items() if t == e and round(v, 1) == 19.6) for e in (0.01, 0.02, 0.05)}
+    assert window[0.02] == pytest.approx([1.23, 1.24, 1.25, 1.26, 1.27])
+    assert window[0.01] == pytest.approx([round(1.31 + 0.01 * i, 2) for i in range(11)]) and window[0.05] == []
+    assert len({round(v, 1) for (t, _), v in at.items() if t == 0.02}) == 10
+    for eps_time, c in ((0.02, 1.25), (0.01, 1.36)):
+        run = d.solve(model, (c * eps_time, eps_time), distribution="exploring", horizon=1)
+        assert run.converged and float(run.greedy_return[0]) == pytest.approx(19.6)
+
+
 def test_cli_exploring_state_distribution(tmp_path):
     assert main(["experiment", "dst-exact", "--out", str(tmp_path), "--c-values", "1", "--eps-time", "0.02",
                  "--processes", "1", "--no-progress", "--state-distribution", "exploring"]) == 0
