@@ -9,6 +9,7 @@
 * ``sawyer-front``: the Sawyer ε_force front (§6.4, Fig. 7), by default from one ε-conditioned
   policy per seed, or (``--method per-setting``) one policy per setting; resumable.
 * ``dst-exact``: exact tabular MO-MPO on Deep Sea Treasure (the learned runs' reference).
+* ``dst-diagnose``: one learned Deep Sea Treasure run held against the exact algorithm.
 * ``shadow-front``: the Shadow Hand fronts (§6.2, Table 1): MO-MPO's ε sweep against scalarized
   MPO's weight sweep at equal budget on touch / turn, hypervolume with the paper's reference point;
   on orient, MO-MPO against the random policy.  Resumable; ``--quick`` is a smoke run.
@@ -107,6 +108,23 @@ def register(sub: argparse._SubParsersAction) -> None:
                             "(deep-sea-treasure --exploring-horizon H)")
     exact.add_argument("--no-progress", action="store_true", help="no progress bar")
     exact.set_defaults(func=_run_dst_exact)
+
+    diag = exp_sub.add_parser("dst-diagnose", help="train one learned MO-MPO run on Deep Sea Treasure and hold its final "
+                                                   "policy against exact MO-MPO (critic errors; where the exact "
+                                                   "algorithm goes from the learned policy)")
+    diag.add_argument("--out", required=True, type=Path, help="the diagnosis JSON to write")
+    diag.add_argument("--c", type=float, required=True, help="c = ε_treasure / ε_time")
+    diag.add_argument("--eps-time", type=float, default=0.02, help="ε_time (default 0.02)")
+    diag.add_argument("--seed", type=int, default=0)
+    diag.add_argument("--steps", type=int, default=30_000, help="environment steps, a cap with --converge (default 30000)")
+    diag.add_argument("--converge", type=int, nargs=2, default=(1000, 8), metavar=("EVERY", "COUNT"),
+                      help="stop once COUNT greedy evaluations EVERY steps apart agree (default 1000 8)")
+    diag.add_argument("--exploring-starts", type=float, choices=[0.0, 1.0], default=1.0,
+                      help="1: every training episode starts on a uniformly drawn open cell (default); 0: the corner")
+    diag.add_argument("--exploring-horizon", type=int, default=None, metavar="H",
+                      help="cut exploring-start episodes after H steps (as deep-sea-treasure --exploring-horizon)")
+    diag.add_argument("--quick", action="store_true", help="tiny networks and batches (a smoke test, not a result)")
+    diag.set_defaults(func=_run_dst_diagnose)
 
     front = exp_sub.add_parser("sawyer-front", help="MO-MPO §6.4 / Fig. 7: the ε_force front, by default from one "
                                                      "ε-conditioned policy per seed, or a resumable per-setting sweep "
@@ -414,6 +432,33 @@ def _run_dst_exact(args: argparse.Namespace) -> int:
           f"(treasures {r['treasures_found_greedy']}), {r['pareto_points_found_stochastic']} from stochastic ones; "
           f"{r['converged']} of {len(r['runs'])} runs converged; {r['wall_time_s']} s")
     print(f"wrote {args.out}/results.json, c_to_treasure.png")
+    return 0
+
+
+def _run_dst_diagnose(args: argparse.Namespace) -> int:
+    from morl_robot.evaluation.records import write_json_atomic
+    from morl_robot.experiments import dst_exact
+
+    every, count = args.converge
+    if args.steps < 1 or not args.c > 0 or not args.eps_time > 0 or every < 1 or count < 2:
+        raise UsageError("--steps >= 1, --c and --eps-time > 0, --converge EVERY >= 1 COUNT >= 2")
+    if args.exploring_horizon is not None and (args.exploring_starts == 0 or args.exploring_horizon < 1):
+        raise UsageError(f"--exploring-horizon {args.exploring_horizon}: needs --exploring-starts 1 and H >= 1")
+    r = dst_exact.diagnose_learned(args.eps_time, args.c, seed=args.seed, steps=args.steps,
+                                   exploring_starts=args.exploring_starts, exploring_horizon=args.exploring_horizon,
+                                   eval_every=every, stable_evals=count, quick=args.quick)
+    write_json_atomic(args.out, r)
+    names = ("treasure", "time")
+    print(f"learned MO-MPO, ε_time {args.eps_time:g}, c {args.c:g}, seed {args.seed}: {r['steps']} steps, "
+          f"{r['updates']} updates, greedy return {r['learned_greedy_return']}"
+          + (f" (stable since {r['converged_at']})" if r["converged_at"] is not None else " (not stable at the cap)"))
+    print("critic |Q_learned - Q^pi| over open water: " + ", ".join(
+        f"{n} mean {m:.3f} max {x:.3f}" for n, m, x in zip(names, r["critic_error"]["mean_abs"],
+                                                          r["critic_error"]["max_abs"])))
+    print(f"exact MO-MPO ({r['state_distribution']}) from the learned policy -> "
+          f"{r['exact_from_learned']['greedy_return']}; from the uniform policy -> "
+          f"{r['exact_from_uniform']['greedy_return']}")
+    print(f"wrote {args.out}")
     return 0
 
 

@@ -395,3 +395,77 @@ def plot_c_to_treasure(rows: Sequence[Mapping[str, Any]], eps_time: Sequence[flo
     path.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(path, dpi=120, bbox_inches="tight")
     plt.close(fig)
+
+
+def diagnose_learned(eps_time: float, c: float, seed: int = 0, steps: int = 30_000, exploring_starts: float = 1.0,
+                     exploring_horizon: int | None = None, eval_every: int = 1000, stable_evals: int = 8,
+                     quick: bool = False, gamma: float = 0.99) -> dict[str, Any]:
+    """Train one learned MO-MPO run at (ε_time, c) as ``deep-sea-treasure`` does, then hold its final
+    policy against the exact algorithm: the learned critics against exact Q^π of that same policy
+    (per objective, mean and max |error| over open water), and where exact MO-MPO goes when started
+    from the learned policy (``solve(initial_policy=…)``, with the E-step's μ of the run's replay:
+    exploring starts cut after ``exploring_horizon`` steps, or whole exploring episodes) next to
+    where it goes from the uniform policy.  If exact-from-learned reaches a treasure the learned
+    run did not, the learned run's end point is not a fixed point of MO-MPO but of its learned step.
+
+    Returns a JSON-ready dict with the learned policy's log-probabilities (S, A) and critics (K, S, A)
+    on :func:`build_model`'s state order (``cells``)."""
+    import functools
+
+    import torch
+
+    if exploring_starts not in (0.0, 1.0):
+        raise ValueError(f"exploring_starts must be 0 (corner starts) or 1 (always exploring), got {exploring_starts}: "
+                         "the exact reference has no state distribution for a mixture")
+    from morl_robot.evaluation.sweep import Setting
+    from morl_robot.experiments import deep_sea_treasure as dst
+    from morl_robot.learning.networks import action_features
+    from morl_robot.learning.training import evaluate, train
+
+    eps = (round(c * eps_time, 10), float(eps_time))
+    setting = Setting(name=f"eps_time={eps_time:g},c={c:.3f}",
+                      params={"algorithm": "mo-mpo", "epsilons": list(eps), "c": float(c), "epsilon_time": float(eps_time)},
+                      seed=seed)
+    budget = dst.RunBudget(steps=steps, quick=quick, eval_every=eval_every, stable_evals=stable_evals,
+                           exploring_starts=exploring_starts, exploring_horizon=exploring_horizon)
+    config = dst.learner_config(setting, budget)
+    env_fn = functools.partial(dst.make_env, exploring_starts=exploring_starts, exploring_horizon=exploring_horizon)
+    result = train(env_fn, config, total_steps=steps, seed=seed, out_dir=None, progress=False,
+                   eval_fn=lambda policy: np.asarray(evaluate(policy, dst.make_env, 1, seed), dtype=np.float64))
+    model = _model()
+    s_count, a_count = model.next_state.shape
+    rows, cols = np.asarray(dst.make_env(one_hot=False).unwrapped.sea_map).shape
+    obs = np.zeros((s_count, rows * cols), np.float32)  # OneHotCell's encoding of every model state
+    obs[np.arange(s_count), model.cells[:, 0] * cols + model.cells[:, 1]] = 1.0
+    learner = result.learner
+    with torch.no_grad():
+        x = torch.as_tensor(obs)
+        log_pi = torch.log_softmax(learner.policy(x), dim=-1).double().numpy()  # (S, A)
+        q_learned = np.stack([learner.critic(x, action_features(torch.full((s_count,), a), learner.spec)).numpy()
+                              for a in range(a_count)], axis=1).transpose(2, 0, 1).astype(np.float64)  # (K, S, A)
+    policy = np.exp(log_pi)
+    policy /= policy.sum(axis=1, keepdims=True)
+    q_exact = evaluate_q(model, policy, gamma)
+    water = model.treasure_at == 0
+    error = np.abs(q_learned - q_exact)[:, water]  # (K, open cells, A)
+    distribution = "exploring" if exploring_starts > 0 else "visitation"
+    from_learned = solve(model, eps, gamma=gamma, distribution=distribution, horizon=exploring_horizon,
+                         initial_policy=policy)
+    from_uniform = solve(model, eps, gamma=gamma, distribution=distribution, horizon=exploring_horizon)
+    return {
+        "setting": setting.to_dict(), "gamma": gamma, "steps": result.env_steps, "updates": result.updates,
+        "exploring_starts": exploring_starts, "exploring_horizon": exploring_horizon,
+        "converged_at": result.converged_at,
+        "evaluations": [[int(s), [float(v) for v in r]] for s, r in result.evaluations],
+        "learned_greedy_return": greedy_path(model, policy)[1].tolist(),
+        "critic_error": {"mean_abs": error.mean(axis=(1, 2)).tolist(), "max_abs": error.max(axis=(1, 2)).tolist()},
+        "exact_from_learned": {"greedy_return": from_learned.greedy_return.tolist(),
+                               "iterations": from_learned.iterations, "converged": from_learned.converged},
+        "exact_from_uniform": {"greedy_return": from_uniform.greedy_return.tolist(),
+                               "iterations": from_uniform.iterations, "converged": from_uniform.converged},
+        "state_distribution": STATE_DISTRIBUTION_MEANING[distribution]
+        + (f", episodes cut after {exploring_horizon} steps" if exploring_horizon is not None else ""),
+        "cells": model.cells.tolist(),
+        "learned_log_policy": np.round(log_pi, 5).tolist(),
+        "learned_q": np.round(q_learned, 4).tolist(),
+    }
