@@ -97,6 +97,7 @@ def test_the_committed_summaries_follow_from_their_points(tmp_path, env, report,
 
 
 VARIANT = COMMITTED / "mo-hopper-v5" / "variants" / "samples_per_insert_64"
+CHEETAH_VARIANT = COMMITTED / "mo-halfcheetah-v5" / "variants" / "samples_per_insert_64"
 
 
 @pytest.mark.skipif(not VARIANT.is_dir(), reason="no committed Hopper update-ratio variant")
@@ -106,9 +107,25 @@ def test_the_committed_hopper_variant_with_twice_the_updates_is_ahead_of_capql(t
     hopper = COMMITTED / "mo-hopper-v5"
     runs = [*(VARIANT / f"conditioned_s{s}" for s in (0, 1, 2)), *(hopper / f"{m}_s{s}" for m in ("capql", "sweep")
                                                                       for s in (0, 1)), VARIANT / "capql_s2"]
-    assert main(["experiment", "conditioned-report", *map(str, runs), "--out", str(tmp_path)]) == 0
+    _check_variant_report(tmp_path, runs, VARIANT / "report", None)
+
+
+@pytest.mark.skipif(not (CHEETAH_VARIANT / "report").is_dir(), reason="no committed HalfCheetah update-ratio variant")
+@pytest.mark.parametrize("report, ref", [("report", None), ("report_wide", ["-100", "-6000"])])
+def test_the_committed_halfcheetah_variant_with_twice_the_updates_is_ahead_of_capql(tmp_path, report, ref):
+    """The README's HalfCheetah row for `learner/conditioned_spi64.yaml`, at both references: its summary
+    follows from the committed points and its hypervolume IQM is above CAPQL's at equal steps (3 seeds each)."""
+    cheetah = COMMITTED / "mo-halfcheetah-v5"
+    runs = [*(CHEETAH_VARIANT / f"conditioned_s{s}" for s in (0, 1, 2)),
+            *(cheetah / f"{m}_s{s}" for m in ("capql", "sweep") for s in (0, 1, 2))]
+    _check_variant_report(tmp_path, runs, CHEETAH_VARIANT / report, ref)
+
+
+def _check_variant_report(tmp_path: Path, runs: list[Path], report: Path, ref: list[str] | None) -> None:
+    argv = ["experiment", "conditioned-report", *map(str, runs), "--out", str(tmp_path)]
+    assert main(argv + (["--ref", *ref] if ref else [])) == 0
     got = json.loads((tmp_path / "summary.json").read_text())["methods"]
-    want = json.loads((VARIANT / "report" / "summary.json").read_text())["methods"]
+    want = json.loads((report / "summary.json").read_text())["methods"]
     for method, stats in want.items():
         assert got[method]["hypervolume_per_seed"] == pytest.approx(stats["hypervolume_per_seed"])
     for run in runs[:3]:
