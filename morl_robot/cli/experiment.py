@@ -422,9 +422,10 @@ def _run_dst_exact(args: argparse.Namespace) -> int:
 
     if args.c_values < 1 or args.processes < 1 or not 0 < args.gamma < 1 or any(not e > 0 for e in args.eps_time):
         raise UsageError("--c-values and --processes must be >= 1, --gamma in (0, 1), --eps-time values > 0")
-    if args.exploring_horizon is not None and (args.state_distribution != "exploring" or args.exploring_horizon < 1):
-        raise UsageError(f"--exploring-horizon {args.exploring_horizon}: needs --state-distribution exploring "
-                         "and H >= 1")
+    try:
+        dst_exact.check_horizon(args.state_distribution, args.exploring_horizon)
+    except ValueError as e:
+        raise UsageError(f"--exploring-horizon with --state-distribution {args.state_distribution}: {e}") from None
     r = dst_exact.run_sweep_exact(args.out, tuple(args.eps_time), args.c_values, args.gamma, args.processes,
                                   progress=not args.no_progress, distribution=args.state_distribution,
                                   horizon=args.exploring_horizon)

@@ -56,11 +56,13 @@ __all__ = [
     "format_table",
     "learner_config",
     "make_env",
+    "mo_mpo_setting",
     "mo_mpo_settings",
     "pareto_points_found",
     "run_experiment",
     "scalarized_settings",
     "train_and_evaluate",
+    "train_setting",
     "true_pareto_front",
 ]
 
@@ -220,14 +222,16 @@ def c_grid(count: int, c_range: tuple[float, float] = C_RANGE) -> NDArray[np.flo
 def mo_mpo_settings(c_values: int, epsilon_time: Sequence[float] = EPSILON_TIME, seed: int = 0,
                     c_range: tuple[float, float] = C_RANGE) -> list[Setting]:
     """MO-MPO settings: ε = [ε_treasure, ε_time] with ε_treasure = c·ε_time (paper §5.2)."""
-    out = []
-    for i, (eps_time, c) in enumerate((e, c) for e in epsilon_time for c in c_grid(c_values, c_range)):
-        eps = [round(float(c) * eps_time, 10), float(eps_time)]
-        out.append(Setting(name=f"eps_time={eps_time:g},c={c:.3f}",
-                           params={"algorithm": "mo-mpo", "epsilons": eps, "c": float(c),
-                                   "epsilon_time": float(eps_time)},
-                           seed=seed + i))
-    return out
+    return [mo_mpo_setting(eps_time, c, seed + i)
+            for i, (eps_time, c) in enumerate((e, c) for e in epsilon_time for c in c_grid(c_values, c_range))]
+
+
+def mo_mpo_setting(eps_time: float, c: float, seed: int) -> Setting:
+    """One MO-MPO setting: ε = [c·ε_time, ε_time]."""
+    eps = [round(float(c) * eps_time, 10), float(eps_time)]
+    return Setting(name=f"eps_time={eps_time:g},c={c:.3f}",
+                   params={"algorithm": "mo-mpo", "epsilons": eps, "c": float(c), "epsilon_time": float(eps_time)},
+                   seed=seed)
 
 
 def scalarized_settings(num_weights: int, epsilon: float = 0.01, seed: int = 0) -> list[Setting]:
@@ -290,11 +294,10 @@ def learner_config(setting: Setting, budget: RunBudget) -> Any:
                      epsilon=float(params.get("epsilon", 0.01)), **common)
 
 
-def train_and_evaluate(setting: Setting, budget: RunBudget) -> tuple[NDArray[np.float64], dict[str, Any]]:
-    """Train one policy for ``setting`` with the learner's ``train``; return its undiscounted
-    greedy evaluation return (K,) and what the run measured: environment steps, updates, the step
-    at which the greedy return stopped changing (``converged_at``, None if it did not within the
-    budget) and the policy entropy at the last logged update (picklable for the sweep workers)."""
+def train_setting(setting: Setting, budget: RunBudget) -> Any:
+    """Train one policy for ``setting`` with the learner's ``train`` (a
+    :class:`~morl_robot.learning.training.TrainResult`); training episodes as ``budget`` says,
+    greedy evaluations always from the corner."""
     import functools
 
     from morl_robot.learning.training import evaluate, train
@@ -306,8 +309,18 @@ def train_and_evaluate(setting: Setting, budget: RunBudget) -> tuple[NDArray[np.
     def corner_eval(policy: Any) -> NDArray[np.float64]:  # evaluation always starts at the corner
         return np.asarray(evaluate(policy, make_env, budget.eval_episodes, setting.seed), dtype=np.float64)
 
-    result = train(train_env, config, total_steps=budget.steps, seed=setting.seed, out_dir=None, progress=False,
-                   eval_fn=corner_eval if budget.exploring_starts > 0 else None)
+    return train(train_env, config, total_steps=budget.steps, seed=setting.seed, out_dir=None, progress=False,
+                 eval_fn=corner_eval if budget.exploring_starts > 0 else None)
+
+
+def train_and_evaluate(setting: Setting, budget: RunBudget) -> tuple[NDArray[np.float64], dict[str, Any]]:
+    """Train one policy for ``setting`` (:func:`train_setting`); return its undiscounted
+    greedy evaluation return (K,) and what the run measured: environment steps, updates, the step
+    at which the greedy return stopped changing (``converged_at``, None if it did not within the
+    budget) and the policy entropy at the last logged update (picklable for the sweep workers)."""
+    from morl_robot.learning.training import evaluate
+
+    result = train_setting(setting, budget)
     # train() ends with evaluate() of the final deterministic policy (config.training.eval_episodes).
     if result.final_return is not None:
         returns = np.asarray(result.final_return, dtype=np.float64).reshape(-1)

@@ -194,6 +194,18 @@ STATE_DISTRIBUTION_MEANING = {
 }
 
 
+def check_horizon(distribution: str, horizon: int | None) -> None:
+    """A horizon H (exploring-start episodes cut after H steps) applies only to ``exploring``, H >= 1."""
+    if horizon is not None and (distribution != "exploring" or horizon < 1):
+        raise ValueError(f"a horizon (got {horizon}) needs the exploring state distribution and H >= 1")
+
+
+def distribution_meaning(distribution: str, horizon: int | None = None) -> str:
+    """What μ stands for, as written into results (:data:`STATE_DISTRIBUTION_MEANING` plus the horizon)."""
+    return STATE_DISTRIBUTION_MEANING[distribution] + (
+        f", episodes cut after {horizon} steps" if horizon is not None else "")
+
+
 def visitation(model: TabularDST, policy: NDArray[np.float64], gamma: float,
                start: NDArray[np.float64] | None = None, horizon: int | None = None) -> NDArray[np.float64]:
     """The policy's normalised discounted state visitation (S,):
@@ -224,8 +236,7 @@ def state_weights(model: TabularDST, policy: NDArray[np.float64], gamma: float,
     from a start drawn uniformly on non-terminal cells: a replay filled with exploring starts,
     ``deep-sea-treasure --exploring-starts 1``; with ``horizon`` H, of exploring-start episodes
     cut after H steps, ``--exploring-horizon H``: H = 1 is the uniform distribution on open water)."""
-    if horizon is not None and (distribution != "exploring" or horizon < 1):
-        raise ValueError(f"a horizon (got {horizon}) needs the exploring distribution and H >= 1")
+    check_horizon(distribution, horizon)
     nonterminal = ~model.terminal.all(axis=1)
     if distribution == "uniform":
         return nonterminal.astype(np.float64)
@@ -337,8 +348,7 @@ def run_sweep_exact(out_dir: str | Path, eps_time: tuple[float, ...] = (0.01, 0.
     out.mkdir(parents=True, exist_ok=True)
     if distribution not in STATE_DISTRIBUTIONS:
         raise ValueError(f"unknown state distribution {distribution!r}; choose one of {STATE_DISTRIBUTIONS}")
-    if horizon is not None and (distribution != "exploring" or horizon < 1):
-        raise ValueError(f"a horizon (got {horizon}) needs the exploring state distribution and H >= 1")
+    check_horizon(distribution, horizon)
     jobs = [(float(e), float(c), gamma, distribution, horizon) for e in eps_time for c in c_grid(c_values)]
     start = time.monotonic()
     with mp.get_context("spawn").Pool(max(1, processes)) as pool:
@@ -350,8 +360,7 @@ def run_sweep_exact(out_dir: str | Path, eps_time: tuple[float, ...] = (0.01, 0.
     results = {
         "method": "exact tabular MO-MPO (exact policy evaluation, per-state E-step with η solving E_μ KL = ε, "
                   "unconstrained M-step)",
-        "state_distribution": STATE_DISTRIBUTION_MEANING[distribution]
-        + (f", episodes cut after {horizon} steps" if horizon is not None else ""),
+        "state_distribution": distribution_meaning(distribution, horizon),
         "exploring_horizon": horizon,
         "gamma": gamma, "eps_time": list(eps_time), "c_values": c_values,
         "wall_time_s": round(time.monotonic() - start, 1),
@@ -410,28 +419,19 @@ def diagnose_learned(eps_time: float, c: float, seed: int = 0, steps: int = 30_0
 
     Returns a JSON-ready dict with the learned policy's log-probabilities (S, A) and critics (K, S, A)
     on :func:`build_model`'s state order (``cells``)."""
-    import functools
-
     import torch
 
     if exploring_starts not in (0.0, 1.0):
         raise ValueError(f"exploring_starts must be 0 (corner starts) or 1 (always exploring), got {exploring_starts}: "
                          "the exact reference has no state distribution for a mixture")
-    from morl_robot.evaluation.sweep import Setting
     from morl_robot.experiments import deep_sea_treasure as dst
     from morl_robot.learning.networks import action_features
-    from morl_robot.learning.training import evaluate, train
 
-    eps = (round(c * eps_time, 10), float(eps_time))
-    setting = Setting(name=f"eps_time={eps_time:g},c={c:.3f}",
-                      params={"algorithm": "mo-mpo", "epsilons": list(eps), "c": float(c), "epsilon_time": float(eps_time)},
-                      seed=seed)
+    setting = dst.mo_mpo_setting(eps_time, c, seed)
+    eps = tuple(setting.params["epsilons"])
     budget = dst.RunBudget(steps=steps, quick=quick, eval_every=eval_every, stable_evals=stable_evals,
                            exploring_starts=exploring_starts, exploring_horizon=exploring_horizon)
-    config = dst.learner_config(setting, budget)
-    env_fn = functools.partial(dst.make_env, exploring_starts=exploring_starts, exploring_horizon=exploring_horizon)
-    result = train(env_fn, config, total_steps=steps, seed=seed, out_dir=None, progress=False,
-                   eval_fn=lambda policy: np.asarray(evaluate(policy, dst.make_env, 1, seed), dtype=np.float64))
+    result = dst.train_setting(setting, budget)
     model = _model()
     s_count, a_count = model.next_state.shape
     rows, cols = np.asarray(dst.make_env(one_hot=False).unwrapped.sea_map).shape
@@ -463,8 +463,7 @@ def diagnose_learned(eps_time: float, c: float, seed: int = 0, steps: int = 30_0
                                "iterations": from_learned.iterations, "converged": from_learned.converged},
         "exact_from_uniform": {"greedy_return": from_uniform.greedy_return.tolist(),
                                "iterations": from_uniform.iterations, "converged": from_uniform.converged},
-        "state_distribution": STATE_DISTRIBUTION_MEANING[distribution]
-        + (f", episodes cut after {exploring_horizon} steps" if exploring_horizon is not None else ""),
+        "state_distribution": distribution_meaning(distribution, exploring_horizon),
         "cells": model.cells.tolist(),
         "learned_log_policy": np.round(log_pi, 5).tolist(),
         "learned_q": np.round(q_learned, 4).tolist(),
