@@ -78,6 +78,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     dst.add_argument("--exploring-horizon", type=int, default=None, metavar="H",
                      help="cut an exploring-start episode after H steps (a truncation: the learner bootstraps), "
                           "so the replay stays near the start distribution (default: the 100-step limit)")
+    _add_dst_learner_options(dst)
     dst.add_argument("--no-progress", action="store_true", help="no progress bar")
     dst.set_defaults(func=_run_deep_sea_treasure)
 
@@ -124,6 +125,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     diag.add_argument("--exploring-horizon", type=int, default=None, metavar="H",
                       help="cut exploring-start episodes after H steps (as deep-sea-treasure --exploring-horizon)")
     diag.add_argument("--quick", action="store_true", help="tiny networks and batches (a smoke test, not a result)")
+    _add_dst_learner_options(diag)
     diag.set_defaults(func=_run_dst_diagnose)
 
     front = exp_sub.add_parser("sawyer-front", help="MO-MPO §6.4 / Fig. 7: the ε_force front, by default from one "
@@ -436,6 +438,30 @@ def _run_dst_exact(args: argparse.Namespace) -> int:
     return 0
 
 
+def _add_dst_learner_options(parser: argparse.ArgumentParser) -> None:
+    """The Deep Sea Treasure learner's levers on critic accuracy (default: the experiment's config)."""
+    g = parser.add_argument_group("learner changes (default: the experiment's learner config)")
+    g.add_argument("--critic-lr", type=float, default=None, help="critic learning rate (default 1e-3)")
+    g.add_argument("--target-update-period", type=int, default=None, metavar="UPDATES",
+                   help="learner updates between target-network copies (default 20)")
+    g.add_argument("--samples-per-insert", type=float, default=None, metavar="R",
+                   help="replay sequences sampled per environment step; updates per step = R / batch size "
+                        "(default 8, i.e. one update per 4 steps)")
+    g.add_argument("--batch-size", type=int, default=None, help="sequences per update (default 32)")
+
+
+def _dst_learner_knobs(args: argparse.Namespace) -> object:
+    from morl_robot.experiments.deep_sea_treasure import LearnerKnobs
+
+    knobs = LearnerKnobs(critic_lr=args.critic_lr, target_update_period=args.target_update_period,
+                         samples_per_insert=args.samples_per_insert, batch_size=args.batch_size)
+    try:
+        knobs.validate()
+    except ValueError as e:
+        raise UsageError(f"--{str(e).replace('_', '-')}") from e
+    return knobs
+
+
 def _run_dst_diagnose(args: argparse.Namespace) -> int:
     from morl_robot.evaluation.records import write_json_atomic
     from morl_robot.experiments import dst_exact
@@ -447,12 +473,14 @@ def _run_dst_diagnose(args: argparse.Namespace) -> int:
         raise UsageError(f"--exploring-horizon {args.exploring_horizon}: needs --exploring-starts 1 and H >= 1")
     r = dst_exact.diagnose_learned(args.eps_time, args.c, seed=args.seed, steps=args.steps,
                                    exploring_starts=args.exploring_starts, exploring_horizon=args.exploring_horizon,
-                                   eval_every=every, stable_evals=count, quick=args.quick)
+                                   eval_every=every, stable_evals=count, quick=args.quick,
+                                   learner=_dst_learner_knobs(args))
     write_json_atomic(args.out, r)
     names = ("treasure", "time")
     print(f"learned MO-MPO, ε_time {args.eps_time:g}, c {args.c:g}, seed {args.seed}: {r['steps']} steps, "
           f"{r['updates']} updates, greedy return {r['learned_greedy_return']}"
-          + (f" (stable since {r['converged_at']})" if r["converged_at"] is not None else " (not stable at the cap)"))
+          + (f" (stable since {r['converged_at']})" if r["converged_at"] is not None else " (not stable at the cap)")
+          + (f"; learner changes {r['learner_changes']}" if r["learner_changes"] else ""))
     print("critic |Q_learned - Q^pi| over open water: " + ", ".join(
         f"{n} mean {m:.3f} max {x:.3f}" for n, m, x in zip(names, r["critic_error"]["mean_abs"],
                                                           r["critic_error"]["max_abs"])))
@@ -563,6 +591,7 @@ def _run_deep_sea_treasure(args: argparse.Namespace) -> int:
         exact_reference=args.exact_reference,
         exploring_starts=args.exploring_starts,
         exploring_horizon=args.exploring_horizon,
+        learner=_dst_learner_knobs(args),
     )
     print(deep_sea_treasure.format_table(result))
     print(f"wrote {args.out}/results.json, fronts.png" + (", c_to_treasure.png" if "mo-mpo" in result else ""))

@@ -27,7 +27,7 @@ import math
 import os
 import time
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -245,6 +245,27 @@ def scalarized_settings(num_weights: int, epsilon: float = 0.01, seed: int = 0) 
 
 
 @dataclass(frozen=True)
+class LearnerKnobs:
+    """Changes to the DST learner of :func:`learner_config` (None: its value), the levers on the
+    learned critic's accuracy: a slower critic, slower target networks, more updates per step,
+    larger batches."""
+
+    critic_lr: float | None = None
+    target_update_period: int | None = None  # learner updates between target-network copies
+    samples_per_insert: float | None = None  # replay samples per inserted step (updates per step × batch)
+    batch_size: int | None = None  # sequences per update
+
+    def validate(self) -> None:
+        for name, value in self.changed().items():
+            if not value > 0:
+                raise ValueError(f"{name} must be > 0, got {value}")
+
+    def changed(self) -> dict[str, float]:
+        """The knobs set (name → value), as recorded in results."""
+        return {k: v for k, v in asdict(self).items() if v is not None}
+
+
+@dataclass(frozen=True)
 class RunBudget:
     """Per-run training budget and learner sizes (shared by both algorithms: equal budget)."""
 
@@ -255,6 +276,7 @@ class RunBudget:
     stable_evals: int = 0  # convergence: stop after this many equal greedy evaluations in a row (0: off)
     exploring_starts: float = 0.0  # probability a training episode starts in a uniform open cell
     exploring_horizon: int | None = None  # exploring-start episodes cut after this many steps (None: 100-step limit)
+    learner: LearnerKnobs = LearnerKnobs()  # changes to the learner config (default: none)
 
 
 def learner_config(setting: Setting, budget: RunBudget) -> Any:
@@ -288,6 +310,15 @@ def learner_config(setting: Setting, budget: RunBudget) -> Any:
         "policy_lr": 1e-3,
         "critic_lr": 1e-3,
     }
+    knobs = budget.learner
+    if knobs.critic_lr is not None:
+        common["critic_lr"] = float(knobs.critic_lr)
+    if knobs.target_update_period is not None:
+        common["target_update_period"] = int(knobs.target_update_period)
+    if knobs.batch_size is not None:
+        common["batch_size"] = int(knobs.batch_size)
+    if knobs.samples_per_insert is not None:
+        common["replay"] = replace(common["replay"], samples_per_insert=float(knobs.samples_per_insert))
     if params["algorithm"] == "mo-mpo":
         return MPOConfig(algorithm="mo_mpo", epsilons=list(params["epsilons"]), **common)
     return MPOConfig(algorithm="scalarized_mpo", scalarization_weights=list(params["weights"]),
@@ -380,6 +411,7 @@ def run_experiment(
     exact_reference: str | os.PathLike[str] | None = None,
     exploring_starts: float = 0.0,
     exploring_horizon: int | None = None,
+    learner: LearnerKnobs | None = None,
 ) -> dict[str, Any]:
     """Run the sweeps and write ``results.json``, ``fronts.png`` and ``c_to_treasure.png`` (MO-MPO's
     greedy treasure against c per ε_time, the paper's Fig. 5 right) into ``out_dir``.
@@ -392,6 +424,8 @@ def run_experiment(
     ``exploring_starts``: probability that a training episode starts in a uniformly drawn open
     cell (:class:`ExploringStarts`; 0: the paper's protocol, always the corner);
     ``exploring_horizon``: such episodes are cut (truncated) after this many steps.
+    ``learner``: changes to the learner config for every run of both algorithms (recorded as
+    ``budget.learner_changes``).
 
     ``quick``: 2 settings per algorithm, 300 steps, tiny networks (a smoke test, not a result).
     ``time_limit_s`` is shared by the algorithms (each gets the time the previous ones left, split
@@ -414,7 +448,9 @@ def run_experiment(
         sc_settings = scalarized_settings(num_weights or len(mo_settings), seed=seed)
     budget = RunBudget(steps=int(steps), eval_episodes=int(eval_episodes), quick=quick,
                        eval_every=int(eval_every), stable_evals=int(stable_evals),
-                       exploring_starts=float(exploring_starts), exploring_horizon=exploring_horizon)
+                       exploring_starts=float(exploring_starts), exploring_horizon=exploring_horizon,
+                       learner=learner or LearnerKnobs())
+    budget.learner.validate()
     fn = functools.partial(train_and_evaluate, budget=budget)
     sweeps = {"mo-mpo": mo_settings, "scalarized-mpo": sc_settings}
     results: dict[str, Any] = {
@@ -429,7 +465,8 @@ def run_experiment(
                    "convergence": (f"stop once {stable_evals} greedy evaluations {eval_every} steps apart agree"
                                    if stable_evals else None),
                    "processes": processes, "time_limit_s": time_limit_s, "cpu_count": os.cpu_count(),
-                   "exploring_starts": budget.exploring_starts, "exploring_horizon": budget.exploring_horizon},
+                   "exploring_starts": budget.exploring_starts, "exploring_horizon": budget.exploring_horizon,
+                   "learner_changes": budget.learner.changed()},
     }
     start = time.perf_counter()
     returns_by_algorithm: dict[str, NDArray[np.float64]] = {}

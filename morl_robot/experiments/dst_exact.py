@@ -408,7 +408,7 @@ def plot_c_to_treasure(rows: Sequence[Mapping[str, Any]], eps_time: Sequence[flo
 
 def diagnose_learned(eps_time: float, c: float, seed: int = 0, steps: int = 30_000, exploring_starts: float = 1.0,
                      exploring_horizon: int | None = None, eval_every: int = 1000, stable_evals: int = 8,
-                     quick: bool = False, gamma: float = 0.99) -> dict[str, Any]:
+                     quick: bool = False, gamma: float = 0.99, learner: Any = None) -> dict[str, Any]:
     """Train one learned MO-MPO run at (ε_time, c) as ``deep-sea-treasure`` does, then hold its final
     policy against the exact algorithm: the learned critics against exact Q^π of that same policy
     (per objective, mean and max |error| over open water), and where exact MO-MPO goes when started
@@ -418,7 +418,9 @@ def diagnose_learned(eps_time: float, c: float, seed: int = 0, steps: int = 30_0
     run did not, the learned run's end point is not a fixed point of MO-MPO but of its learned step.
 
     Returns a JSON-ready dict with the learned policy's log-probabilities (S, A) and critics (K, S, A)
-    on :func:`build_model`'s state order (``cells``)."""
+    on :func:`build_model`'s state order (``cells``).  ``learner``: a
+    :class:`~morl_robot.experiments.deep_sea_treasure.LearnerKnobs` (changes to the learner config,
+    recorded as ``learner_changes``)."""
     import torch
 
     if exploring_starts not in (0.0, 1.0):
@@ -427,10 +429,12 @@ def diagnose_learned(eps_time: float, c: float, seed: int = 0, steps: int = 30_0
     from morl_robot.experiments import deep_sea_treasure as dst
     from morl_robot.learning.networks import action_features
 
+    knobs = learner or dst.LearnerKnobs()
+    knobs.validate()
     setting = dst.mo_mpo_setting(eps_time, c, seed)
     eps = tuple(setting.params["epsilons"])
     budget = dst.RunBudget(steps=steps, quick=quick, eval_every=eval_every, stable_evals=stable_evals,
-                           exploring_starts=exploring_starts, exploring_horizon=exploring_horizon)
+                           exploring_starts=exploring_starts, exploring_horizon=exploring_horizon, learner=knobs)
     result = dst.train_setting(setting, budget)
     model = _model()
     s_count, a_count = model.next_state.shape
@@ -455,7 +459,7 @@ def diagnose_learned(eps_time: float, c: float, seed: int = 0, steps: int = 30_0
     return {
         "setting": setting.to_dict(), "gamma": gamma, "steps": result.env_steps, "updates": result.updates,
         "exploring_starts": exploring_starts, "exploring_horizon": exploring_horizon,
-        "converged_at": result.converged_at,
+        "learner_changes": knobs.changed(), "converged_at": result.converged_at,
         "evaluations": [[int(s), [float(v) for v in r]] for s, r in result.evaluations],
         "learned_greedy_return": greedy_path(model, policy)[1].tolist(),
         "critic_error": {"mean_abs": error.mean(axis=(1, 2)).tolist(), "max_abs": error.max(axis=(1, 2)).tolist()},

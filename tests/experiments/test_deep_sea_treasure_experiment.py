@@ -163,6 +163,38 @@ def test_exploring_starts_from_the_cli(tmp_path: Path) -> None:
     assert main(["experiment", "deep-sea-treasure", "--out", "/tmp/never", "--exploring-horizon", "2"]) == 2
 
 
+def test_learner_changes_reach_both_algorithms_configs() -> None:
+    """``LearnerKnobs`` change exactly the named fields of the learner config, for MO-MPO and
+    scalarized MPO alike (equal budget), and nothing when unset."""
+    budget = dst.RunBudget(steps=100)
+    changed = dst.RunBudget(steps=100, learner=dst.LearnerKnobs(critic_lr=3e-4, target_update_period=100,
+                                                                samples_per_insert=32.0, batch_size=64))
+    for setting in (dst.mo_mpo_setting(0.02, 1.24, 0), dst.scalarized_settings(1)[0]):
+        base, cfg = dst.learner_config(setting, budget), dst.learner_config(setting, changed)
+        assert (base.critic_lr, base.target_update_period, base.replay.samples_per_insert, base.batch_size) == \
+            (1e-3, 20, 8.0, 32)
+        assert (cfg.critic_lr, cfg.target_update_period, cfg.replay.samples_per_insert, cfg.batch_size) == \
+            (3e-4, 100, 32.0, 64)
+        assert cfg.policy_lr == base.policy_lr and cfg.replay.capacity == base.replay.capacity
+    assert changed.learner.changed() == {"critic_lr": 3e-4, "target_update_period": 100,
+                                         "samples_per_insert": 32.0, "batch_size": 64}
+    with pytest.raises(ValueError, match="target_update_period"):
+        dst.LearnerKnobs(target_update_period=0).validate()
+
+
+def test_learner_changes_from_the_cli(tmp_path: Path, capsys) -> None:
+    from morl_robot.cli import main
+
+    assert main(["experiment", "deep-sea-treasure", "--out", str(tmp_path), "--quick", "--steps", "200",
+                 "--algorithms", "mo-mpo", "--processes", "1", "--no-progress", "--critic-lr", "3e-4",
+                 "--target-update-period", "50"]) == 0
+    results = json.loads((tmp_path / "results.json").read_text())
+    assert results["budget"]["learner_changes"] == {"critic_lr": 3e-4, "target_update_period": 50}
+    assert results["mo-mpo"]["failures"] == []
+    assert main(["experiment", "deep-sea-treasure", "--out", "/tmp/never", "--samples-per-insert", "0"]) == 2
+    assert "--samples-per-insert must be > 0" in capsys.readouterr().err
+
+
 ES = Path(__file__).resolve().parents[2] / "results" / "deep_sea_treasure_learned" / "exploring_starts" / "es_c51"
 
 

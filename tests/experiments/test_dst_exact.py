@@ -254,6 +254,10 @@ def test_dst_diagnose_from_the_cli(tmp_path):
     assert np.exp(np.asarray(r["learned_log_policy"])).sum(axis=1) == pytest.approx(np.ones(s_count), abs=1e-3)
     assert r["exploring_horizon"] == 1 and "cut after 1 steps" in r["state_distribution"]
     assert r["exact_from_uniform"]["converged"] and len(r["critic_error"]["mean_abs"]) == 2
+    assert r["learner_changes"] == {}
+    assert main(["experiment", "dst-diagnose", "--out", str(out), "--c", "1.2", "--steps", "200", "--quick",
+                 "--converge", "100", "2", "--critic-lr", "3e-4", "--batch-size", "8"]) == 0
+    assert json.loads(out.read_text())["learner_changes"] == {"critic_lr": 3e-4, "batch_size": 8}
     assert main(["experiment", "dst-diagnose", "--out", str(out), "--c", "1.2", "--exploring-starts", "0",
                  "--exploring-horizon", "1"]) == 2
 
