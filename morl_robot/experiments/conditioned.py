@@ -136,6 +136,7 @@ def _env_names(env: Any, k: int) -> list[str]:
 
 
 def _run_conditioned(cfg: ConditionedExperiment, out: Path, progress: bool) -> dict[str, Any]:
+    from morl_robot.learning.checkpoint import checkpoint_step
     from morl_robot.learning.preferences import PreferenceSpace
     from morl_robot.learning.training import num_objectives_of, train
 
@@ -154,7 +155,9 @@ def _run_conditioned(cfg: ConditionedExperiment, out: Path, progress: bool) -> d
     tracking = _kl_tracking(result.learner, out / "kl_tracking.png")
     return {"points": points, "preferences": grid.tolist(), "preference_kind": "epsilon",
             "objective_names": names, "preference_space": space.to_dict(),
-            "updates": result.updates, "episodes": result.episodes, "kl_tracking": tracking}
+            "updates": result.updates, "episodes": result.episodes, "kl_tracking": tracking,
+            # an interrupted run continues from its last checkpoint with an empty replay (as training does)
+            "resumed_from_step": None if result.resumed_from is None else checkpoint_step(result.resumed_from)}
 
 
 def _run_sweep(cfg: ConditionedExperiment, out: Path, progress: bool) -> dict[str, Any]:

@@ -46,6 +46,14 @@ def checkpoint_path(directory: str | os.PathLike[str], step: int) -> Path:
     return Path(directory) / f"ckpt-{int(step):012d}.pt"
 
 
+def checkpoint_step(path: str | os.PathLike[str]) -> int:
+    """The environment step a checkpoint file was written at, read off its name."""
+    m = _NAME.match(Path(path).name)
+    if m is None:
+        raise ValueError(f"{path}: not a checkpoint name (ckpt-<step:012d>.pt)")
+    return int(m.group(1))
+
+
 def list_checkpoints(directory: str | os.PathLike[str]) -> list[Path]:
     """Checkpoint files in ``directory``, oldest first (by step in the name)."""
     d = Path(directory)
