@@ -252,8 +252,8 @@ def register(sub: argparse._SubParsersAction) -> None:
                       help="conditioned (default): one ε-conditioned policy; sweep: one MO-MPO policy per ε "
                            "setting, steps split evenly; capql: morl-baselines' CAPQL")
     cond.add_argument("--out", required=True, type=Path, help="output folder (results.json, front.png)")
-    cond.add_argument("--config", default="conditioned",
-                      help="learner config name or YAML with a 'preferences' section (default: conditioned)")
+    cond.add_argument("--config", default=None,
+                      help="learner config name or YAML with a 'preferences' section (default: conditioned_spi64)")
     cond.add_argument("--points", type=int, default=11, help="evaluation preferences (default 11)")
     cond.add_argument("--eval-episodes", type=int, default=3, help="deterministic episodes per preference")
     cond.add_argument("--ref", type=float, nargs="+", default=None,
@@ -277,8 +277,8 @@ def _run_conditioned(args: argparse.Namespace) -> int:
     from morl_robot.experiments import conditioned
 
     cfg = conditioned.ConditionedExperiment(
-        env_id=args.env, steps=args.steps, seed=args.seed, method=args.method, learner=args.config,
-        points=args.points, eval_episodes=args.eval_episodes, ref=list(args.ref or []),
+        env_id=args.env, steps=args.steps, seed=args.seed, method=args.method,
+        **({"learner": args.config} if args.config else {}), points=args.points, eval_episodes=args.eval_episodes, ref=list(args.ref or []),
         sweep_settings=args.sweep_settings, min_size_to_sample=args.min_replay)
     results = conditioned.run(cfg, args.out, progress=not args.no_progress)
     print(conditioned.format_result(results))

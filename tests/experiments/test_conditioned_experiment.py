@@ -159,3 +159,28 @@ def test_the_recorded_command_carries_every_non_default_option(tmp_path):
                  "--min-replay 50"):
         assert part in line
     assert "--config" not in command_line(ConditionedExperiment(env_id="mo-hopper-v5", steps=100), tmp_path)
+
+
+def test_every_committed_run_names_the_learner_config_it_was_trained_with():
+    """The default config changed (conditioned.yaml → conditioned_spi64.yaml), so every committed run
+    records its config: its command, parsed by the real CLI parser, loads a config whose update ratio
+    gives the run's update count (samples per insert / batch size per step after the replay's warm-up)."""
+    import shlex
+
+    from morl_robot.cli import build_parser
+    from morl_robot.learning.config import load_learner_config
+
+    runs = [p for p in COMMITTED.glob("**/results.json")
+            if json.loads(p.read_text()).get("method") == "conditioned"]
+    assert len(runs) >= 11
+    for path in runs:
+        r = json.loads(path.read_text())
+        args = build_parser().parse_args(shlex.split(r["command"])[1:])
+        assert args.config, f"{path}: the command does not name its learner config"
+        cfg = load_learner_config(args.config)
+        warm = args.min_replay or cfg.replay.min_size_to_sample
+        want = (r["steps"] - warm) * cfg.replay.samples_per_insert / cfg.batch_size
+        if r.get("resumed_from_step") is None:
+            assert r["updates"] == pytest.approx(want, rel=0.01), path
+        else:  # the replay refills after the resume
+            assert want * 0.8 < r["updates"] < want, path
