@@ -448,13 +448,17 @@ def _add_dst_learner_options(parser: argparse.ArgumentParser) -> None:
                    help="replay sequences sampled per environment step; updates per step = R / batch size "
                         "(default 8, i.e. one update per 4 steps)")
     g.add_argument("--batch-size", type=int, default=None, help="sequences per update (default 32)")
+    g.add_argument("--policy-hidden", type=int, nargs="*", default=None, metavar="SIZE",
+                   help="policy hidden layer sizes (default 64 64); none (`--policy-hidden` alone): a table "
+                        "of logits over the one-hot cells, as in the exact algorithm")
 
 
 def _dst_learner_knobs(args: argparse.Namespace) -> object:
     from morl_robot.experiments.deep_sea_treasure import LearnerKnobs
 
     knobs = LearnerKnobs(critic_lr=args.critic_lr, target_update_period=args.target_update_period,
-                         samples_per_insert=args.samples_per_insert, batch_size=args.batch_size)
+                         samples_per_insert=args.samples_per_insert, batch_size=args.batch_size,
+                         policy_hidden=None if args.policy_hidden is None else tuple(args.policy_hidden))
     try:
         knobs.validate()
     except ValueError as e:

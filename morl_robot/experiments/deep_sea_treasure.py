@@ -246,23 +246,28 @@ def scalarized_settings(num_weights: int, epsilon: float = 0.01, seed: int = 0) 
 
 @dataclass(frozen=True)
 class LearnerKnobs:
-    """Changes to the DST learner of :func:`learner_config` (None: its value), the levers on the
-    learned critic's accuracy: a slower critic, slower target networks, more updates per step,
-    larger batches."""
+    """Changes to the DST learner of :func:`learner_config` (None: its value): the levers on the
+    learned critic's accuracy (a slower critic, slower target networks, more updates per step,
+    larger batches) and the policy network (``policy_hidden=()``: a table over the one-hot cells,
+    as the exact algorithm's policy is)."""
 
     critic_lr: float | None = None
     target_update_period: int | None = None  # learner updates between target-network copies
     samples_per_insert: float | None = None  # replay samples per inserted step (updates per step × batch)
     batch_size: int | None = None  # sequences per update
+    policy_hidden: tuple[int, ...] | None = None  # policy layer sizes; (): no hidden layer
 
     def validate(self) -> None:
         for name, value in self.changed().items():
-            if not value > 0:
+            if isinstance(value, list):
+                if any(v <= 0 for v in value):
+                    raise ValueError(f"{name} must be positive layer sizes, got {value}")
+            elif not value > 0:
                 raise ValueError(f"{name} must be > 0, got {value}")
 
-    def changed(self) -> dict[str, float]:
-        """The knobs set (name → value), as recorded in results."""
-        return {k: v for k, v in asdict(self).items() if v is not None}
+    def changed(self) -> dict[str, Any]:
+        """The knobs set (name → value; layer sizes as a list), as recorded in results."""
+        return {k: list(v) if isinstance(v, tuple) else v for k, v in asdict(self).items() if v is not None}
 
 
 @dataclass(frozen=True)
@@ -317,6 +322,8 @@ def learner_config(setting: Setting, budget: RunBudget) -> Any:
         common["target_update_period"] = int(knobs.target_update_period)
     if knobs.batch_size is not None:
         common["batch_size"] = int(knobs.batch_size)
+    if knobs.policy_hidden is not None:
+        common["networks"] = replace(common["networks"], policy_hidden=list(knobs.policy_hidden))
     if knobs.samples_per_insert is not None:
         common["replay"] = replace(common["replay"], samples_per_insert=float(knobs.samples_per_insert))
     if params["algorithm"] == "mo-mpo":

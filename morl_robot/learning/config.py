@@ -27,6 +27,7 @@ from morl_robot.resources import resolve_config
 class NetworkConfig:
     """Network sizes (paper appendix / NOTES.md: policy (300, 200), critic (400, 300))."""
 
+    #: ``[]``: no hidden layers, a policy linear in the observation (categorical: a table on one-hot states)
     policy_hidden: list[int] = field(default_factory=lambda: [300, 200])
     critic_hidden: list[int] = field(default_factory=lambda: [400, 300])
     #: ``separate``: K independent critics (one batched kernel per layer); ``shared``: one torso
@@ -44,10 +45,11 @@ class NetworkConfig:
     init_std: float = 0.7
 
     def validate(self) -> None:
-        for key in ("policy_hidden", "critic_hidden"):
-            sizes = getattr(self, key)
-            if not sizes or any(s <= 0 for s in sizes):
-                fail("", f"networks.{key}", f"expected a non-empty list of positive layer sizes, got {sizes}")
+        if any(s <= 0 for s in self.policy_hidden):
+            fail("", "networks.policy_hidden", f"expected a list of positive layer sizes, got {self.policy_hidden}")
+        if not self.critic_hidden or any(s <= 0 for s in self.critic_hidden):
+            fail("", "networks.critic_hidden",
+                 f"expected a non-empty list of positive layer sizes, got {self.critic_hidden}")
         if self.min_std <= 0:
             fail("", "networks.min_std", f"must be > 0, got {self.min_std}")
         if self.init_std <= self.min_std:

@@ -89,10 +89,15 @@ def _uniform_init(weight: Tensor, bias: Tensor, fan_in: int) -> None:
 
 
 class LayerNormMLP(nn.Module):
-    """Linear → LayerNorm → tanh, then (Linear → ELU) for the remaining hidden layers."""
+    """Linear → LayerNorm → tanh, then (Linear → ELU) for the remaining hidden layers; no hidden
+    layers: the identity (the head then sees the observation itself)."""
 
     def __init__(self, in_dim: int, hidden: Sequence[int]):
         super().__init__()
+        if not hidden:
+            self.net: nn.Module = nn.Identity()
+            self.out_dim = int(in_dim)
+            return
         layers: list[nn.Module] = [nn.Linear(in_dim, hidden[0]), nn.LayerNorm(hidden[0]), nn.Tanh()]
         for a, b in itertools.pairwise(hidden):
             layers += [nn.Linear(a, b), nn.ELU()]
@@ -132,15 +137,18 @@ class GaussianPolicy(nn.Module):
 
 
 class CategoricalPolicy(nn.Module):
-    """π_θ(a|s) = softmax(logits(s))."""
+    """π_θ(a|s) = softmax(logits(s)).  Without hidden layers the logits are linear in the observation
+    and have no bias, so on one-hot observations (a tabular state) the policy is a table: one row of
+    logits per state, an update at one state leaves every other state's policy as it was."""
 
     def __init__(self, obs_dim: int, num_actions: int, hidden: Sequence[int] = (300, 200)):
         super().__init__()
         self.torso = LayerNormMLP(obs_dim, hidden)
-        self.logits_head = nn.Linear(self.torso.out_dim, num_actions)
+        self.logits_head = nn.Linear(self.torso.out_dim, num_actions, bias=bool(hidden))
         with torch.no_grad():  # start (nearly) uniform
             self.logits_head.weight.mul_(1e-2)
-            self.logits_head.bias.zero_()
+            if self.logits_head.bias is not None:
+                self.logits_head.bias.zero_()
 
     def forward(self, obs: Tensor) -> Tensor:
         """``[..., O]`` → logits ``[..., A]``."""

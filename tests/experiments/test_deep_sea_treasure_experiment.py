@@ -180,6 +180,10 @@ def test_learner_changes_reach_both_algorithms_configs() -> None:
                                          "samples_per_insert": 32.0, "batch_size": 64}
     with pytest.raises(ValueError, match="target_update_period"):
         dst.LearnerKnobs(target_update_period=0).validate()
+    table = dst.learner_config(dst.mo_mpo_setting(0.02, 1.24, 0), dst.RunBudget(steps=100, learner=dst.LearnerKnobs(
+        policy_hidden=())))
+    assert table.networks.policy_hidden == [] and table.networks.critic_hidden == [128, 128]
+    assert dst.LearnerKnobs(policy_hidden=()).changed() == {"policy_hidden": []}
 
 
 def test_learner_changes_from_the_cli(tmp_path: Path, capsys) -> None:
@@ -187,9 +191,10 @@ def test_learner_changes_from_the_cli(tmp_path: Path, capsys) -> None:
 
     assert main(["experiment", "deep-sea-treasure", "--out", str(tmp_path), "--quick", "--steps", "200",
                  "--algorithms", "mo-mpo", "--processes", "1", "--no-progress", "--critic-lr", "3e-4",
-                 "--target-update-period", "50"]) == 0
+                 "--target-update-period", "50", "--policy-hidden"]) == 0
     results = json.loads((tmp_path / "results.json").read_text())
-    assert results["budget"]["learner_changes"] == {"critic_lr": 3e-4, "target_update_period": 50}
+    assert results["budget"]["learner_changes"] == {"critic_lr": 3e-4, "target_update_period": 50,
+                                                    "policy_hidden": []}
     assert results["mo-mpo"]["failures"] == []
     assert main(["experiment", "deep-sea-treasure", "--out", "/tmp/never", "--samples-per-insert", "0"]) == 2
     assert "--samples-per-insert must be > 0" in capsys.readouterr().err
