@@ -216,14 +216,19 @@ def test_committed_exploring_starts_figures() -> None:
     assert dst.pareto_points_found(np.array([s["returns"] for s in r["per_setting"]]), front).sum() == 9
 
 
-@pytest.mark.parametrize("name, eps_time, same", [("es_h1_e02", 0.02, 2), ("es_h1_e01", 0.01, 0)])
-def test_committed_one_step_exploring_runs_skip_19_6(name: str, eps_time: float, same: int) -> None:
+@pytest.mark.parametrize("name, eps_time, same, at_20_3, changes", [
+    ("es_h1_e02", 0.02, 2, 5, {}), ("es_h1_e01", 0.01, 0, 5, {}),
+    ("es_h1_e02_spi32", 0.02, 0, 4, {"samples_per_insert": 32.0})])
+def test_committed_one_step_exploring_runs_skip_19_6(name: str, eps_time: float, same: int, at_20_3: int,
+                                                     changes: dict) -> None:
     """The README's horizon-1 rows: eight learned runs across each window where exact MO-MPO with
-    one-step exploring episodes reaches 19.6; none lands on it (they jump from 16.1 to 20.3)."""
+    one-step exploring episodes reaches 19.6; none lands on it (they jump from 16.1 to 20.3), also
+    with four times the updates per step (accurate critics)."""
     results = json.loads((ES.parent / name / "results.json").read_text())
     r = results["mo-mpo"]
     assert results["budget"]["exploring_horizon"] == 1 and results["budget"]["exploring_starts"] == 1.0
+    assert results["budget"].get("learner_changes", {}) == changes
     assert r["runs"] == 8 and r["failures"] == [] and r["agrees_with_exact"]["same_treasure"] == same
     assert {s["setting"]["params"]["epsilon_time"] for s in r["per_setting"]} == {eps_time}
     treasures = [round(s["returns"][0], 1) for s in r["per_setting"]]
-    assert 19.6 not in treasures and treasures.count(20.3) >= 5
+    assert 19.6 not in treasures and treasures.count(20.3) == at_20_3
