@@ -232,3 +232,17 @@ def test_committed_one_step_exploring_runs_skip_19_6(name: str, eps_time: float,
     assert {s["setting"]["params"]["epsilon_time"] for s in r["per_setting"]} == {eps_time}
     treasures = [round(s["returns"][0], 1) for s in r["per_setting"]]
     assert 19.6 not in treasures and treasures.count(20.3) == at_20_3
+
+
+@pytest.mark.skipif(not (ES.parent / "es_h1_e02_table" / "results.json").is_file(), reason="no committed table-policy window")
+def test_committed_table_policy_window_lands_on_19_6() -> None:
+    """The README's table-policy window: with a tabular policy and one update per step a learned run
+    lands on 19.6 (c = 1.22), and every greedy return is a true Pareto point."""
+    results = json.loads((ES.parent / "es_h1_e02_table" / "results.json").read_text())
+    r = results["mo-mpo"]
+    assert results["budget"]["learner_changes"] == {"samples_per_insert": 32.0, "policy_hidden": []}
+    assert r["runs"] == 8 and r["failures"] == [] and r["agrees_with_exact"]["same_treasure"] == 1
+    by_c = {round(s["setting"]["params"]["c"], 2): round(s["returns"][0], 1) for s in r["per_setting"]}
+    assert by_c == {1.14: 15.1, 1.16: 15.1, 1.18: 16.1, 1.2: 20.3, 1.22: 19.6, 1.24: 20.3, 1.26: 20.3, 1.28: 20.3}
+    front = dst.true_pareto_front()
+    assert dst.pareto_points_found(np.array([s["returns"] for s in r["per_setting"]]), front).sum() == 4
