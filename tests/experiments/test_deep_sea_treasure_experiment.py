@@ -246,3 +246,22 @@ def test_committed_table_policy_window_lands_on_19_6() -> None:
     assert by_c == {1.14: 15.1, 1.16: 15.1, 1.18: 16.1, 1.2: 20.3, 1.22: 19.6, 1.24: 20.3, 1.26: 20.3, 1.28: 20.3}
     front = dst.true_pareto_front()
     assert dst.pareto_points_found(np.array([s["returns"] for s in r["per_setting"]]), front).sum() == 4
+
+
+@pytest.mark.skipif(not (ES.parent / "es_h1_table_c26" / "results.json").is_file(), reason="no committed table-policy sweep")
+def test_committed_table_policy_sweeps_find_all_ten_points() -> None:
+    """The README's "ten of ten": the table-policy sweep over c ∈ [0.96, 1.46] finds 9 Pareto points
+    (19.6 at c = 1.22 and 1.24), and the four runs of the same settings at c = 0.50 … 0.56 the tenth
+    (0.7); together every point of the true front."""
+    results = json.loads((ES.parent / "es_h1_table_c26" / "results.json").read_text())
+    r = results["mo-mpo"]
+    assert results["budget"]["learner_changes"] == {"samples_per_insert": 32.0, "policy_hidden": []}
+    assert results["budget"]["exploring_horizon"] == 1 and r["runs"] == 26 and r["failures"] == []
+    assert r["pareto_points_found"] == 9 and r["hypervolume"] == pytest.approx(2177.9, abs=0.05)
+    by_c = {round(s["setting"]["params"]["c"], 2): round(s["returns"][0], 1) for s in r["per_setting"]}
+    assert by_c[1.22] == by_c[1.24] == 19.6
+    low = json.loads((ES.parent / "es_h1_table_low_c" / "sweep_mo-mpo.json").read_text())["records"]
+    assert [round(x["setting"]["params"]["c"], 2) for x in low] == [0.5, 0.52, 0.54, 0.56]
+    returns = np.array([s["returns"] for s in r["per_setting"]] + [x["returns"] for x in low])
+    front = dst.true_pareto_front()
+    assert dst.pareto_points_found(returns, front).sum() == len(front) == 10
