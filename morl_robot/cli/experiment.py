@@ -278,7 +278,8 @@ def _run_conditioned(args: argparse.Namespace) -> int:
 
     cfg = conditioned.ConditionedExperiment(
         env_id=args.env, steps=args.steps, seed=args.seed, method=args.method,
-        **({"learner": args.config} if args.config else {}), points=args.points, eval_episodes=args.eval_episodes, ref=list(args.ref or []),
+        **({"learner": args.config} if args.config else {}),  # None: the experiment's default config
+        points=args.points, eval_episodes=args.eval_episodes, ref=list(args.ref or []),
         sweep_settings=args.sweep_settings, min_size_to_sample=args.min_replay)
     results = conditioned.run(cfg, args.out, progress=not args.no_progress)
     print(conditioned.format_result(results))
@@ -439,7 +440,8 @@ def _run_dst_exact(args: argparse.Namespace) -> int:
 
 
 def _add_dst_learner_options(parser: argparse.ArgumentParser) -> None:
-    """The Deep Sea Treasure learner's levers on critic accuracy (default: the experiment's config)."""
+    """Changes to the Deep Sea Treasure learner: the levers on critic accuracy and the policy network
+    (default: the experiment's config; ``LearnerKnobs``)."""
     g = parser.add_argument_group("learner changes (default: the experiment's learner config)")
     g.add_argument("--critic-lr", type=float, default=None, help="critic learning rate (default 1e-3)")
     g.add_argument("--target-update-period", type=int, default=None, metavar="UPDATES",
