@@ -27,8 +27,12 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from morl_robot.errors import UsageError
+
+if TYPE_CHECKING:
+    from morl_robot.experiments.deep_sea_treasure import LearnerKnobs
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -455,7 +459,7 @@ def _add_dst_learner_options(parser: argparse.ArgumentParser) -> None:
                         "of logits over the one-hot cells, as in the exact algorithm")
 
 
-def _dst_learner_knobs(args: argparse.Namespace) -> object:
+def _dst_learner_knobs(args: argparse.Namespace) -> LearnerKnobs:
     from morl_robot.experiments.deep_sea_treasure import LearnerKnobs
 
     knobs = LearnerKnobs(critic_lr=args.critic_lr, target_update_period=args.target_update_period,

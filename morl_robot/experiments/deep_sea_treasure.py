@@ -316,12 +316,8 @@ def learner_config(setting: Setting, budget: RunBudget) -> Any:
         "critic_lr": 1e-3,
     }
     knobs = budget.learner
-    if knobs.critic_lr is not None:
-        common["critic_lr"] = float(knobs.critic_lr)
-    if knobs.target_update_period is not None:
-        common["target_update_period"] = int(knobs.target_update_period)
-    if knobs.batch_size is not None:
-        common["batch_size"] = int(knobs.batch_size)
+    common.update({name: getattr(knobs, name) for name in ("critic_lr", "target_update_period", "batch_size")
+                   if getattr(knobs, name) is not None})
     if knobs.policy_hidden is not None:
         common["networks"] = replace(common["networks"], policy_hidden=list(knobs.policy_hidden))
     if knobs.samples_per_insert is not None:
