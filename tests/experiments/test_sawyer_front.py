@@ -78,12 +78,13 @@ def test_bad_sweep_settings_are_refused(tmp_path, capsys):
 
 
 WORST_CASE = RESULTS.parent / "sawyer_front_worst_case"
+CLONE_LR = RESULTS.parent / "sawyer_front_clone_lr"
 
 
 def _committed_runs() -> list[tuple[Path, dict]]:
     """Per committed front: its first run and its best (the README's headline policy)."""
     out = []
-    for root in (RESULTS, WORST_CASE):
+    for root in (RESULTS, WORST_CASE, CLONE_LR):
         runs = [r for r in json.loads((root / "results.json").read_text())["runs"] if r["finished"]]
         best = max(runs, key=lambda r: r["eval"]["success_rate"])
         out += [(root, r) for r in ([runs[0], best] if best is not runs[0] else [runs[0]])]
@@ -124,6 +125,35 @@ def test_the_committed_worst_case_front_is_the_readmes():
     # the best policy deployed through the graph: 5 of 5 inserted on both sides, the same returns
     deploy = json.loads((WORST_CASE / "deploy" / "deploy_report.json").read_text())
     assert deploy["policy"].endswith("eps_force=0.02_seed0.onnx") and deploy["seeds"][0] == 10000
+    assert deploy["graph_success"] == deploy["in_process_success"] == [True] * 5
+    assert deploy["terminations"] == deploy["in_process_terminations"]
+    assert max(deploy["max_abs_difference"]) < 1e-3
+
+
+def test_the_committed_clone_lr_front_is_the_readmes():
+    """README, Sawyer front with the clone at learning rate 1e-3, against the worst-case front it
+    changes one setting of: more runs insert in >= 80 % of episodes (8 of 10 against 5), a higher
+    mean insertion rate and hypervolume IQM at the same reference point, one policy that the
+    scripted reference front does not dominate, and the best deployed through the graph."""
+    def results(root: Path) -> dict:
+        return json.loads((root / "results.json").read_text())
+
+    before, after = results(WORST_CASE), results(CLONE_LR)
+    assert after["config"]["learner_config"] == "learner/sawyer_front_clone_lr.yaml"
+    runs = [r["eval"] for r in after["runs"] if r["finished"]]
+    assert len(runs) == 10
+    assert sum(e["success_rate"] >= 0.8 for e in runs) == 8
+    assert sum(e["success_rate"] for e in runs) / 10 == pytest.approx(0.825)
+    assert after["front"]["ref"] == before["front"]["ref"]
+    hv = after["front"]["across_seeds"]["hypervolume"]["iqm"]
+    assert hv > before["front"]["across_seeds"]["hypervolume"]["iqm"] and hv == pytest.approx(9.905e5, rel=1e-3)
+    scripted = [tuple(g["returns"]) for g in after["scripted_reference"]]
+    undominated = [e for e in runs if not any(t >= e["objectives"]["task"]["mean"] and
+                                              f >= e["objectives"]["wrist_force"]["mean"] for t, f in scripted)]
+    assert [(e["epsilons"]["wrist_force"], e["train_seed"]) for e in undominated if e["success_rate"] >= 0.8] == \
+        [(0.005, 0)]
+    deploy = json.loads((CLONE_LR / "deploy" / "deploy_report.json").read_text())
+    assert deploy["policy"].endswith("eps_force=0.005_seed0.onnx") and deploy["seeds"][0] == 10000
     assert deploy["graph_success"] == deploy["in_process_success"] == [True] * 5
     assert deploy["terminations"] == deploy["in_process_terminations"]
     assert max(deploy["max_abs_difference"]) < 1e-3
