@@ -424,7 +424,7 @@ def _plots(out: Path, runs: list[dict[str, Any]], names: list[str], task_period:
         by_seed["scripted controller"] = [e["returns"] for e in reference]
         labels["scripted controller"] = [f"gain {e['gain']:g} ({e['success_rate']:.0%})" for e in reference]
     plot_pareto_fronts(by_seed, out / "plots" / "front.png", objective_names=names, labels=labels,
-                       title="Sawyer peg-in-hole: MO-MPO policies over ε_force (ε_task fixed) and the scripted "
+                       title="Sawyer peg-in-hole: MO-MPO policies over ε_force (ε_task fixed)\nand the scripted "
                              "controller over its gain; label: setting (insertion success)")
     traces = {f"ε_f={r['eval']['epsilons']['wrist_force']:g}, seed {r['eval']['train_seed']}"
               + (" (inserted)" if r["force_trace"]["success"] else ""): r["force_trace"]["forces"]
