@@ -21,17 +21,21 @@ it converged), kept in :attr:`SweepRecord.extras`.
 """
 from __future__ import annotations
 
+import json
+import math
 import multiprocessing as mp
 import os
 import time
 import traceback
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
 
+from morl_robot.errors import ConfigError
 from morl_robot.evaluation.hypervolume import hypervolume
 from morl_robot.evaluation.pareto import pareto_mask
 from morl_robot.evaluation.records import write_json_atomic
@@ -93,9 +97,16 @@ class SweepResult:
 
     records: list[SweepRecord]
     ref: NDArray[np.float64] | None
-    wall_time_s: float
+    wall_time_s: float  #: this sitting's
     processes: int
     not_run: list[Setting] = field(default_factory=list)
+    #: the wall times of the earlier sittings of a resumed sweep (read from its progress file)
+    earlier_sittings_s: list[float] = field(default_factory=list)
+
+    @property
+    def total_wall_time_s(self) -> float:
+        """Every sitting's wall time added up: what the whole sweep cost."""
+        return float(sum(self.earlier_sittings_s)) + self.wall_time_s
 
     @property
     def ok_records(self) -> list[SweepRecord]:
@@ -132,6 +143,8 @@ class SweepResult:
         return {
             "processes": self.processes,
             "wall_time_s": self.wall_time_s,
+            "sittings_wall_time_s": [*self.earlier_sittings_s, self.wall_time_s],
+            "total_wall_time_s": self.total_wall_time_s,
             "ref": None if self.ref is None else self.ref.tolist(),
             "hypervolume": self.hypervolume,
             "front": self.front.tolist(),
@@ -194,6 +207,7 @@ def run_sweep(
     settings = list(settings)
     ref_arr = None if ref is None else np.asarray(ref, dtype=np.float64).reshape(-1)
     processes = max(1, min(int(processes), len(settings))) if settings else 1
+    earlier = [] if out_path is None else earlier_sittings(out_path)
     start = time.perf_counter()
     done: dict[int, SweepRecord] = {}
 
@@ -205,6 +219,7 @@ def run_sweep(
             wall_time_s=time.perf_counter() - start,
             processes=processes,
             not_run=pending,
+            earlier_sittings_s=earlier,
         )
 
     def record(index: int, rets: list[float] | None, err: str | None, secs: float,
@@ -232,6 +247,26 @@ def run_sweep(
     if out_path is not None:
         write_json_atomic(out_path, result.to_dict())
     return result
+
+
+def earlier_sittings(out_path: str | os.PathLike[str]) -> list[float]:
+    """The wall times (s) of the sittings recorded in a sweep's progress file ``out_path``, so a
+    resumed sweep reports what all its sittings cost; ``[]`` when there is none yet.  A file written
+    before sittings were recorded counts as one sitting of its ``wall_time_s``; an unreadable one is
+    named in the error (nothing is overwritten)."""
+    path = Path(out_path)
+    if not path.is_file():
+        return []
+    try:
+        data = json.loads(path.read_text())
+        sittings = data["sittings_wall_time_s"] if "sittings_wall_time_s" in data else [data["wall_time_s"]]
+        out = [float(x) for x in sittings]
+    except (ValueError, KeyError, TypeError) as exc:
+        raise ConfigError(f"{path}: not a readable sweep progress file ({exc}); move it aside to start "
+                          "the sweep's timing afresh") from exc
+    if not all(math.isfinite(x) and x >= 0 for x in out):
+        raise ConfigError(f"{path}: sittings_wall_time_s must be finite seconds >= 0, got {out}")
+    return out
 
 
 def _progress_bar(total: int, description: str, enabled: bool) -> Any:

@@ -259,11 +259,9 @@ def run(out_dir: str | Path, cfg: FrontSweepConfig, progress: bool = True,
         settings = [Setting(run_name(cfg.eps_force[i], s), {"eps_force": cfg.eps_force[i]}, s)
                     for s in cfg.seeds for i in order]
         job = functools.partial(train_and_evaluate, out=str(out), cfg=asdict(cfg))
-    start = time.monotonic()
-    run_sweep(settings, job, processes=cfg.parallel, out_path=out / "sweep_progress.json",
-              time_limit_s=time_limit_s, progress=progress, description="sawyer front")
-    wall = time.monotonic() - start
-    return summarise(out, cfg, wall)
+    sweep = run_sweep(settings, job, processes=cfg.parallel, out_path=out / "sweep_progress.json",
+                      time_limit_s=time_limit_s, progress=progress, description="sawyer front")
+    return summarise(out, cfg, sweep.total_wall_time_s)  # every sitting's, a resumed sweep's too
 
 
 #: written when a sweep starts: which kind of front the folder holds (read before any run's files)

@@ -255,12 +255,10 @@ def run(out_dir: str | Path, cfg: ShadowFrontConfig, progress: bool = True,
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     job = functools.partial(train_and_evaluate, out=str(out), cfg=asdict(cfg))
-    start = time.monotonic()
     sweep = run_sweep(settings_for(cfg), job, processes=cfg.parallel, out_path=out / "sweep_progress.json",
                       time_limit_s=time_limit_s, progress=progress, description=f"{cfg.task} front")
-    wall = time.monotonic() - start
     errors = [r.to_dict() for r in sweep.records if not r.ok]
-    return summarise(out, cfg, wall, errors)
+    return summarise(out, cfg, sweep.total_wall_time_s, errors)  # every sitting's, a resumed sweep's too
 
 
 def random_baseline(cfg: ShadowFrontConfig, out: Path) -> dict[str, Any]:
@@ -343,7 +341,7 @@ def summarise(out: Path, cfg: ShadowFrontConfig, wall_time_s: float | None = Non
                                           "γ = 0.99, pain as a ≤ 0 return), zero vector for orient"},
         "paper_table1": {"shadow_touch": {"mo-mpo": 16.4, "scalarized-mpo": 16.2},
                          "shadow_turn": {"mo-mpo": 15.4, "scalarized-mpo": 14.4}}.get(cfg.task),
-        "sweep_wall_time_s": None if wall_time_s is None else round(wall_time_s, 1),  # this sitting's
+        "sweep_wall_time_s": None if wall_time_s is None else round(wall_time_s, 1),  # every sitting's
         "train_wall_time_sum_s": round(sum(r["eval"]["train_wall_time_s"] for r in runs if r["finished"]), 1),
         "runs_finished": sum(r["finished"] for r in runs), "runs_total": len(runs),
         "fronts": fronts,
