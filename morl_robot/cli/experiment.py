@@ -132,6 +132,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     _add_dst_learner_options(diag)
     diag.set_defaults(func=_run_dst_diagnose)
 
+    from morl_robot.experiments import sawyer_front  # light: the defaults live there
+
     front = exp_sub.add_parser("sawyer-front", help="MO-MPO §6.4 / Fig. 7: the ε_force front, by default from one "
                                                      "ε-conditioned policy per seed, or a resumable per-setting sweep "
                                                      "(policies, protocol evaluation, front with CIs across seeds)")
@@ -147,8 +149,8 @@ def register(sub: argparse._SubParsersAction) -> None:
                        help="seeds (default 0 1 2 conditioned, 0 1 per-setting)")
     front.add_argument("--steps", type=int, default=40_000, help="environment steps per run (default 40000)")
     front.add_argument("--config", default=None,
-                       help="learner YAML or a name under config/ (default learner/sawyer_conditioned_worst_case.yaml "
-                            "conditioned, learner/sawyer_front_demos.yaml per-setting)")
+                       help=f"learner YAML or a name under config/ (default {sawyer_front.DEFAULT_CONDITIONED_LEARNER} "
+                            f"conditioned, {sawyer_front.DEFAULT_LEARNER} per-setting)")
     front.add_argument("--eval-episodes", type=int, default=20, help="protocol episodes per policy (default 20)")
     front.add_argument("--eval-seed", type=int, default=10_000, help="first evaluation seed (default 10000)")
     front.add_argument("--parallel", type=int, default=2, help="runs at a time, one core each (default 2)")

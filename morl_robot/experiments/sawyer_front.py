@@ -1,7 +1,7 @@
 """The Sawyer peg-in-hole front (MO-MPO paper §6.4, Fig. 7): ε_force settings with ε_task fixed.
 
 Two ways to get it.  The default, ``conditioned``: one ε-conditioned MO-MPO policy per seed for the
-whole ε_force range (``config/learner/sawyer_conditioned_worst_case.yaml``, seeds 0 1 2), evaluated
+whole ε_force range (``config/learner/sawyer_conditioned_clone_lr.yaml``, seeds 0 1 2), evaluated
 at every setting; it matches or beats the per-setting sweep's hypervolume at under a third of its
 steps (README, "One policy for every preference").  ``per-setting`` (the paper's way):
 one MO-MPO policy per (ε_force, seed), trained in-process (:func:`morl_robot.learning.train`) in
@@ -48,7 +48,7 @@ from morl_robot.evaluation.records import write_json_atomic
 
 TASK = "sawyer_peg_in_hole"
 DEFAULT_LEARNER = "learner/sawyer_front_demos.yaml"  # per-setting runs
-DEFAULT_CONDITIONED_LEARNER = "learner/sawyer_conditioned_worst_case.yaml"
+DEFAULT_CONDITIONED_LEARNER = "learner/sawyer_conditioned_clone_lr.yaml"
 METHODS = ("conditioned", "per-setting")
 #: seeds by method: a conditioned front costs one run per seed, so it affords a third
 DEFAULT_SEEDS = {"conditioned": (0, 1, 2), "per-setting": (0, 1)}
