@@ -306,8 +306,8 @@ def test_the_committed_live_switch_of_the_clone_lr_policy_is_the_readmes():
     after = {name: [] for name in ("switched", "before", "after")}
     for episode in report["episodes"]:
         assert all(episode[name]["success"] for name in after)
-        for name in after:
-            after[name].append(episode[name]["force"]["mean_after_switch"])
+        for name, forces in after.items():
+            forces.append(episode[name]["force"]["mean_after_switch"])
     assert all(sw < b for sw, b in zip(after["switched"], after["before"])), after
     mean = {name: sum(v) / len(v) for name, v in after.items()}
     assert mean["switched"] < mean["before"] / 3 and abs(mean["switched"] - mean["after"]) < 1.0, mean
