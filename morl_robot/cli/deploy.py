@@ -137,7 +137,7 @@ def _faults(text: str) -> dict[str, float | int]:
 
 
 def run(args: argparse.Namespace) -> int:
-    from std_msgs.msg import String
+    from std_msgs.msg import Bool, String
 
     from morl_robot.nodes import wire
     from morl_robot.serving.runtime import OnnxPolicy
@@ -209,16 +209,19 @@ def run(args: argparse.Namespace) -> int:
             runner.probe.wait_for_publishers(f"{ns}/episode", 1, timeout=60.0)
         except TimeoutError as exc:
             raise GraphStalled(f"{exc}: the robot node does not publish its episode events") from None
+        # the monitor's latched e-stop state, (receive time, engaged): a stop during the counted
+        # episodes holds the robot to their time limit, so their returns are not the policy's
+        estop = runner.probe.subscribe(f"{ns}/safety/estop", Bool, wire.LATCHED_QOS)
+        try:  # matched, and the start-up state in, before the release: it must not look like a later stop
+            runner.probe.wait_for_publishers(f"{ns}/safety/estop", 1, timeout=60.0)
+            runner.probe.wait_for(lambda: len(estop) > 0, timeout=5.0, what="the safety monitor's e-stop state")
+        except TimeoutError as exc:
+            raise GraphStalled(f"{exc}: the safety monitor does not publish its e-stop state") from None
+        released_at = time.monotonic()
         runner.release_safety([ns])
-        first_episode = 0
+        first_episode, counted_from = 0, time.monotonic()
         if args.episodes:
-            # count only whole episodes served by the released graph: start a fresh one now
-            from std_srvs.srv import Trigger
-
-            reply = runner.probe.call(f"{ns}/robot_node/reset_world", Trigger, timeout=30.0)
-            if not reply.success:
-                raise UsageError(f"the robot node refused reset_world: {reply.message}")
-            first_episode = int(reply.message.split()[1])  # "episode N started"
+            first_episode, counted_from = _start_counted_episodes(runner, ns, estop, released_at)
         start = time.monotonic()
         last = [start]
         progress: list[Any] = [None, start]  # (robot steps, episode ends) last seen, and when it changed
@@ -249,6 +252,7 @@ def run(args: argparse.Namespace) -> int:
             return bool(args.duration) and time.monotonic() - start >= args.duration
 
         finished = runner.wait(done, tick)
+        finished_at = time.monotonic()  # the monitor latches an e-stop when the nodes stop: not the episodes'
         server_status = runner.probe.diagnostics("policy")
         safety_status = runner.probe.diagnostics("safety")
     finally:
@@ -276,6 +280,8 @@ def run(args: argparse.Namespace) -> int:
         "in_process_terminations": reference_ends,
         "policy_server": server_status,
         "safety_monitor": safety_status,
+        # e-stops the monitor engaged after the counted episodes began (it then holds the robot)
+        "graph_estops": sum(engaged for t, engaged in _estop_states(estop) if counted_from < t <= finished_at),
     }
     from morl_robot.evaluation.records import write_json_atomic
 
@@ -286,5 +292,44 @@ def run(args: argparse.Namespace) -> int:
               f"{report['max_abs_difference'][i]:11.3g}")
     print(f"{'success':14s} {sum(report['graph_success']):>12d} of {args.episodes:<3d} "
           f"{sum(reference_success):>8d} of {args.episodes}")
+    if report["graph_estops"]:
+        print(f"warning: the safety monitor e-stopped {report['graph_estops']} time(s) during the counted "
+              "episodes and held the robot from then on: the graph's returns are not the policy's "
+              f"(see {out / 'logs' / 'safety_monitor.log'})", file=sys.stderr)
     print(f"in-process: {source}\nreport: {out / 'deploy_report.json'}")
     return 0
+
+
+def _estop_states(received: list[tuple[float, Any]]) -> list[tuple[float, bool]]:
+    """The ``safety/estop`` messages the probe recorded as ``(receive time, engaged)``."""
+    return [(t, bool(msg.data)) for t, msg in list(received)]
+
+
+def _start_counted_episodes(runner: Any, ns: str, estop: list[tuple[float, Any]], released_at: float,
+                            attempts: int = 3, settle_s: float = 0.5) -> tuple[int, float]:
+    """Start the first counted episode (``reset_world``) with the safety monitor released; returns
+    its episode number and when the reset was answered (``time.monotonic``).  Between the release
+    (at ``released_at``) and the reset the graph acts an uncounted episode from wherever the robot
+    was; if that one trips the monitor's latching e-stop (a policy that presses can reach the
+    collision limit within a few dozen lockstep steps), the counted episodes would be served held.
+    An e-stop received after the release and before the reset's answer is that episode's: release
+    again and start afresh, up to ``attempts`` times.  Later ones belong to the counted episodes and
+    are reported (``graph_estops``), not retried."""
+    from std_srvs.srv import Trigger
+
+    for attempt in range(1, attempts + 1):
+        reply = runner.probe.call(f"{ns}/robot_node/reset_world", Trigger, timeout=30.0)
+        reset_at = time.monotonic()
+        if not reply.success:
+            raise UsageError(f"the robot node refused reset_world: {reply.message}")
+        first_episode = int(reply.message.split()[1])  # "episode N started"
+        time.sleep(settle_s)  # messages already on their way arrive (the e-stop topic is latched)
+        if not any(engaged for t, engaged in _estop_states(estop) if released_at <= t <= reset_at):
+            return first_episode, reset_at
+        if attempt < attempts:
+            print(f"the safety monitor e-stopped in the uncounted episode before the counted ones (attempt "
+                  f"{attempt}): releasing it and starting afresh", file=sys.stderr)
+            released_at = time.monotonic()
+            runner.release_safety([ns])
+    raise GraphStalled(f"the safety monitor e-stopped before the counted episodes could begin, {attempts} times; "
+                       f"node logs in {runner.log_dir}")

@@ -35,6 +35,57 @@ def test_sim_to_sim_check_matches_the_in_process_evaluation(policy, tmp_path):
     # the same ONNX policy on the same seed, through the graph and in-process: the same episode
     assert max(report["max_abs_difference"]) < 1e-3, report
     assert report["graph_success"] == report["in_process_success"] and len(report["graph_success"]) == 1
+    assert report["graph_estops"] == 0
+
+
+class _Graph:
+    """A stand-in for the deploy's session runner: ``reset_world`` answers "episode N started" and
+    may record an e-stop on the probe's latched ``safety/estop`` as it does; a release records the
+    monitor's "released"."""
+
+    def __init__(self, trips: list[float | None]):
+        self.trips, self.episode, self.releases, self.estop = list(trips), 0, 0, []
+        self.probe, self.log_dir = self, "LOGS"
+
+    def call(self, service, srv_type, timeout):
+        import time
+        from types import SimpleNamespace
+
+        assert service == "/morl/robot_node/reset_world"
+        self.episode += 1
+        trip = self.trips.pop(0) if self.trips else None
+        if trip is not None:  # received at now + trip: 0 before the reset's answer, > 0 after it
+            self.estop.append((time.monotonic() + trip, SimpleNamespace(data=True)))
+        return SimpleNamespace(success=True, message=f"episode {self.episode} started")
+
+    def release_safety(self, namespaces):
+        import time
+        from types import SimpleNamespace
+
+        self.releases += 1
+        self.estop.append((time.monotonic(), SimpleNamespace(data=False)))
+
+
+def test_an_e_stop_of_the_uncounted_episode_is_released_and_the_counted_episodes_start_afresh(capsys):
+    """The race the demo's deploy check met: between the release and reset_world the graph acts an
+    uncounted episode; a policy that presses tripped the latching e-stop there, and the counted
+    episode was served held (graph task 0.59 against 139.2 in-process).  Now: release again and reset
+    again; an e-stop after the reset belongs to the counted episodes and is not retried."""
+    import time
+
+    from morl_robot.cli.deploy import _start_counted_episodes
+    from morl_robot.errors import GraphStalled
+
+    graph = _Graph([0.0, None])  # the first uncounted episode tripped; the second did not
+    first, counted_from = _start_counted_episodes(graph, "/morl", graph.estop, time.monotonic() - 1.0, settle_s=0.0)
+    assert (first, graph.releases) == (2, 1) and counted_from <= time.monotonic()
+    assert "e-stopped in the uncounted episode" in capsys.readouterr().err
+    graph = _Graph([+5.0])  # a stop of the counted episode itself: reported by the check, not retried
+    first, _ = _start_counted_episodes(graph, "/morl", graph.estop, time.monotonic() - 1.0, settle_s=0.0)
+    assert (first, graph.releases) == (1, 0)
+    graph = _Graph([0.0] * 3)  # tripping every time: an error naming the logs, after 3 tries
+    with pytest.raises(GraphStalled, match="e-stopped before the counted episodes could begin, 3 times.*LOGS"):
+        _start_counted_episodes(graph, "/morl", graph.estop, time.monotonic() - 1.0, settle_s=0.0)
 
 
 def test_hardware_backend_against_the_emulator_keeps_the_rate(policy, tmp_path):
