@@ -195,6 +195,7 @@ def run_sweep(
     time_limit_s: float | None = None,
     progress: bool = True,
     description: str = "sweep",
+    resumes: bool = False,
 ) -> SweepResult:
     """Run ``train_and_evaluate(setting) -> returns (K,)`` for every setting and gather the front.
 
@@ -203,11 +204,14 @@ def run_sweep(
     ``out_path``: a JSON file rewritten atomically after each finished setting.
     ``time_limit_s``: stop after this many seconds; unfinished settings are listed in
     ``SweepResult.not_run`` (workers still running are terminated).
+    ``resumes``: the job skips or continues what an earlier sitting did in the same folder, so the
+    earlier sittings' wall times recorded in ``out_path`` count too (``total_wall_time_s``); without
+    it a rerun starts afresh and so does its timing.
     """
     settings = list(settings)
     ref_arr = None if ref is None else np.asarray(ref, dtype=np.float64).reshape(-1)
     processes = max(1, min(int(processes), len(settings))) if settings else 1
-    earlier = [] if out_path is None else earlier_sittings(out_path)
+    earlier = earlier_sittings(out_path) if resumes and out_path is not None else []
     start = time.perf_counter()
     done: dict[int, SweepRecord] = {}
 

@@ -260,7 +260,7 @@ def run(out_dir: str | Path, cfg: FrontSweepConfig, progress: bool = True,
                     for s in cfg.seeds for i in order]
         job = functools.partial(train_and_evaluate, out=str(out), cfg=asdict(cfg))
     sweep = run_sweep(settings, job, processes=cfg.parallel, out_path=out / "sweep_progress.json",
-                      time_limit_s=time_limit_s, progress=progress, description="sawyer front")
+                      time_limit_s=time_limit_s, progress=progress, description="sawyer front", resumes=True)
     return summarise(out, cfg, sweep.total_wall_time_s)  # every sitting's, a resumed sweep's too
 
 

@@ -256,7 +256,7 @@ def run(out_dir: str | Path, cfg: ShadowFrontConfig, progress: bool = True,
     out.mkdir(parents=True, exist_ok=True)
     job = functools.partial(train_and_evaluate, out=str(out), cfg=asdict(cfg))
     sweep = run_sweep(settings_for(cfg), job, processes=cfg.parallel, out_path=out / "sweep_progress.json",
-                      time_limit_s=time_limit_s, progress=progress, description=f"{cfg.task} front")
+                      time_limit_s=time_limit_s, progress=progress, description=f"{cfg.task} front", resumes=True)
     errors = [r.to_dict() for r in sweep.records if not r.ok]
     return summarise(out, cfg, sweep.total_wall_time_s, errors)  # every sitting's, a resumed sweep's too
 

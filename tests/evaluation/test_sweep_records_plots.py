@@ -58,7 +58,7 @@ def test_run_sweep_inline_and_time_limit(tmp_path: Path) -> None:
 
 
 def test_a_resumed_sweep_reports_every_sittings_wall_time(tmp_path: Path) -> None:
-    """A sweep run in sittings (the fronts resume from their progress file) adds the sittings up;
+    """A sweep run in sittings (the fronts resume from their progress file: ``resumes``) adds them up;
     a progress file from before sittings were recorded counts as one sitting; an unreadable one is
     named and left as it was."""
     from morl_robot.errors import ConfigError
@@ -66,18 +66,22 @@ def test_a_resumed_sweep_reports_every_sittings_wall_time(tmp_path: Path) -> Non
     settings = [Setting(name=str(w), params={"w": w}) for w in (0.1, 0.9)]
     out = tmp_path / "sweep_progress.json"
     write_json_atomic(out, {"wall_time_s": 100.0, "records": []})  # an earlier sitting, older format
-    first = run_sweep(settings, trivial_returns, processes=1, out_path=out, progress=False)
+    first = run_sweep(settings, trivial_returns, processes=1, out_path=out, progress=False, resumes=True)
     assert first.earlier_sittings_s == [100.0]
     assert first.total_wall_time_s == pytest.approx(100.0 + first.wall_time_s)
-    second = run_sweep(settings[:1], trivial_returns, processes=1, out_path=out, progress=False)
+    second = run_sweep(settings[:1], trivial_returns, processes=1, out_path=out, progress=False, resumes=True)
     data = json.loads(out.read_text())
     assert data["sittings_wall_time_s"] == pytest.approx([100.0, first.wall_time_s, second.wall_time_s])
     assert data["total_wall_time_s"] == pytest.approx(sum(data["sittings_wall_time_s"]))
     assert second.total_wall_time_s > 100.0 + first.wall_time_s
     out.write_text('{"wall_time_s": ')
     with pytest.raises(ConfigError, match="sweep_progress.json: not a readable sweep progress file"):
-        run_sweep(settings, trivial_returns, processes=1, out_path=out, progress=False)
+        run_sweep(settings, trivial_returns, processes=1, out_path=out, progress=False, resumes=True)
     assert out.read_text() == '{"wall_time_s": '
+    # a sweep that does not resume (Deep Sea Treasure reruns every setting) starts its timing afresh
+    fresh = run_sweep(settings[:1], trivial_returns, processes=1, out_path=out, progress=False)
+    assert fresh.earlier_sittings_s == []
+    assert json.loads(out.read_text())["sittings_wall_time_s"] == pytest.approx([fresh.wall_time_s])
 
 
 def test_write_json_atomic(tmp_path: Path) -> None:
