@@ -67,7 +67,11 @@ def register(sub: argparse._SubParsersAction) -> None:
                      help="evaluation episodes per policy (the env is deterministic; default 1)")
     dst.add_argument("--seed", type=int, default=0)
     dst.add_argument("--time-limit", type=float, default=None,
-                     help="seconds; settings not finished by then are reported as not run")
+                     help="seconds for this sitting; settings not finished by then are reported as not run "
+                          "(--resume continues them)")
+    dst.add_argument("--resume", action="store_true",
+                     help="keep the settings an earlier sitting finished in OUT (same per-run options) and run "
+                          "only the rest, so the paper's 3 x 101 settings can span several sittings")
     dst.add_argument("--algorithms", default="mo-mpo,scalarized-mpo",
                      help="comma-separated subset of mo-mpo,scalarized-mpo")
     dst.add_argument("--converge", type=int, nargs=2, default=None, metavar=("EVERY", "COUNT"),
@@ -604,6 +608,7 @@ def _run_deep_sea_treasure(args: argparse.Namespace) -> int:
         exploring_starts=args.exploring_starts,
         exploring_horizon=args.exploring_horizon,
         learner=_dst_learner_knobs(args),
+        resume=args.resume,
     )
     print(deep_sea_treasure.format_table(result))
     print(f"wrote {args.out}/results.json, fronts.png" + (", c_to_treasure.png" if "mo-mpo" in result else ""))

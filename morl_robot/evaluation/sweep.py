@@ -12,7 +12,10 @@ running it over many weight vectors.  :func:`run_sweep` does that in parallel:
   (the traceback text) instead of aborting the sweep;
 * the non-dominated front (with its settings) and its hypervolume;
 * optionally the result written atomically to JSON after every finished setting, so a sweep cut
-  short by ``time_limit_s`` or a crash leaves a valid partial file.
+  short by ``time_limit_s`` or a crash leaves a valid partial file;
+* with ``keep_finished``, a later sitting keeps that file's finished settings and runs only the rest
+  (a sweep whose runs have no checkpoints of their own can still span several sittings); ``meta``
+  (the budget every setting was run with) is stored in the file and must match to keep anything.
 
 ``train_and_evaluate`` must be picklable (a module-level function or a ``functools.partial`` of
 one) because workers are spawned.  It returns the policy's mean return vector (K,), or a pair
@@ -102,6 +105,10 @@ class SweepResult:
     not_run: list[Setting] = field(default_factory=list)
     #: the wall times of the earlier sittings of a resumed sweep (read from its progress file)
     earlier_sittings_s: list[float] = field(default_factory=list)
+    #: what every setting was run with (budget, learner changes), stored to check a resumed sweep
+    meta: dict[str, Any] | None = None
+    #: how many records an earlier sitting finished (kept, not rerun: ``keep_finished``)
+    kept: int = 0
 
     @property
     def total_wall_time_s(self) -> float:
@@ -152,6 +159,8 @@ class SweepResult:
             "records": [r.to_dict() for r in self.records],
             "failures": sum(not r.ok for r in self.records),
             "not_run": [s.to_dict() for s in self.not_run],
+            **({"meta": self.meta} if self.meta is not None else {}),
+            "kept_from_earlier_sittings": self.kept,
         }
 
 
@@ -196,6 +205,8 @@ def run_sweep(
     progress: bool = True,
     description: str = "sweep",
     resumes: bool = False,
+    keep_finished: bool = False,
+    meta: Mapping[str, Any] | None = None,
 ) -> SweepResult:
     """Run ``train_and_evaluate(setting) -> returns (K,)`` for every setting and gather the front.
 
@@ -207,13 +218,22 @@ def run_sweep(
     ``resumes``: the job skips or continues what an earlier sitting did in the same folder, so the
     earlier sittings' wall times recorded in ``out_path`` count too (``total_wall_time_s``); without
     it a rerun starts afresh and so does its timing.
+    ``keep_finished`` (implies ``resumes``): the settings ``out_path`` records as finished with a
+    return vector are kept and not run again (failed and unfinished ones are); a setting counts as the
+    same when its name, params and seed are.  ``meta`` (JSON-able) is stored in ``out_path``; keeping
+    needs the file's ``meta`` to equal it, else :class:`ConfigError` names the difference.
     """
     settings = list(settings)
     ref_arr = None if ref is None else np.asarray(ref, dtype=np.float64).reshape(-1)
-    processes = max(1, min(int(processes), len(settings))) if settings else 1
+    meta_json = None if meta is None else json.loads(json.dumps(dict(meta)))  # as the file will hold it
+    resumes = resumes or keep_finished
     earlier = earlier_sittings(out_path) if resumes and out_path is not None else []
+    done: dict[int, SweepRecord] = (finished_records(out_path, settings, meta_json)
+                                    if keep_finished and out_path is not None else {})
+    kept = len(done)
+    todo = [i for i in range(len(settings)) if i not in done]
+    processes = max(1, min(int(processes), len(todo))) if todo else 1
     start = time.perf_counter()
-    done: dict[int, SweepRecord] = {}
 
     def snapshot() -> SweepResult:
         pending = [s for i, s in enumerate(settings) if i not in done]
@@ -224,6 +244,8 @@ def run_sweep(
             processes=processes,
             not_run=pending,
             earlier_sittings_s=earlier,
+            meta=meta_json,
+            kept=kept,
         )
 
     def record(index: int, rets: list[float] | None, err: str | None, secs: float,
@@ -238,8 +260,8 @@ def run_sweep(
         if out_path is not None:
             write_json_atomic(out_path, snapshot().to_dict())
 
-    bar = _progress_bar(len(settings), description, progress)
-    jobs = [(i, s, train_and_evaluate) for i, s in enumerate(settings)]
+    bar = _progress_bar(len(todo), description + (f" ({kept} kept)" if kept else ""), progress)
+    jobs = [(i, settings[i], train_and_evaluate) for i in todo]
     try:
         if processes == 1:
             _run_inline(jobs, record, bar, start, time_limit_s)
@@ -251,6 +273,48 @@ def run_sweep(
     if out_path is not None:
         write_json_atomic(out_path, result.to_dict())
     return result
+
+
+def finished_records(out_path: str | os.PathLike[str], settings: Sequence[Setting],
+                     meta: Mapping[str, Any] | None) -> dict[int, SweepRecord]:
+    """The records of ``settings`` (by index) that the progress file ``out_path`` holds as finished
+    (a return vector, no error); ``{}`` when there is no file.  The file's ``meta`` must equal
+    ``meta``: a sweep is only continued with the budget it started with.  An unreadable file is named
+    in the error and left as it is."""
+    path = Path(out_path)
+    if not path.is_file():
+        return {}
+    try:
+        data = json.loads(path.read_text())
+        rows = list(data["records"])
+    except (ValueError, KeyError, TypeError) as exc:
+        raise ConfigError(f"{path}: not a readable sweep progress file ({exc}); move it aside to start "
+                          "the sweep afresh") from exc
+    theirs = data.get("meta")
+    if theirs != (None if meta is None else dict(meta)):
+        keys = sorted({*(theirs or {}), *(meta or {})})
+        diff = [k for k in keys if (theirs or {}).get(k) != (meta or {}).get(k)]
+        raise ConfigError(f"{path} was run with other settings ({', '.join(diff) or 'meta'} differ: "
+                          f"{ {k: (theirs or {}).get(k) for k in diff} } there, { {k: (meta or {}).get(k) for k in diff} } "
+                          "now); rerun with the same options to continue it, or give another --out")
+    index = {json.dumps(s.to_dict(), sort_keys=True): i for i, s in enumerate(settings)}
+    kept: dict[int, SweepRecord] = {}
+    for row in rows:
+        try:
+            key = json.dumps(row["setting"], sort_keys=True)
+            if key not in index or row.get("returns") is None or row.get("error"):
+                continue
+            returns = np.asarray(row["returns"], dtype=np.float64).reshape(-1)
+            seconds = float(row["seconds"])
+        except (KeyError, TypeError, ValueError) as exc:
+            raise ConfigError(f"{path}: a record is malformed ({exc}); move the file aside to start the sweep "
+                              "afresh") from exc
+        if not np.all(np.isfinite(returns)):
+            continue
+        i = index[key]
+        kept[i] = SweepRecord(setting=settings[i], returns=returns, error=None, seconds=seconds,
+                              extras=dict(row.get("extras") or {}))
+    return kept
 
 
 def earlier_sittings(out_path: str | os.PathLike[str]) -> list[float]:

@@ -384,7 +384,9 @@ def _summarise(result: SweepResult, true_front: NDArray[np.float64]) -> dict[str
         # EUM over the 101 weights [w, 1 − w] on the raw returns; PGMORL sparsity of the front.
         "expected_utility": expected_utility(returns, simplex_weights(2, 100)) if returns.size else None,
         "sparsity": sparsity(pareto_front(returns)) if returns.size else None,
-        "wall_time_s": result.wall_time_s,
+        "wall_time_s": result.wall_time_s,  # this sitting's
+        "total_wall_time_s": result.total_wall_time_s,  # every sitting's (--resume)
+        "kept_from_earlier_sittings": result.kept,
         "processes": result.processes,
         "per_setting": [
             {"setting": r.setting.to_dict(), "returns": None if r.returns is None else r.returns.tolist(),
@@ -393,6 +395,12 @@ def _summarise(result: SweepResult, true_front: NDArray[np.float64]) -> dict[str
         ],
         "converged": sum(r.extras.get("converged_at") is not None for r in result.records),
     }
+
+
+#: what a run's outcome depends on besides its setting: a resumed sweep keeps earlier runs only if
+#: these ``budget`` entries are the same (processes and the time limit may change between sittings)
+RESUME_KEYS = ("steps_per_run", "eval_episodes", "quick", "convergence", "exploring_starts",
+               "exploring_horizon", "learner_changes")
 
 
 def run_experiment(
@@ -415,6 +423,7 @@ def run_experiment(
     exploring_starts: float = 0.0,
     exploring_horizon: int | None = None,
     learner: LearnerKnobs | None = None,
+    resume: bool = False,
 ) -> dict[str, Any]:
     """Run the sweeps and write ``results.json``, ``fronts.png`` and ``c_to_treasure.png`` (MO-MPO's
     greedy treasure against c per ε_time, the paper's Fig. 5 right) into ``out_dir``.
@@ -431,6 +440,10 @@ def run_experiment(
     ``budget.learner_changes``).
 
     ``quick``: 2 settings per algorithm, 300 steps, tiny networks (a smoke test, not a result).
+    ``resume``: keep the settings an earlier sitting finished in ``out_dir`` (its
+    ``sweep_<algorithm>.json``) and run only the rest, so the paper's 3 × 101-setting protocol can
+    span several sittings; the earlier sitting must have used the same per-run budget
+    (:data:`RESUME_KEYS` of ``budget``), else :class:`ConfigError`.  Without it every setting is run.
     ``time_limit_s`` is shared by the algorithms (each gets the time the previous ones left, split
     evenly over those remaining).
     """
@@ -471,6 +484,7 @@ def run_experiment(
                    "exploring_starts": budget.exploring_starts, "exploring_horizon": budget.exploring_horizon,
                    "learner_changes": budget.learner.changed()},
     }
+    meta = {k: results["budget"][k] for k in RESUME_KEYS}
     start = time.perf_counter()
     returns_by_algorithm: dict[str, NDArray[np.float64]] = {}
     chosen = [a for a in sweeps if a in algorithms]
@@ -481,7 +495,7 @@ def run_experiment(
             limit = max(0.0, left / (len(chosen) - index))
         sweep = run_sweep(sweeps[algorithm], fn, processes=processes, ref=REFERENCE_POINT,
                           out_path=out / f"sweep_{algorithm}.json", time_limit_s=limit,
-                          progress=progress, description=f"DST {algorithm}")
+                          progress=progress, description=f"DST {algorithm}", keep_finished=resume, meta=meta)
         results[algorithm] = _summarise(sweep, front)
         returns_by_algorithm[algorithm] = sweep.returns
         write_json_atomic(out / "results.json", results)
@@ -522,7 +536,11 @@ def format_table(results: Mapping[str, Any]) -> str:
             continue
         r = results[algorithm]
         lines.append(f"{algorithm:<16}{r['runs']:>6}{len(r['distinct_returns']):>10}"
-                     f"{r['pareto_points_found']:>11}/10{r['hypervolume']:>13.1f}{r['wall_time_s']:>9.1f}")
+                     f"{r['pareto_points_found']:>11}/10{r['hypervolume']:>13.1f}"
+                     f"{r.get('total_wall_time_s', r['wall_time_s']):>9.1f}")
+        if r.get("kept_from_earlier_sittings"):
+            lines.append(f"  {r['kept_from_earlier_sittings']} runs kept from earlier sittings (--resume); "
+                         f"this sitting {r['wall_time_s']:.1f} s")
         if results["budget"].get("convergence"):
             lines.append(f"  converged: {r.get('converged', 0)} of {r['runs']} runs "
                          f"({results['budget']['convergence']})")
@@ -533,8 +551,8 @@ def format_table(results: Mapping[str, Any]) -> str:
             lines.append(f"  {len(r['failures'])} failed runs, first error: "
                          f"{r['failures'][0]['error'].strip().splitlines()[-1]}")
         if r["not_run"]:
-            lines.append(f"  {len(r['not_run'])} settings not run (time limit)")
+            lines.append(f"  {len(r['not_run'])} settings not run (time limit; --resume continues)")
     lines.append(f"true front hypervolume {results['true_front_hypervolume']:.1f} "
-                 f"(reference point {tuple(results['reference_point'])}); total wall time "
+                 f"(reference point {tuple(results['reference_point'])}); this sitting's wall time "
                  f"{results.get('wall_time_s', math.nan):.1f} s with {results['budget']['processes']} processes")
     return "\n".join(lines)

@@ -84,6 +84,46 @@ def test_a_resumed_sweep_reports_every_sittings_wall_time(tmp_path: Path) -> Non
     assert json.loads(out.read_text())["sittings_wall_time_s"] == pytest.approx([fresh.wall_time_s])
 
 
+def test_a_sweep_keeps_what_earlier_sittings_finished(tmp_path: Path) -> None:
+    """``keep_finished``: a later sitting reruns only failed and new settings (a setting is the same
+    when name, params and seed are), keeps the rest with their returns and extras, and refuses a
+    progress file made with another budget (``meta``) without touching it."""
+    from morl_robot.errors import ConfigError
+
+    calls: list[str] = []
+
+    def fn(setting: Setting):
+        calls.append(f"{setting.name}/{setting.seed}")
+        return trivial_returns(setting), {"converged_at": 7}
+
+    a, bad, b = (Setting(name="a", params={"w": 0.1}), Setting(name="bad", params={"w": 0.5}),
+                 Setting(name="b", params={"w": 0.9}))
+    out = tmp_path / "sweep.json"
+    meta = {"steps_per_run": 100, "learner_changes": {}}
+    first = run_sweep([a, bad], fn, processes=1, out_path=out, progress=False, keep_finished=True, meta=meta)
+    assert calls == ["a/0", "bad/0"] and first.kept == 0 and len(first.ok_records) == 1
+    calls.clear()
+    a_reseeded = Setting(name="a", params={"w": 0.1}, seed=1)
+    second = run_sweep([a, bad, b, a_reseeded], fn, processes=1, out_path=out, progress=False,
+                       keep_finished=True, meta=dict(meta))
+    assert calls == ["bad/0", "b/0", "a/1"]  # a (seed 0) kept; the failure, the new and the reseeded run
+    assert second.kept == 1 and len(second.records) == 4
+    kept = next(r for r in second.records if r.setting == a)
+    assert kept.returns.tolist() == [0.1, 0.9] and kept.extras == {"converged_at": 7}
+    assert kept.seconds == first.records[0].seconds
+    data = json.loads(out.read_text())
+    assert data["meta"] == meta and data["kept_from_earlier_sittings"] == 1
+    assert len(data["sittings_wall_time_s"]) == 2  # keeping implies resumed timing
+    before = out.read_text()
+    with pytest.raises(ConfigError, match=r"sweep.json was run with other settings \(steps_per_run differ"):
+        run_sweep([a], fn, processes=1, out_path=out, progress=False, keep_finished=True,
+                  meta={"steps_per_run": 200, "learner_changes": {}})
+    assert out.read_text() == before
+    calls.clear()
+    everything = run_sweep([a], fn, processes=1, out_path=out, progress=False)  # without it: run again
+    assert calls == ["a/0"] and everything.kept == 0
+
+
 def test_write_json_atomic(tmp_path: Path) -> None:
     path = tmp_path / "sub" / "results.json"
     write_json_atomic(path, {"a": np.arange(3), "b": np.float32(0.5), "c": float("nan"), "d": (1, 2)})

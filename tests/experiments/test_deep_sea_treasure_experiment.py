@@ -163,6 +163,29 @@ def test_exploring_starts_from_the_cli(tmp_path: Path) -> None:
     assert main(["experiment", "deep-sea-treasure", "--out", "/tmp/never", "--exploring-horizon", "2"]) == 2
 
 
+def test_a_sweep_resumes_from_the_cli(tmp_path: Path, capsys) -> None:
+    """``--resume``: a second sitting keeps the first one's finished runs (none is rerun) and counts
+    both sittings' wall time; another per-run budget is refused, naming what differs."""
+    from morl_robot.cli import main
+
+    args = ["experiment", "deep-sea-treasure", "--out", str(tmp_path), "--quick", "--steps", "200",
+            "--algorithms", "mo-mpo", "--processes", "1", "--no-progress", "--resume"]
+    assert main(args) == 0
+    first = json.loads((tmp_path / "results.json").read_text())["mo-mpo"]
+    assert first["kept_from_earlier_sittings"] == 0 and first["runs"] == 2
+    capsys.readouterr()
+    assert main(args) == 0
+    assert "2 runs kept from earlier sittings (--resume)" in capsys.readouterr().out
+    second = json.loads((tmp_path / "results.json").read_text())["mo-mpo"]
+    assert second["kept_from_earlier_sittings"] == 2
+    assert second["per_setting"] == first["per_setting"]  # the same runs, not retrained
+    progress = json.loads((tmp_path / "sweep_mo-mpo.json").read_text())
+    assert len(progress["sittings_wall_time_s"]) == 2
+    assert second["total_wall_time_s"] == pytest.approx(sum(progress["sittings_wall_time_s"]))
+    assert main([*args[:-1], "--resume", "--steps", "300"]) != 0
+    assert "steps_per_run differ" in capsys.readouterr().err
+
+
 def test_learner_changes_reach_both_algorithms_configs() -> None:
     """``LearnerKnobs`` change exactly the named fields of the learner config, for MO-MPO and
     scalarized MPO alike (equal budget), and nothing when unset."""
