@@ -4,6 +4,7 @@ import itertools
 import json
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from morl_robot.cli import main
@@ -132,26 +133,35 @@ def test_the_committed_worst_case_front_is_the_readmes():
 
 def test_the_committed_clone_lr_front_is_the_readmes():
     """README, Sawyer front with the clone at learning rate 1e-3, against the worst-case front it
-    changes one setting of: more runs insert in >= 80 % of episodes (8 of 10 against 5), a higher
-    mean insertion rate and hypervolume IQM at the same reference point, one policy that the
-    scripted reference front does not dominate, and the best deployed through the graph."""
+    changes one setting of: on the same two seeds more runs insert in >= 80 % of episodes (8 of 10
+    against 5), a higher mean insertion rate; over four seeds 18 of 20, a higher hypervolume IQM at
+    the same reference point, three 80 %-plus policies that the scripted reference front does not
+    dominate, no trend of the mean contact force with ε_force; the best deployed through the graph."""
+    from scipy import stats
+
     def results(root: Path) -> dict:
         return json.loads((root / "results.json").read_text())
 
     before, after = results(WORST_CASE), results(CLONE_LR)
     assert after["config"]["learner_config"] == "learner/sawyer_front_clone_lr.yaml"
     runs = [r["eval"] for r in after["runs"] if r["finished"]]
-    assert len(runs) == 10
-    assert sum(e["success_rate"] >= 0.8 for e in runs) == 8
-    assert sum(e["success_rate"] for e in runs) / 10 == pytest.approx(0.825)
+    assert len(runs) == 20 and sorted({e["train_seed"] for e in runs}) == [0, 1, 2, 3]
+    first_two = [e for e in runs if e["train_seed"] in (0, 1)]
+    assert sum(e["success_rate"] >= 0.8 for e in first_two) == 8
+    assert sum(e["success_rate"] for e in first_two) / 10 == pytest.approx(0.825)
+    assert sum(e["success_rate"] >= 0.8 for e in runs) == 18
+    assert sum(e["success_rate"] for e in runs) / 20 == pytest.approx(0.8825)
     assert after["front"]["ref"] == before["front"]["ref"]
     hv = after["front"]["across_seeds"]["hypervolume"]["iqm"]
-    assert hv > before["front"]["across_seeds"]["hypervolume"]["iqm"] and hv == pytest.approx(9.905e5, rel=1e-3)
+    assert hv > before["front"]["across_seeds"]["hypervolume"]["iqm"] and hv == pytest.approx(1.009e6, rel=1e-3)
     scripted = [tuple(g["returns"]) for g in after["scripted_reference"]]
     undominated = [e for e in runs if not any(t >= e["objectives"]["task"]["mean"] and
                                               f >= e["objectives"]["wrist_force"]["mean"] for t, f in scripted)]
     assert [(e["epsilons"]["wrist_force"], e["train_seed"]) for e in undominated if e["success_rate"] >= 0.8] == \
-        [(0.005, 0)]
+        [(0.005, 0), (0.02, 2), (0.02, 3)]
+    # no trade-off across settings: the mean contact force is not ranked by ε_force
+    rho, p = stats.spearmanr([np.log(e["epsilons"]["wrist_force"]) for e in runs], [e["mean_force"] for e in runs])
+    assert abs(rho) < 0.2 and p > 0.5
     deploy = json.loads((CLONE_LR / "deploy" / "deploy_report.json").read_text())
     assert deploy["policy"].endswith("eps_force=0.005_seed0.onnx") and deploy["seeds"][0] == 10000
     assert deploy["graph_success"] == deploy["in_process_success"] == [True] * 5
