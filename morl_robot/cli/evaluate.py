@@ -4,7 +4,7 @@ evaluation protocol (:mod:`morl_robot.evaluation.protocol`) on one policy.
 Deterministic episodes on seeds S … S+N−1; prints a Markdown table (each objective's mean return
 with its 95 % bootstrap CI, success rate, peak and mean contact force, termination reasons) or,
 with ``--json``, one JSON object on stdout.  ``random --task T`` evaluates uniform random actions;
-``scripted --task T`` a hand-written controller (Sawyer insertion, Shadow slow press and slow dial sweep).  ``--against scripted``:
+``scripted --task T`` a hand-written controller (Sawyer insertion, Shadow slow press, slow dial sweep, grasp and lift).  ``--against scripted``:
 instead of the protocol, the policy's action error against the task's scripted controller along
 the controller's own trajectories.
 
@@ -29,7 +29,7 @@ if TYPE_CHECKING:
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("evaluate", help="evaluate a policy deterministically on fixed seeds (the protocol of every result)")
     p.add_argument("policy", help="policy.onnx, a run directory (its policy.onnx), 'random' (with --task), or "
-                                  "'scripted' (--task sawyer_peg_in_hole|shadow_touch|shadow_turn: a hand-written controller)")
+                                  "'scripted' (--task sawyer_peg_in_hole|shadow_touch|shadow_turn|shadow_orient: a hand-written controller)")
     p.add_argument("--episodes", type=int, default=20, help="episodes (default 20)")
     p.add_argument("--seed", type=int, default=0, help="episode i resets with seed S+i (default 0)")
     p.add_argument("--task", default=None, help="task (needed for 'random'; otherwise checked against the policy)")

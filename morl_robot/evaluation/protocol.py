@@ -41,6 +41,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from numpy.typing import NDArray
 
 from morl_robot.errors import UsageError
 
@@ -332,7 +333,7 @@ def random_policy(task: str, seed: int = 0, overrides: dict[str, Any] | None = N
 
 
 #: tasks with a hand-written controller (``morl-robot evaluate scripted --task T``, demonstrations)
-SCRIPTED_TASKS = ("sawyer_peg_in_hole", "shadow_touch", "shadow_turn")
+SCRIPTED_TASKS = ("sawyer_peg_in_hole", "shadow_touch", "shadow_turn", "shadow_orient")
 
 #: shadow_touch's pressing posture (rad; J0 = J1 + J2): the wrist flexed, the first finger bent at
 #: J3 and slightly at J1/J2 (``tests/test_shadow_hand_model.py::test_touch_press_block``)
@@ -341,9 +342,32 @@ SHADOW_PRESS_POSTURE = {"rh_WRJ1": 0.49, "rh_FFJ3": 0.9, "rh_FFJ0": 0.3}
 #: straight, which sweeps the paddle past the target (``test_shadow_hand_model.py::test_turn_dial``)
 SHADOW_TURN_POSTURE = {"rh_WRJ1": 0.49, **{f"rh_{f}J3": 1.2 for f in ("FF", "MF", "RF", "LF")},
                        **{f"rh_{f}J0": 0.0 for f in ("FF", "MF", "RF", "LF")}}
-#: per Shadow task: (posture, default lead in rad per step, what the controller does)
-SHADOW_SCRIPTS = {"shadow_touch": (SHADOW_PRESS_POSTURE, 0.01, "slow press"),
-                  "shadow_turn": (SHADOW_TURN_POSTURE, 0.03, "slow sweep")}
+@dataclass(frozen=True)
+class ShadowPhase:
+    """One phase of a scripted Shadow Hand motion: move toward ``posture`` (rad per motor).  It is
+    done once every motor of it is within the tolerance of its posture, or, for a grasp
+    (``felt_by`` tactile pads), once those pads all read at least ``felt_force`` N (fingers that
+    close on an object stop short of their posture)."""
+
+    posture: dict[str, float]
+    felt_by: tuple[str, ...] = ()
+    felt_force: float = 1.0
+
+
+#: shadow_orient's grasp and lift (``test_shadow_hand_model.py::test_orient_touch_and_lift_peg``): the
+#: thumb to opposition; a pinch of the peg between thumb, first and middle finger, done once the
+#: first-finger and thumb tips feel it; the wrist extended, which lifts the pinched peg, held near one
+#: end, and it swings toward upright.  Each phase keeps the earlier ones' targets.
+SHADOW_ORIENT_PHASES = (
+    ShadowPhase({"rh_THJ5": 0.72, "rh_THJ2": -0.31, "rh_THJ1": -0.08, "rh_THJ4": 1.2}),
+    ShadowPhase({"rh_FFJ3": 1.57, "rh_FFJ0": 1.03, "rh_MFJ3": 1.57, "rh_MFJ0": 1.03, "rh_FFJ4": 0.06,
+                 "rh_MFJ4": -0.2}, felt_by=("rh_ffdistal_touch", "rh_thdistal_touch")),
+    ShadowPhase({"rh_WRJ1": -0.6}),
+)
+#: per Shadow task: (postures in phases, default lead in rad per step, what the controller does)
+SHADOW_SCRIPTS = {"shadow_touch": ((ShadowPhase(SHADOW_PRESS_POSTURE),), 0.01, "slow press"),
+                  "shadow_turn": ((ShadowPhase(SHADOW_TURN_POSTURE),), 0.03, "slow sweep"),
+                  "shadow_orient": (SHADOW_ORIENT_PHASES, 0.03, "grasp and lift")}
 
 
 def scripted_policy(task: str, gain: float = 5.0, clearance: float = 0.002, lead: float | None = None,
@@ -360,15 +384,32 @@ def scripted_policy(task: str, gain: float = 5.0, clearance: float = 0.002, lead
         if overrides:
             raise UsageError(f"the scripted {task} controller takes no task overrides, got {overrides}")
         return _sawyer_insertion(gain, clearance)
-    posture, default_lead, what = SHADOW_SCRIPTS[task]
-    return _shadow_slow_posture(task, posture, default_lead if lead is None else lead, what, overrides)
+    phases, default_lead, what = SHADOW_SCRIPTS[task]
+    return _shadow_slow_posture(task, phases, default_lead if lead is None else lead, what, overrides)
 
 
-def _shadow_slow_posture(task_name: str, posture: dict[str, float], lead: float, what: str,
+def _shadow_phase(phases: Sequence[ShadowPhase], pos: NDArray[np.float64], motor: dict[str, int],
+                  pads: dict[str, float], tolerance: float = 0.05) -> int:
+    """Which of ``phases`` the hand is in, read off the observation alone (so a clone can learn it):
+    the first phase not yet done (:class:`ShadowPhase`); ``pos`` (20,) motor positions, rad;
+    ``pads`` the tactile readings (N) by pad name; ``tolerance`` rad."""
+    for k, phase in enumerate(phases[:-1]):
+        if phase.felt_by:
+            done = all(pads[name] >= phase.felt_force for name in phase.felt_by)
+        else:
+            done = all(abs(pos[motor[m]] - v) <= tolerance for m, v in phase.posture.items())
+        if not done:
+            return k
+    return len(phases) - 1
+
+
+def _shadow_slow_posture(task_name: str, phases: Sequence[ShadowPhase], lead: float, what: str,
                          overrides: dict[str, Any] | None = None) -> LoadedPolicy:
-    """Move the hand slowly into ``posture``.  Each motor's position target is its current
-    position (from the observation; a coupled J0 motor: J1 + J2) moved toward ``posture`` by at
-    most ``lead`` rad, the other motors held where they are.  The lead sets the approach speed.
+    """Move the hand slowly into a posture, or through postures in phases.  Each motor's position
+    target is its current position (from the observation; a coupled J0 motor: J1 + J2) moved toward
+    the posture of the current phase and the earlier ones by at most ``lead`` rad, the other motors
+    held where they are.  The lead sets the approach speed.  The phase is read off the observation
+    (:func:`_shadow_phase`), so the controller is a function of the observation, as a clone is.
 
     ``shadow_touch`` (:data:`SHADOW_PRESS_POSTURE`) presses the block; the lead trades the
     (discounted) task reward against pain: on seeds 0–4, 0.01 rad presses in 30–36 steps with pain
@@ -376,6 +417,7 @@ def _shadow_slow_posture(task_name: str, posture: dict[str, float], lead: float,
     ``shadow_turn`` (:data:`SHADOW_TURN_POSTURE`) sweeps the dial's paddle toward +angle; the
     observation has no dial angle, so the sweep is open loop and succeeds when it passes the
     target window (the episode ends there).
+    ``shadow_orient`` (:data:`SHADOW_ORIENT_PHASES`) pinches the peg and lifts it with the wrist.
 
     The targets are written in the task's action mode (``overrides``, e.g.
     ``{"action_mode": "delta"}``; :meth:`ShadowHandTask.action_for_targets`): absolute, the
@@ -385,15 +427,19 @@ def _shadow_slow_posture(task_name: str, posture: dict[str, float], lead: float,
     env = MORobotEnv(task_name, overrides=overrides)
     task, spec = env.task, env.robot.spec
     env.close()
-    nj = len(spec.joints)  # the observation starts with the joint positions, in the spec's order
-    goal_of = {spec.actuator_names.index(m): v for m, v in posture.items()}
+    nj = len(spec.joints)  # observation: joint positions (J,), velocities (J,), tactile pads (T,)
+    motor = {m: i for i, m in enumerate(spec.actuator_names)}
+    pad_at = {name: 2 * nj + i for i, name in enumerate(spec.sensor("tactile").labels)}
     mode = "" if task.action_mode == "absolute" else f", {task.action_mode} actions"
 
     def act(obs: np.ndarray) -> np.ndarray:
-        pos = spec.actuator_positions(np.asarray(obs, dtype=np.float64)[:nj])  # (20,) motor positions
+        o = np.asarray(obs, dtype=np.float64)
+        pos = spec.actuator_positions(o[:nj])  # (20,) motor positions
         goal = pos.copy()
-        for i, v in goal_of.items():
-            goal[i] = v
+        pads = {name: float(o[i]) for name, i in pad_at.items()}
+        for phase in phases[:_shadow_phase(phases, pos, motor, pads) + 1]:
+            for m, v in phase.posture.items():
+                goal[motor[m]] = v
         return task.action_for_targets(pos + np.clip(goal - pos, -lead, lead), pos)
 
     return LoadedPolicy(act, task_name, f"scripted {what} (lead {lead:g} rad per step{mode})",

@@ -159,13 +159,28 @@ def test_an_estop_holds_the_robot_and_is_reported_as_safety():
 
 def test_the_scripted_insertion_controller_inserts_through_the_cli(capsys):
     """The hand-written reference controller inserts the peg (the task is feasible behind the safety
-    rules); a scripted policy for another task is refused."""
+    rules); a scripted policy for a task without one is refused."""
+    from morl_robot.errors import UsageError
+    from morl_robot.evaluation.protocol import scripted_policy
+
     assert main(["evaluate", "scripted", "--task", "sawyer_peg_in_hole", "--episodes", "2", "--seed", "10000",
                  "--json"]) == 0
     got = json.loads(capsys.readouterr().out)
     assert got["success_rate"] >= 0.5 and got["objectives"]["task"]["mean"] > 80
-    assert main(["evaluate", "scripted", "--task", "shadow_orient", "--episodes", "1"]) == 2
-    assert "sawyer_peg_in_hole, shadow_touch, shadow_turn only" in capsys.readouterr().err
+    with pytest.raises(UsageError, match="shadow_turn, shadow_orient only, not 'nope'"):
+        scripted_policy("nope")
+
+
+def test_the_scripted_grasp_lifts_and_turns_the_peg(capsys):
+    """shadow_orient's hand-written controller (thumb to opposition, pinch, wrist extension; the phase
+    read off the observation) holds, lifts and tilts the peg: each objective far above the random
+    policy's (50 episodes on seeds 0–49: touch 15.8, lift 0.70, orient 0.42 per episode), in both
+    action modes (the same targets)."""
+    for mode in ("absolute", "delta"):
+        assert main(["evaluate", "scripted", "--task", "shadow_orient", "--action-mode", mode, "--episodes", "2",
+                     "--seed", "10000", "--json"]) == 0
+        got = json.loads(capsys.readouterr().out)["objectives"]
+        assert got["touch"]["mean"] > 35 and got["lift"]["mean"] > 8 and got["orient"]["mean"] > 8, got
 
 
 def test_the_scripted_slow_press_touches_the_block_gently(capsys):

@@ -96,10 +96,13 @@ def test_committed_front_policies_reproduce_their_figures(folder, capsys):
     assert got["success_rate"] == ev["success_rate"]
 
 
-def test_demonstrations_need_a_task_with_a_scripted_controller(tmp_path, capsys):
-    """shadow_front_demos.yaml on shadow_orient (no scripted controller) is refused before training."""
+def test_demonstrations_need_a_task_with_a_scripted_controller(tmp_path, capsys, monkeypatch):
+    """shadow_front_demos.yaml on a task without a scripted controller (every Shadow task has one now:
+    here orient's is taken away) is refused before training."""
     from morl_robot.cli import main
+    from morl_robot.evaluation import protocol
 
+    monkeypatch.setattr(protocol, "SCRIPTED_TASKS", ("shadow_touch", "shadow_turn"))
     assert main(["experiment", "shadow-front", "--task", "shadow_orient", "--algorithms", "mo-mpo", "--out", str(tmp_path),
                  "--config", "learner/shadow_front_demos.yaml", "--quick", "--no-progress"]) == 2
     err = capsys.readouterr().err
