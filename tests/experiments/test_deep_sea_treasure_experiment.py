@@ -288,3 +288,27 @@ def test_committed_table_policy_sweeps_find_all_ten_points() -> None:
     returns = np.array([s["returns"] for s in r["per_setting"]] + [x["returns"] for x in low])
     front = dst.true_pareto_front()
     assert dst.pareto_points_found(returns, front).sum() == len(front) == 10
+
+
+@pytest.mark.skipif(not (ES.parent / "es_h1_table_c51" / "results.json").is_file(), reason="no committed 51-value sweep")
+def test_committed_51_value_sweep_finds_all_ten_points() -> None:
+    """The README's one-sweep "ten of ten": the table-policy recipe over the 51-value c grid at
+    ε_time 0.02 reaches every point of the true front (hypervolume 2179.3), 19.6 at c = 1.22; its
+    first four runs repeat the stopped sweep's (``es_h1_table_low_c``) evaluation by evaluation."""
+    results = json.loads((ES.parent / "es_h1_table_c51" / "results.json").read_text())
+    r = results["mo-mpo"]
+    assert results["budget"]["learner_changes"] == {"samples_per_insert": 32.0, "policy_hidden": []}
+    assert results["budget"]["exploring_horizon"] == 1 and results["sweep"]["c_values"] == 51
+    assert r["runs"] == 51 and r["failures"] == [] and r["converged"] == 50
+    assert {s["setting"]["params"]["epsilon_time"] for s in r["per_setting"]} == {0.02}
+    assert r["pareto_points_found"] == 10 and r["hypervolume"] == pytest.approx(2179.3, abs=0.05)
+    assert r["agrees_with_exact"]["same_treasure"] == 33
+    by_c = {round(s["setting"]["params"]["c"], 2): round(s["returns"][0], 1) for s in r["per_setting"]}
+    assert by_c[1.22] == 19.6 and by_c[0.5] == 0.7 and by_c[1.5] == 23.7
+    front = dst.true_pareto_front()
+    assert dst.pareto_points_found(np.array([s["returns"] for s in r["per_setting"]]), front).sum() == 10
+    low = json.loads((ES.parent / "es_h1_table_low_c" / "sweep_mo-mpo.json").read_text())["records"]
+    again = json.loads((ES.parent / "es_h1_table_c51" / "sweep_mo-mpo.json").read_text())["records"][:4]
+    for a, b in zip(low, again):
+        assert a["setting"] == b["setting"] and a["returns"] == b["returns"]
+        assert a["extras"]["evaluations"] == b["extras"]["evaluations"]
