@@ -109,6 +109,9 @@ class SweepResult:
     meta: dict[str, Any] | None = None
     #: how many records an earlier sitting finished (kept, not rerun: ``keep_finished``)
     kept: int = 0
+    #: records (as stored) of settings an earlier sitting ran and this one does not (e.g. another
+    #: ε_time): carried along in the progress file so a sitting over fewer settings loses none
+    other_settings: list[dict[str, Any]] = field(default_factory=list)
 
     @property
     def total_wall_time_s(self) -> float:
@@ -161,6 +164,7 @@ class SweepResult:
             "not_run": [s.to_dict() for s in self.not_run],
             **({"meta": self.meta} if self.meta is not None else {}),
             "kept_from_earlier_sittings": self.kept,
+            **({"records_of_other_settings": self.other_settings} if self.other_settings else {}),
         }
 
 
@@ -220,16 +224,17 @@ def run_sweep(
     it a rerun starts afresh and so does its timing.
     ``keep_finished`` (implies ``resumes``): the settings ``out_path`` records as finished with a
     return vector are kept and not run again (failed and unfinished ones are); a setting counts as the
-    same when its name, params and seed are.  ``meta`` (JSON-able) is stored in ``out_path``; keeping
-    needs the file's ``meta`` to equal it, else :class:`ConfigError` names the difference.
+    same when its name, params and seed are.  Records of settings not in ``settings`` stay in the file
+    (``records_of_other_settings``).  ``meta`` (JSON-able) is stored in ``out_path``; keeping needs the
+    file's ``meta`` to equal it, else :class:`ConfigError` names the difference.
     """
     settings = list(settings)
     ref_arr = None if ref is None else np.asarray(ref, dtype=np.float64).reshape(-1)
     meta_json = None if meta is None else json.loads(json.dumps(dict(meta)))  # as the file will hold it
     resumes = resumes or keep_finished
     earlier = earlier_sittings(out_path) if resumes and out_path is not None else []
-    done: dict[int, SweepRecord] = (finished_records(out_path, settings, meta_json)
-                                    if keep_finished and out_path is not None else {})
+    done, others = (finished_records(out_path, settings, meta_json) if keep_finished and out_path is not None
+                    else ({}, []))
     kept = len(done)
     todo = [i for i in range(len(settings)) if i not in done]
     processes = max(1, min(int(processes), len(todo))) if todo else 1
@@ -246,6 +251,7 @@ def run_sweep(
             earlier_sittings_s=earlier,
             meta=meta_json,
             kept=kept,
+            other_settings=others,
         )
 
     def record(index: int, rets: list[float] | None, err: str | None, secs: float,
@@ -276,17 +282,18 @@ def run_sweep(
 
 
 def finished_records(out_path: str | os.PathLike[str], settings: Sequence[Setting],
-                     meta: Mapping[str, Any] | None) -> dict[int, SweepRecord]:
+                     meta: Mapping[str, Any] | None) -> tuple[dict[int, SweepRecord], list[dict[str, Any]]]:
     """The records of ``settings`` (by index) that the progress file ``out_path`` holds as finished
-    (a return vector, no error); ``{}`` when there is no file.  The file's ``meta`` must equal
-    ``meta``: a sweep is only continued with the budget it started with.  An unreadable file is named
-    in the error and left as it is."""
+    (a return vector, no error), and the file's finished records of other settings (as stored);
+    ``({}, [])`` when there is no file.  The file's ``meta`` must equal ``meta``: a sweep is only
+    continued with the budget it started with.  An unreadable file is named in the error and left as
+    it is."""
     path = Path(out_path)
     if not path.is_file():
-        return {}
+        return {}, []
     try:
         data = json.loads(path.read_text())
-        rows = list(data["records"])
+        rows = list(data["records"]) + list(data.get("records_of_other_settings", []))
     except (ValueError, KeyError, TypeError) as exc:
         raise ConfigError(f"{path}: not a readable sweep progress file ({exc}); move it aside to start "
                           "the sweep afresh") from exc
@@ -299,10 +306,14 @@ def finished_records(out_path: str | os.PathLike[str], settings: Sequence[Settin
                           "now); rerun with the same options to continue it, or give another --out")
     index = {json.dumps(s.to_dict(), sort_keys=True): i for i, s in enumerate(settings)}
     kept: dict[int, SweepRecord] = {}
+    others: dict[str, dict[str, Any]] = {}
     for row in rows:
         try:
             key = json.dumps(row["setting"], sort_keys=True)
-            if key not in index or row.get("returns") is None or row.get("error"):
+            if row.get("returns") is None or row.get("error"):
+                continue
+            if key not in index:
+                others[key] = row
                 continue
             returns = np.asarray(row["returns"], dtype=np.float64).reshape(-1)
             seconds = float(row["seconds"])
@@ -314,7 +325,7 @@ def finished_records(out_path: str | os.PathLike[str], settings: Sequence[Settin
         i = index[key]
         kept[i] = SweepRecord(setting=settings[i], returns=returns, error=None, seconds=seconds,
                               extras=dict(row.get("extras") or {}))
-    return kept
+    return kept, list(others.values())
 
 
 def earlier_sittings(out_path: str | os.PathLike[str]) -> list[float]:

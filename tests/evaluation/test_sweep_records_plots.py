@@ -119,6 +119,14 @@ def test_a_sweep_keeps_what_earlier_sittings_finished(tmp_path: Path) -> None:
         run_sweep([a], fn, processes=1, out_path=out, progress=False, keep_finished=True,
                   meta={"steps_per_run": 200, "learner_changes": {}})
     assert out.read_text() == before
+    # a sitting over fewer settings keeps the others' records in the file for a later sitting
+    calls.clear()
+    only_b = run_sweep([b], fn, processes=1, out_path=out, progress=False, keep_finished=True, meta=meta)
+    assert calls == [] and only_b.kept == 1 and len(only_b.records) == 1
+    assert {r["setting"]["name"] for r in json.loads(out.read_text())["records_of_other_settings"]} == {"a"}
+    again = run_sweep([a, b, a_reseeded], fn, processes=1, out_path=out, progress=False, keep_finished=True,
+                      meta=meta)
+    assert calls == [] and again.kept == 3
     calls.clear()
     everything = run_sweep([a], fn, processes=1, out_path=out, progress=False)  # without it: run again
     assert calls == ["a/0"] and everything.kept == 0
