@@ -289,21 +289,20 @@ def finished_records(out_path: str | os.PathLike[str], settings: Sequence[Settin
     continued with the budget it started with.  An unreadable file is named in the error and left as
     it is."""
     path = Path(out_path)
-    if not path.is_file():
+    data = _read_progress(path)
+    if data is None:
         return {}, []
     try:
-        data = json.loads(path.read_text())
         rows = list(data["records"]) + list(data.get("records_of_other_settings", []))
-    except (ValueError, KeyError, TypeError) as exc:
+    except (KeyError, TypeError) as exc:
         raise ConfigError(f"{path}: not a readable sweep progress file ({exc}); move it aside to start "
                           "the sweep afresh") from exc
-    theirs = data.get("meta")
-    if theirs != (None if meta is None else dict(meta)):
-        keys = sorted({*(theirs or {}), *(meta or {})})
-        diff = [k for k in keys if (theirs or {}).get(k) != (meta or {}).get(k)]
-        raise ConfigError(f"{path} was run with other settings ({', '.join(diff) or 'meta'} differ: "
-                          f"{ {k: (theirs or {}).get(k) for k in diff} } there, { {k: (meta or {}).get(k) for k in diff} } "
-                          "now); rerun with the same options to continue it, or give another --out")
+    theirs, mine = data.get("meta") or {}, dict(meta or {})
+    if theirs != mine:
+        diff = [k for k in sorted({*theirs, *mine}) if theirs.get(k) != mine.get(k)]
+        raise ConfigError(f"{path} was run with other settings ({', '.join(diff)} differ: "
+                          f"{ {k: theirs.get(k) for k in diff} } there, { {k: mine.get(k) for k in diff} } now); "
+                          "rerun with the same options to continue it, or give another --out")
     index = {json.dumps(s.to_dict(), sort_keys=True): i for i, s in enumerate(settings)}
     kept: dict[int, SweepRecord] = {}
     others: dict[str, dict[str, Any]] = {}
@@ -334,10 +333,10 @@ def earlier_sittings(out_path: str | os.PathLike[str]) -> list[float]:
     before sittings were recorded counts as one sitting of its ``wall_time_s``; an unreadable one is
     named in the error (nothing is overwritten)."""
     path = Path(out_path)
-    if not path.is_file():
+    data = _read_progress(path)
+    if data is None:
         return []
     try:
-        data = json.loads(path.read_text())
         sittings = data["sittings_wall_time_s"] if "sittings_wall_time_s" in data else [data["wall_time_s"]]
         out = [float(x) for x in sittings]
     except (ValueError, KeyError, TypeError) as exc:
@@ -346,6 +345,22 @@ def earlier_sittings(out_path: str | os.PathLike[str]) -> list[float]:
     if not all(math.isfinite(x) and x >= 0 for x in out):
         raise ConfigError(f"{path}: sittings_wall_time_s must be finite seconds >= 0, got {out}")
     return out
+
+
+def _read_progress(path: Path) -> dict[str, Any] | None:
+    """A sweep's progress file as JSON, ``None`` when there is none; an unreadable one is named in the
+    error and left as it is."""
+    if not path.is_file():
+        return None
+    try:
+        data = json.loads(path.read_text())
+    except ValueError as exc:
+        raise ConfigError(f"{path}: not a readable sweep progress file ({exc}); move it aside to start "
+                          "the sweep afresh") from exc
+    if not isinstance(data, dict):
+        raise ConfigError(f"{path}: not a readable sweep progress file (a JSON object is expected); move it "
+                          "aside to start the sweep afresh")
+    return data
 
 
 def _progress_bar(total: int, description: str, enabled: bool) -> Any:
