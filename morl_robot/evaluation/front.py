@@ -35,7 +35,7 @@ from morl_robot.evaluation.pareto import (
     sparsity,
 )
 
-__all__ = ["FrontPoint", "front_report", "iqm_with_ci"]
+__all__ = ["FrontPoint", "front_report", "iqm_with_ci", "preference_response"]
 
 CONFIDENCE = 0.95
 BOOTSTRAP_RESAMPLES = 10_000
@@ -74,6 +74,46 @@ def iqm_with_ci(values: Sequence[float] | NDArray[np.float64], confidence: float
                     n_resamples=BOOTSTRAP_RESAMPLES, method="percentile", rng=np.random.default_rng(seed))
     return {"iqm": iqm, "ci_low": float(res.confidence_interval.low), "ci_high": float(res.confidence_interval.high),
             "n": int(x.size)}
+
+
+def preference_response(preference: Sequence[float],
+                        measures: Mapping[str, Sequence[float | None]]) -> dict[str, dict[str, float]]:
+    """How each measure of a sweep's policies moves with the preference setting: the Spearman rank
+    correlation ρ between the setting's value (P,) and the measure (P,) over every evaluated policy
+    (settings × seeds), with its two-sided permutation p-value (``scipy.stats.permutation_test``
+    over the pairings: exact for up to 8 policies, 9 999 random pairings beyond; a sweep is small,
+    and the t approximation calls three perfectly ranked points certain).
+
+    This is the test of whether a front *trades*: where a setting gives one objective more weight
+    as it grows (MO-MPO's ε_k: a larger KL bound, more influence on the policy, MO-MPO §4.2), that
+    objective's measures should rise with it and the others' fall.  Rank-based, so ε and log ε give
+    the same ρ.  Policies whose measure is None or not finite are left out (``n`` counts the rest);
+    with fewer than three, or a constant column, ρ and p are NaN.
+
+    Returns ``{name: {"rho", "p", "n"}}``.
+    """
+    from scipy.stats import permutation_test, rankdata
+
+    def rho(x: NDArray[np.float64], y: NDArray[np.float64], axis: int = -1) -> NDArray[np.float64]:
+        rx = rankdata(x, axis=axis) - (x.shape[axis] + 1) / 2.0  # centred ranks, ties averaged
+        ry = rankdata(y, axis=axis) - (y.shape[axis] + 1) / 2.0
+        return (rx * ry).sum(axis) / np.sqrt((rx * rx).sum(axis) * (ry * ry).sum(axis))
+
+    pref = np.asarray(preference, dtype=np.float64).reshape(-1)
+    out: dict[str, dict[str, float]] = {}
+    for name, values in measures.items():
+        y = np.asarray([math.nan if v is None else v for v in values], dtype=np.float64).reshape(-1)
+        if y.shape != pref.shape:
+            raise ValueError(f"measure '{name}' has {y.size} values for {pref.size} preference settings")
+        ok = np.isfinite(y) & np.isfinite(pref)
+        n = int(ok.sum())
+        if n < 3 or np.ptp(y[ok]) == 0.0 or np.ptp(pref[ok]) == 0.0:
+            out[name] = {"rho": math.nan, "p": math.nan, "n": n}
+            continue
+        res = permutation_test((pref[ok], y[ok]), rho, permutation_type="pairings", vectorized=True,
+                               n_resamples=9_999, alternative="two-sided", rng=np.random.default_rng(0))
+        out[name] = {"rho": float(res.statistic), "p": float(res.pvalue), "n": n}
+    return out
 
 
 def _normalise(points: NDArray[np.float64], ref: NDArray[np.float64], ideal: NDArray[np.float64]) -> NDArray[np.float64]:

@@ -398,12 +398,74 @@ def summarise(out: Path, cfg: FrontSweepConfig, wall_time_s: float | None = None
         "per_setting": per_setting,
         "front": front_report(points, ref, names) if points else None,
         "scripted_reference": reference,
+        "trade_off": trade_off(runs, names, reference) if points else None,
         "runs": [{k: v for k, v in r.items() if k != "force_trace"} for r in runs],
     }
     write_json_atomic(out / "results.json", results)
     if points:
         _plots(out, runs, names, task.config.control_period, task.config.force_threshold, reference)
     return results
+
+
+#: a Spearman p-value below this counts as a measured trend of a measure with ε_force
+TREND_P = 0.05
+
+
+def trade_off(runs: list[dict[str, Any]], names: list[str], reference: list[dict[str, Any]]) -> dict[str, Any]:
+    """Does the front trade force for task?  From every finished run's evaluation (``runs`` as in
+    ``results.json``; ``names`` the objectives, task first; ``reference`` the scripted controller's
+    points):
+
+    * ``spearman``: how each measure moves with ε_force over all runs
+      (:func:`~morl_robot.evaluation.front.preference_response`): mean contact force, the two
+      returns, success rate and force-threshold stops.  A larger ε_force weights force more, so a
+      front that trades has ρ < 0 for the mean force;
+    * ``presses_less_when_force_weighted_more``: that ρ is negative with p < :data:`TREND_P`;
+    * ``clean_insertions``: the episodes that inserted and ran to the time limit, per run and pooled
+      (count, median returns, median peak force), and which scripted gains dominate the pooled
+      median: how a policy does when nothing goes wrong;
+    * ``force_from_stopped_episodes``: the share of all runs' wrist-force cost spent in episodes
+      that did not end cleanly (stopped by the force threshold, a collision or the safety rules, or
+      not inserted), i.e. how much of the front's force axis is failures rather than insertions.
+    """
+    from morl_robot.evaluation.front import preference_response
+
+    task, force = names[0], names[1]
+    done = [r["eval"] for r in runs if r["finished"]]
+    spearman = preference_response(
+        [e["epsilons"][force] for e in done],
+        {"mean_force": [e.get("mean_force") for e in done],
+         f"return/{force}": [e["objectives"][force]["mean"] for e in done],
+         f"return/{task}": [e["objectives"][task]["mean"] for e in done],
+         "success_rate": [e["success_rate"] for e in done],
+         "force_threshold_stops": [e["terminations"].get("force_threshold", 0) for e in done]})
+    per_run, pooled_task, pooled_force = [], [], []
+    cost_clean = cost_all = 0.0
+    for e in done:
+        episodes = e.get("per_episode") or []
+        clean = [p for p in episodes if p["success"] and p["termination"] == "time_limit"]
+        cost_all += sum(p["returns"][force] for p in episodes)
+        cost_clean += sum(p["returns"][force] for p in clean)
+        pooled_task += [p["returns"][task] for p in clean]
+        pooled_force += [p["returns"][force] for p in clean]
+        per_run.append({"eps_force": e["epsilons"][force], "seed": e["train_seed"], "episodes": len(clean),
+                        f"median_{task}": float(np.median([p["returns"][task] for p in clean])) if clean else None,
+                        f"median_{force}": float(np.median([p["returns"][force] for p in clean])) if clean else None,
+                        "median_peak_force": float(np.median([p["peak_force"] for p in clean])) if clean else None})
+    pooled: dict[str, Any] = {"episodes": len(pooled_task)}
+    if pooled_task:
+        point = (float(np.median(pooled_task)), float(np.median(pooled_force)))
+        pooled.update({f"median_{task}": point[0], f"median_{force}": point[1],
+                       "dominated_by_scripted_gains": [
+                           r["gain"] for r in reference
+                           if all(a >= b for a, b in zip(r["returns"], point))
+                           and any(a > b for a, b in zip(r["returns"], point))]})
+    mean_force = spearman["mean_force"]
+    return {"spearman": spearman, "trend_p": TREND_P,
+            "presses_less_when_force_weighted_more": bool(mean_force["rho"] < 0 and mean_force["p"] < TREND_P),
+            "clean_insertions": {"definition": "inserted (success) and ran to the time limit",
+                                 "pooled": pooled, "per_run": per_run},
+            "force_from_stopped_episodes": (1.0 - cost_clean / cost_all) if cost_all < 0 else None}
 
 
 def _plots(out: Path, runs: list[dict[str, Any]], names: list[str], task_period: float, threshold: float,
@@ -454,4 +516,18 @@ def format_table(results: dict[str, Any]) -> str:
     if front:
         for name, m in front["across_seeds"].items():
             lines.append(f"{name}: IQM {m['iqm']:.4g} [{m['ci_low']:.4g}, {m['ci_high']:.4g}] over {m['n']} seeds")
+    t = results.get("trade_off")
+    if t:
+        rho = ", ".join(f"{k} {v['rho']:+.2f} (p {v['p']:.2g})" for k, v in t["spearman"].items())
+        lines.append(f"trade-off: Spearman ρ with ε_force over {t['spearman']['mean_force']['n']} runs: {rho}; "
+                     f"presses less when force is weighted more: {'yes' if t['presses_less_when_force_weighted_more'] else 'no'}")
+        pooled = t["clean_insertions"]["pooled"]
+        if pooled["episodes"]:
+            task, force = (k[len("median_"):] for k in pooled if k.startswith("median_"))
+            lines.append(f"clean insertions ({pooled['episodes']} episodes): median {task} {pooled['median_' + task]:.1f}, "
+                         f"{force} {pooled['median_' + force]:.1f}; dominated by scripted gains: "
+                         f"{', '.join(f'{g:g}' for g in pooled['dominated_by_scripted_gains']) or 'none'}")
+        if t["force_from_stopped_episodes"] is not None:
+            lines.append(f"share of the force cost spent in episodes that did not insert cleanly: "
+                         f"{t['force_from_stopped_episodes']:.0%}")
     return "\n".join(lines)

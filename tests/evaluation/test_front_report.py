@@ -58,3 +58,29 @@ def test_iqm_lies_within_the_data_and_its_interval(values):
 
 def test_iqm_ignores_an_outlying_quarter():
     assert iqm_with_ci([1.0, 2.0, 3.0, 1000.0])["iqm"] == pytest.approx(2.5)
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.lists(st.integers(1, 1000), min_size=3, max_size=12, unique=True), st.floats(0.1, 10.0))
+def test_preference_response_reads_a_monotone_measure_as_a_perfect_rank_correlation(prefs, scale):
+    """ρ = +1 for a measure that rises with the setting, −1 for one that falls, whatever the
+    transform (ε or log ε, any scale): the rank correlation sees order only."""
+    from morl_robot.evaluation.front import preference_response
+
+    eps = np.asarray(prefs) / 1000.0  # ε in (0, 1], distinct
+    got = preference_response(eps, {"up": scale * np.log(eps), "down": -(eps ** 3)})
+    assert got["up"]["rho"] == pytest.approx(1.0) and got["down"]["rho"] == pytest.approx(-1.0)
+    assert got["up"]["n"] == len(prefs)
+
+
+def test_preference_response_leaves_out_unknown_values_and_says_when_it_cannot_tell():
+    from morl_robot.evaluation.front import preference_response
+
+    got = preference_response([0.01, 0.02, 0.05, 0.1], {"force": [4.0, None, 2.0, float("nan")],
+                                                         "flat": [1.0, 1.0, 1.0, 1.0],
+                                                         "noisy": [3.0, 1.0, 4.0, 2.0]})
+    assert got["force"]["n"] == 2 and np.isnan(got["force"]["rho"])  # two known values: no ρ
+    assert np.isnan(got["flat"]["rho"]) and got["flat"]["n"] == 4
+    assert got["noisy"]["rho"] == pytest.approx(0.0) and got["noisy"]["p"] == pytest.approx(1.0)
+    with pytest.raises(ValueError, match="measure 'x' has 2 values for 3 preference settings"):
+        preference_response([1, 2, 3], {"x": [1, 2]})

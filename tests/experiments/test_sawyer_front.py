@@ -162,6 +162,20 @@ def test_the_committed_clone_lr_front_is_the_readmes():
     # no trade-off across settings: the mean contact force is not ranked by ε_force
     rho, p = stats.spearmanr([np.log(e["epsilons"]["wrist_force"]) for e in runs], [e["mean_force"] for e in runs])
     assert abs(rho) < 0.2 and p > 0.5
+    # ... and results.json says so itself, with why: a clean insertion costs little force at every
+    # setting and dominates the scripted front; most of the force cost is in the failed episodes
+    from morl_robot.experiments.sawyer_front import trade_off
+
+    t = after["trade_off"]
+    assert t == trade_off(after["runs"], ["task", "wrist_force"], after["scripted_reference"])
+    assert t["spearman"]["mean_force"]["rho"] == pytest.approx(rho)
+    assert t["presses_less_when_force_weighted_more"] is False
+    pooled = t["clean_insertions"]["pooled"]
+    assert pooled["episodes"] == 243 and pooled["dominated_by_scripted_gains"] == []
+    assert pooled["median_task"] == pytest.approx(141.0, abs=0.05)
+    assert pooled["median_wrist_force"] == pytest.approx(-33.9, abs=0.05)
+    assert max(g["returns"][0] for g in after["scripted_reference"]) < pooled["median_task"]
+    assert t["force_from_stopped_episodes"] == pytest.approx(0.60, abs=0.005)
     deploy = json.loads((CLONE_LR / "deploy" / "deploy_report.json").read_text())
     assert deploy["policy"].endswith("eps_force=0.005_seed0.onnx") and deploy["seeds"][0] == 10000
     assert deploy["graph_success"] == deploy["in_process_success"] == [True] * 5
@@ -295,6 +309,18 @@ def test_the_committed_clone_lr_conditioned_policies_trade_force_for_preference_
         held = [json.loads((CONDITIONED_CLONE_LR / "evaluations" / f"heldout_seed{seed}_eps_force={e}.json")
                            .read_text()) for e in (0.005, 0.1)]
         assert held[0]["seeds"][0] == 20000 and held[0]["mean_force"] > held[1]["mean_force"]
+    # results.json's own trade-off check agrees, and says where the force goes: inserted episodes
+    # press (pooled median −522) for the same task return as the per-setting front's clean ones (−34)
+    from morl_robot.experiments.sawyer_front import trade_off
+
+    t = results["trade_off"]
+    assert t == trade_off(results["runs"], ["task", "wrist_force"], results["scripted_reference"])
+    assert t["presses_less_when_force_weighted_more"] is True
+    assert t["spearman"]["mean_force"]["rho"] == pytest.approx(-0.687, abs=1e-3) and t["spearman"]["mean_force"]["p"] < 0.01
+    assert t["spearman"]["return/task"]["p"] > 0.5  # no task gain for the force
+    pooled = t["clean_insertions"]["pooled"]
+    assert pooled["median_task"] == pytest.approx(142.6, abs=0.05)
+    assert pooled["median_wrist_force"] == pytest.approx(-522.2, abs=0.05)
     worst = json.loads((CONDITIONED_WORST_CASE / "results.json").read_text())
     hv = results["front"]["across_seeds"]["hypervolume"]["iqm"]
     assert results["front"]["ref"] == worst["front"]["ref"]
@@ -376,3 +402,35 @@ def test_the_100k_step_conditioned_policy_stops_short_deeper_the_lighter_the_for
         for mine, committed in zip(got["per_episode"], cells[e]["per_episode"][:4], strict=True):
             assert mine["progress"] == pytest.approx(committed["progress"], abs=1e-6)
             assert mine["returns"]["task"] == pytest.approx(committed["returns"]["task"], rel=1e-6)
+
+
+def test_the_trade_off_check_counts_clean_insertions_and_where_the_force_goes():
+    """Two runs: force weighted more (ε_force 0.1) presses less; a clean insertion is one that
+    inserted and ran to the time limit; the stopped episode's force is the failures' share."""
+    from morl_robot.experiments.sawyer_front import trade_off
+
+    def episode(task, force, success=True, termination="time_limit", peak=1.0):
+        return {"returns": {"task": task, "wrist_force": force}, "success": success,
+                "termination": termination, "peak_force": peak}
+
+    def run(eps, seed, mean_force, episodes):
+        return {"finished": True, "eval": {
+            "epsilons": {"task": 0.1, "wrist_force": eps}, "train_seed": seed, "mean_force": mean_force,
+            "success_rate": 1.0, "terminations": {"force_threshold": 1},
+            "objectives": {n: {"mean": float(np.mean([e["returns"][n] for e in episodes]))} for n in ("task", "wrist_force")},
+            "per_episode": episodes}}
+
+    runs = [run(0.01, 0, 5.0, [episode(140.0, -30.0), episode(60.0, -300.0, termination="force_threshold")]),
+            run(0.02, 0, 4.0, [episode(130.0, -50.0)]),
+            run(0.1, 0, 1.0, [episode(100.0, -20.0), episode(90.0, -100.0, success=False)]),
+            {"finished": False}]
+    reference = [{"gain": 1.0, "returns": [135.0, -20.0]}, {"gain": 3.0, "returns": [140.0, -60.0]}]
+    t = trade_off(runs, ["task", "wrist_force"], reference)
+    assert t["spearman"]["mean_force"]["rho"] == pytest.approx(-1.0) and t["spearman"]["mean_force"]["n"] == 3
+    assert t["spearman"]["mean_force"]["p"] == pytest.approx(1 / 3)  # exact: 2 of the 6 pairings are as extreme
+    assert t["presses_less_when_force_weighted_more"] is False  # three runs cannot show it
+    pooled = t["clean_insertions"]["pooled"]
+    assert pooled["episodes"] == 3 and pooled["median_task"] == 130.0 and pooled["median_wrist_force"] == -30.0
+    assert pooled["dominated_by_scripted_gains"] == [1.0]  # (135, −20) beats (130, −30); (140, −60) does not
+    assert [r["episodes"] for r in t["clean_insertions"]["per_run"]] == [1, 1, 1]
+    assert t["force_from_stopped_episodes"] == pytest.approx(400.0 / 500.0)
