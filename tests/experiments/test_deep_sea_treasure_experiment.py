@@ -91,6 +91,18 @@ def test_runs_to_convergence_record_when_they_stopped(tmp_path: Path) -> None:
     same = sum(abs(exact[(s["setting"]["params"]["epsilon_time"], 1.0)] - s["returns"][0]) < 1e-3
                for s in r["per_setting"])
     assert r["agrees_with_exact"]["settings"] == 2 and r["agrees_with_exact"]["same_treasure"] == same
+    # split by ε_time (one c → treasure curve each in the paper's Fig. 5): one run each here
+    by_eps = r["by_epsilon_time"]
+    assert set(by_eps) == {"0.01", "0.05"}
+    for eps, b in by_eps.items():
+        (s,) = [s for s in r["per_setting"] if f"{s['setting']['params']['epsilon_time']:g}" == eps]
+        assert b["runs"] == b["compared_with_exact"] == 1
+        assert b["converged"] == int(s["converged_at"] is not None)
+        assert b["same_treasure_as_exact"] == int(abs(exact[(s["setting"]["params"]["epsilon_time"], 1.0)]
+                                                      - s["returns"][0]) < 1e-3)
+        assert b["pareto_points_found"] == dst.pareto_points_found(np.array([s["returns"]]),
+                                                                   dst.true_pareto_front()).sum()
+    assert sum(b["same_treasure_as_exact"] for b in by_eps.values()) == same
 
 
 def test_bad_convergence_settings_are_refused(capsys) -> None:
