@@ -244,3 +244,36 @@ def test_misaligned_peg_jams_on_rim(scene):
     _descend(scene, d, top[:2] + np.array([0.003, 0.0]), d.site("peg_tip").xpos[2], top[2] - 0.02, seconds=1.0)
     assert d.site("peg_tip").xpos[2] > top[2] - 0.002
     assert np.linalg.norm(d.sensor("wrist_force").data) > 5.0 * _tool_mass(scene) * G
+
+
+def test_the_last_millimetres_of_depth_cost_contact_force():
+    """The task's one force-for-reward trade once the peg is in (README, the conditioned front): the
+    scripted controller holds the tip 2 mm above the hole's floor without contact; pushing on to the
+    floor earns more task reward per step (depth fraction 0.96 → ~1) and costs wrist force, and
+    pushing harder trips the 30 N threshold."""
+    from morl_robot.envs.mo_env import MORobotEnv
+    from morl_robot.evaluation.protocol import scripted_policy
+
+    policy = scripted_policy("sawyer_peg_in_hole")
+    env = MORobotEnv("sawyer_peg_in_hole")
+    try:
+        obs, _ = env.reset(seed=10000)
+        for _ in range(100):
+            obs, held, *_, info = env.step(policy.act(obs))
+        assert info["success"] and info["insertion_depth"] == pytest.approx(0.048, abs=2e-4)
+        assert info["force_norm"] < 0.1 and held[1] > -0.1
+        for _ in range(10):  # a slow push down: the floor
+            action = policy.act(obs)
+            action[2] = -0.02
+            obs, pressed, terminated, _, info = env.step(action)
+        assert not terminated and info["insertion_depth"] > 0.0495
+        assert pressed[0] - held[0] > 0.015 and pressed[1] < -1.0  # more task per step, for force
+        for _ in range(10):  # a firmer push: the threshold
+            action = policy.act(obs)
+            action[2] = -0.05
+            obs, _, terminated, _, info = env.step(action)
+            if terminated:
+                break
+        assert info["termination"] == "force_threshold"
+    finally:
+        env.close()

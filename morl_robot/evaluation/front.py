@@ -76,30 +76,41 @@ def iqm_with_ci(values: Sequence[float] | NDArray[np.float64], confidence: float
             "n": int(x.size)}
 
 
-def preference_response(preference: Sequence[float],
-                        measures: Mapping[str, Sequence[float | None]]) -> dict[str, dict[str, float]]:
+def preference_response(preference: Sequence[float], measures: Mapping[str, Sequence[float | None]],
+                        groups: Sequence[Any] | None = None, resamples: int = 9_999,
+                        seed: int = 0) -> dict[str, dict[str, float]]:
     """How each measure of a sweep's policies moves with the preference setting: the Spearman rank
-    correlation ρ between the setting's value (P,) and the measure (P,) over every evaluated policy
-    (settings × seeds), with its two-sided permutation p-value (``scipy.stats.permutation_test``
-    over the pairings: exact for up to 8 policies, 9 999 random pairings beyond; a sweep is small,
-    and the t approximation calls three perfectly ranked points certain).
+    correlation ρ between the setting's value (P,) and the measure (P,), with a two-sided
+    permutation p-value.
 
     This is the test of whether a front *trades*: where a setting gives one objective more weight
     as it grows (MO-MPO's ε_k: a larger KL bound, more influence on the policy, MO-MPO §4.2), that
     objective's measures should rise with it and the others' fall.  Rank-based, so ε and log ε give
-    the same ρ.  Policies whose measure is None or not finite are left out (``n`` counts the rest);
-    with fewer than three, or a constant column, ρ and p are NaN.
+    the same ρ.
 
-    Returns ``{name: {"rho", "p", "n"}}``.
+    ``groups`` (P,), e.g. each policy's seed: ρ is then the mean of the within-group correlations and
+    the permutations shuffle the settings within each group only (a stratified test), so a seed that
+    is better at every setting adds no noise; the design of a front with one policy per (setting,
+    seed), and of an ε-conditioned policy evaluated at every setting.  Without it all policies are one
+    group.  The p-value counts the permutations whose |ρ| reaches the observed one: all of them when
+    there are at most ``resamples`` + 1 (exact), else ``resamples`` random ones, p = (1 + hits) /
+    (1 + resamples).  A sweep is small: the t approximation would call three perfectly ranked points
+    certain.
+
+    Policies whose measure is None or not finite are left out (``n`` counts the rest); groups with
+    fewer than two of them, or constant in either column, add nothing; with no group left, or fewer
+    than three policies, ρ and p are NaN.  Returns ``{name: {"rho", "p", "n"}}``.
     """
-    from scipy.stats import permutation_test, rankdata
+    import itertools
 
-    def rho(x: NDArray[np.float64], y: NDArray[np.float64], axis: int = -1) -> NDArray[np.float64]:
-        rx = rankdata(x, axis=axis) - (x.shape[axis] + 1) / 2.0  # centred ranks, ties averaged
-        ry = rankdata(y, axis=axis) - (y.shape[axis] + 1) / 2.0
-        return (rx * ry).sum(axis) / np.sqrt((rx * rx).sum(axis) * (ry * ry).sum(axis))
+    from scipy.stats import rankdata
 
     pref = np.asarray(preference, dtype=np.float64).reshape(-1)
+    labels = np.zeros(pref.size, dtype=np.int64) if groups is None else np.unique(
+        np.asarray(list(groups)), return_inverse=True)[1].reshape(-1)
+    if labels.size != pref.size:
+        raise ValueError(f"groups has {labels.size} values for {pref.size} preference settings")
+    rng = np.random.default_rng(seed)
     out: dict[str, dict[str, float]] = {}
     for name, values in measures.items():
         y = np.asarray([math.nan if v is None else v for v in values], dtype=np.float64).reshape(-1)
@@ -107,12 +118,37 @@ def preference_response(preference: Sequence[float],
             raise ValueError(f"measure '{name}' has {y.size} values for {pref.size} preference settings")
         ok = np.isfinite(y) & np.isfinite(pref)
         n = int(ok.sum())
-        if n < 3 or np.ptp(y[ok]) == 0.0 or np.ptp(pref[ok]) == 0.0:
+        # per usable group: centred ranks of the setting (G_i,) and of the measure (G_i,), ties averaged
+        strata = []
+        for g in np.unique(labels[ok]):
+            sel = ok & (labels == g)
+            if sel.sum() >= 2 and np.ptp(pref[sel]) > 0 and np.ptp(y[sel]) > 0:
+                rx, ry = (rankdata(v[sel]) - (sel.sum() + 1) / 2.0 for v in (pref, y))
+                strata.append((rx, ry / np.sqrt((ry * ry).sum())))
+        if n < 3 or not strata:
             out[name] = {"rho": math.nan, "p": math.nan, "n": n}
             continue
-        res = permutation_test((pref[ok], y[ok]), rho, permutation_type="pairings", vectorized=True,
-                               n_resamples=9_999, alternative="two-sided", rng=np.random.default_rng(0))
-        out[name] = {"rho": float(res.statistic), "p": float(res.pvalue), "n": n}
+
+        def statistic(orders: list[NDArray[np.int64]]) -> NDArray[np.float64]:
+            """Mean within-group ρ (R,) when each group's setting ranks are taken in ``orders[i]`` (R, G_i)."""
+            total = np.zeros(orders[0].shape[0])
+            for (rx, ry), order in zip(strata, orders):
+                px = rx[order]  # (R, G_i)
+                total += (px * ry).sum(axis=1) / np.sqrt((rx * rx).sum())
+            return total / len(strata)
+
+        observed = float(statistic([np.arange(rx.size)[None, :] for rx, _ in strata])[0])
+        count = math.prod(math.factorial(rx.size) for rx, _ in strata)
+        if count <= resamples + 1:  # every permutation of every group: exact
+            per_group = [np.asarray(list(itertools.permutations(range(rx.size)))) for rx, _ in strata]
+            grid = np.asarray(list(itertools.product(*[range(len(p)) for p in per_group])))  # (count, groups)
+            stats = statistic([p[grid[:, i]] for i, p in enumerate(per_group)])
+            p_value = float(np.mean(np.abs(stats) >= abs(observed) - 1e-12))
+        else:
+            orders = [rng.permuted(np.tile(np.arange(rx.size), (resamples, 1)), axis=1) for rx, _ in strata]
+            hits = int(np.sum(np.abs(statistic(orders)) >= abs(observed) - 1e-12))
+            p_value = (1 + hits) / (1 + resamples)
+        out[name] = {"rho": observed, "p": p_value, "n": n}
     return out
 
 

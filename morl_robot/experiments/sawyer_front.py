@@ -416,14 +416,16 @@ def trade_off(runs: list[dict[str, Any]], names: list[str], reference: list[dict
     ``results.json``; ``names`` the objectives, task first; ``reference`` the scripted controller's
     points):
 
-    * ``spearman``: how each measure moves with ε_force over all runs
-      (:func:`~morl_robot.evaluation.front.preference_response`): mean contact force, the two
-      returns, success rate and force-threshold stops.  A larger ε_force weights force more, so a
-      front that trades has ρ < 0 for the mean force;
+    * ``spearman``: how each measure moves with ε_force, within seeds (mean within-seed Spearman ρ,
+      settings permuted within each seed: :func:`~morl_robot.evaluation.front.preference_response`):
+      mean contact force, the two returns, success rate and force-threshold stops.  A larger
+      ε_force weights force more, so a front that trades has ρ < 0 for the mean force;
     * ``presses_less_when_force_weighted_more``: that ρ is negative with p < :data:`TREND_P`;
     * ``clean_insertions``: the episodes that inserted and ran to the time limit, per run and pooled
       (count, median returns, median peak force), and which scripted gains dominate the pooled
-      median: how a policy does when nothing goes wrong;
+      median: how a policy does when nothing goes wrong; ``spearman`` of each run's medians with
+      ε_force and ``trades_task_for_force`` (task falls and force return rises with ε_force, both at
+      p < :data:`TREND_P`): the trade-off where failed episodes cannot mask it;
     * ``force_from_stopped_episodes``: the share of all runs' wrist-force cost spent in episodes
       that did not end cleanly (stopped by the force threshold, a collision or the safety rules, or
       not inserted), i.e. how much of the front's force axis is failures rather than insertions.
@@ -438,7 +440,8 @@ def trade_off(runs: list[dict[str, Any]], names: list[str], reference: list[dict
          f"return/{force}": [e["objectives"][force]["mean"] for e in done],
          f"return/{task}": [e["objectives"][task]["mean"] for e in done],
          "success_rate": [e["success_rate"] for e in done],
-         "force_threshold_stops": [e["terminations"].get("force_threshold", 0) for e in done]})
+         "force_threshold_stops": [e["terminations"].get("force_threshold", 0) for e in done]},
+        groups=[e["train_seed"] for e in done])
     per_run, pooled_task, pooled_force = [], [], []
     cost_clean = cost_all = 0.0
     for e in done:
@@ -461,10 +464,19 @@ def trade_off(runs: list[dict[str, Any]], names: list[str], reference: list[dict
                            if all(a >= b for a, b in zip(r["returns"], point))
                            and any(a > b for a, b in zip(r["returns"], point))]})
     mean_force = spearman["mean_force"]
+    # the same question asked of the clean insertions alone (each run's medians), where failures
+    # cannot hide a trade-off: force weighted more should cost task return and save force
+    clean_runs = [r for r in per_run if r["episodes"]]
+    clean_spearman = preference_response([r["eps_force"] for r in clean_runs],
+                                         {f"median_{n}": [r[f"median_{n}"] for r in clean_runs] for n in (task, force)},
+                                         groups=[r["seed"] for r in clean_runs])
+    ct, cf = clean_spearman[f"median_{task}"], clean_spearman[f"median_{force}"]
     return {"spearman": spearman, "trend_p": TREND_P,
             "presses_less_when_force_weighted_more": bool(mean_force["rho"] < 0 and mean_force["p"] < TREND_P),
             "clean_insertions": {"definition": "inserted (success) and ran to the time limit",
-                                 "pooled": pooled, "per_run": per_run},
+                                 "pooled": pooled, "per_run": per_run, "spearman": clean_spearman,
+                                 "trades_task_for_force": bool(ct["rho"] < 0 and ct["p"] < TREND_P
+                                                               and cf["rho"] > 0 and cf["p"] < TREND_P)},
             "force_from_stopped_episodes": (1.0 - cost_clean / cost_all) if cost_all < 0 else None}
 
 
@@ -519,7 +531,7 @@ def format_table(results: dict[str, Any]) -> str:
     t = results.get("trade_off")
     if t:
         rho = ", ".join(f"{k} {v['rho']:+.2f} (p {v['p']:.2g})" for k, v in t["spearman"].items())
-        lines.append(f"trade-off: Spearman ρ with ε_force over {t['spearman']['mean_force']['n']} runs: {rho}; "
+        lines.append(f"trade-off: Spearman ρ with ε_force within seeds ({t['spearman']['mean_force']['n']} runs): {rho}; "
                      f"presses less when force is weighted more: {'yes' if t['presses_less_when_force_weighted_more'] else 'no'}")
         pooled = t["clean_insertions"]["pooled"]
         if pooled["episodes"]:
@@ -527,6 +539,10 @@ def format_table(results: dict[str, Any]) -> str:
             lines.append(f"clean insertions ({pooled['episodes']} episodes): median {task} {pooled['median_' + task]:.1f}, "
                          f"{force} {pooled['median_' + force]:.1f}; dominated by scripted gains: "
                          f"{', '.join(f'{g:g}' for g in pooled['dominated_by_scripted_gains']) or 'none'}")
+            clean = t["clean_insertions"]
+            rho = ", ".join(f"{k} {v['rho']:+.2f} (p {v['p']:.2g})" for k, v in clean["spearman"].items())
+            lines.append(f"  per run, Spearman ρ with ε_force: {rho}; trades task for force: "
+                         f"{'yes' if clean['trades_task_for_force'] else 'no'}")
         if t["force_from_stopped_episodes"] is not None:
             lines.append(f"share of the force cost spent in episodes that did not insert cleanly: "
                          f"{t['force_from_stopped_episodes']:.0%}")

@@ -84,3 +84,22 @@ def test_preference_response_leaves_out_unknown_values_and_says_when_it_cannot_t
     assert got["noisy"]["rho"] == pytest.approx(0.0) and got["noisy"]["p"] == pytest.approx(1.0)
     with pytest.raises(ValueError, match="measure 'x' has 2 values for 3 preference settings"):
         preference_response([1, 2, 3], {"x": [1, 2]})
+
+
+def test_preference_response_within_seeds_sees_a_trend_that_seed_offsets_hide():
+    """Three seeds, each falling with the setting, but each a constant apart: pooled, the offsets
+    swamp the trend; within seeds (settings permuted inside each seed) it is perfect and certain."""
+    from morl_robot.evaluation.front import preference_response
+
+    eps = np.tile([0.005, 0.01, 0.02, 0.05, 0.1], 3)
+    seeds = np.repeat([0, 1, 2], 5)
+    force = -np.log(eps) + 10.0 * seeds  # (15,)
+    pooled = preference_response(eps, {"force": force})["force"]
+    within = preference_response(eps, {"force": force}, groups=seeds)["force"]
+    assert abs(pooled["rho"]) < 0.5 and pooled["p"] > 0.05
+    assert within["rho"] == pytest.approx(-1.0) and within["p"] < 1e-3 and within["n"] == 15
+    # exact when the permutations are few: one seed of three settings, 2 of its 6 orders as extreme
+    small = preference_response([1, 2, 3, 1, 2], {"m": [3, 2, 1, 5, None]}, groups=[0, 0, 0, 1, 1])["m"]
+    assert small == {"rho": pytest.approx(-1.0), "p": pytest.approx(1 / 3), "n": 4}
+    with pytest.raises(ValueError, match="groups has 2 values for 3"):
+        preference_response([1, 2, 3], {"m": [1, 2, 3]}, groups=[0, 1])

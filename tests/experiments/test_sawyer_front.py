@@ -168,8 +168,9 @@ def test_the_committed_clone_lr_front_is_the_readmes():
 
     t = after["trade_off"]
     assert t == trade_off(after["runs"], ["task", "wrist_force"], after["scripted_reference"])
-    assert t["spearman"]["mean_force"]["rho"] == pytest.approx(rho)
+    assert abs(t["spearman"]["mean_force"]["rho"]) < 0.2 and t["spearman"]["mean_force"]["p"] > 0.5  # within seeds
     assert t["presses_less_when_force_weighted_more"] is False
+    assert t["clean_insertions"]["trades_task_for_force"] is False
     pooled = t["clean_insertions"]["pooled"]
     assert pooled["episodes"] == 243 and pooled["dominated_by_scripted_gains"] == []
     assert pooled["median_task"] == pytest.approx(141.0, abs=0.05)
@@ -316,8 +317,14 @@ def test_the_committed_clone_lr_conditioned_policies_trade_force_for_preference_
     t = results["trade_off"]
     assert t == trade_off(results["runs"], ["task", "wrist_force"], results["scripted_reference"])
     assert t["presses_less_when_force_weighted_more"] is True
-    assert t["spearman"]["mean_force"]["rho"] == pytest.approx(-0.687, abs=1e-3) and t["spearman"]["mean_force"]["p"] < 0.01
-    assert t["spearman"]["return/task"]["p"] > 0.5  # no task gain for the force
+    assert t["spearman"]["mean_force"]["rho"] == -1.0 and t["spearman"]["mean_force"]["p"] < 0.001  # within seeds
+    # the clean insertions trade: weighting force more gives up task return (the last 2 mm of depth,
+    # touching the bottom) for less force; over all episodes the failures hide the task side
+    clean = t["clean_insertions"]
+    assert clean["trades_task_for_force"] is True
+    assert clean["spearman"]["median_task"]["rho"] == pytest.approx(-2 / 3) and clean["spearman"]["median_task"]["p"] < 0.05
+    assert clean["spearman"]["median_wrist_force"]["rho"] == 1.0
+    assert t["spearman"]["return/task"]["p"] > 0.5
     pooled = t["clean_insertions"]["pooled"]
     assert pooled["median_task"] == pytest.approx(142.6, abs=0.05)
     assert pooled["median_wrist_force"] == pytest.approx(-522.2, abs=0.05)
@@ -427,7 +434,7 @@ def test_the_trade_off_check_counts_clean_insertions_and_where_the_force_goes():
     reference = [{"gain": 1.0, "returns": [135.0, -20.0]}, {"gain": 3.0, "returns": [140.0, -60.0]}]
     t = trade_off(runs, ["task", "wrist_force"], reference)
     assert t["spearman"]["mean_force"]["rho"] == pytest.approx(-1.0) and t["spearman"]["mean_force"]["n"] == 3
-    assert t["spearman"]["mean_force"]["p"] == pytest.approx(1 / 3)  # exact: 2 of the 6 pairings are as extreme
+    assert t["spearman"]["mean_force"]["p"] == pytest.approx(1 / 3)  # exact: 2 of the 6 orders are as extreme
     assert t["presses_less_when_force_weighted_more"] is False  # three runs cannot show it
     pooled = t["clean_insertions"]["pooled"]
     assert pooled["episodes"] == 3 and pooled["median_task"] == 130.0 and pooled["median_wrist_force"] == -30.0
