@@ -101,6 +101,7 @@ def preference_response(preference: Sequence[float], measures: Mapping[str, Sequ
     fewer than two of them, or constant in either column, add nothing; with no group left, or fewer
     than three policies, ρ and p are NaN.  Returns ``{name: {"rho", "p", "n"}}``.
     """
+    import functools
     import itertools
 
     from scipy.stats import rankdata
@@ -129,14 +130,7 @@ def preference_response(preference: Sequence[float], measures: Mapping[str, Sequ
             out[name] = {"rho": math.nan, "p": math.nan, "n": n}
             continue
 
-        def statistic(orders: list[NDArray[np.int64]]) -> NDArray[np.float64]:
-            """Mean within-group ρ (R,) when each group's setting ranks are taken in ``orders[i]`` (R, G_i)."""
-            total = np.zeros(orders[0].shape[0])
-            for (rx, ry), order in zip(strata, orders):
-                px = rx[order]  # (R, G_i)
-                total += (px * ry).sum(axis=1) / np.sqrt((rx * rx).sum())
-            return total / len(strata)
-
+        statistic = functools.partial(_mean_within_group_rho, strata)
         observed = float(statistic([np.arange(rx.size)[None, :] for rx, _ in strata])[0])
         count = math.prod(math.factorial(rx.size) for rx, _ in strata)
         if count <= resamples + 1:  # every permutation of every group: exact
@@ -150,6 +144,17 @@ def preference_response(preference: Sequence[float], measures: Mapping[str, Sequ
             p_value = (1 + hits) / (1 + resamples)
         out[name] = {"rho": observed, "p": p_value, "n": n}
     return out
+
+
+def _mean_within_group_rho(strata: list[tuple[NDArray[np.float64], NDArray[np.float64]]],
+                           orders: list[NDArray[np.int64]]) -> NDArray[np.float64]:
+    """Mean within-group Spearman ρ (R,) of :func:`preference_response`: group i's centred setting
+    ranks (G_i,) taken in the orders ``orders[i]`` (R, G_i) against its centred, unit-norm measure
+    ranks (G_i,)."""
+    total = np.zeros(orders[0].shape[0])
+    for (rx, ry), order in zip(strata, orders):
+        total += (rx[order] * ry).sum(axis=1) / np.sqrt((rx * rx).sum())  # (R,)
+    return total / len(strata)
 
 
 def _normalise(points: NDArray[np.float64], ref: NDArray[np.float64], ideal: NDArray[np.float64]) -> NDArray[np.float64]:
