@@ -35,7 +35,7 @@ from morl_robot.evaluation.pareto import (
     sparsity,
 )
 
-__all__ = ["FrontPoint", "front_report", "iqm_with_ci", "preference_response"]
+__all__ = ["FrontPoint", "format_response", "front_report", "iqm_with_ci", "preference_response"]
 
 CONFIDENCE = 0.95
 BOOTSTRAP_RESAMPLES = 10_000
@@ -144,6 +144,18 @@ def preference_response(preference: Sequence[float], measures: Mapping[str, Sequ
             p_value = (1 + hits) / (1 + resamples)
         out[name] = {"rho": observed, "p": p_value, "n": n}
     return out
+
+
+def format_response(response: Mapping[str, Mapping[str, float | None]]) -> str:
+    """One line of :func:`preference_response`'s result: ``name ρ (p …)`` per measure, ``—`` where
+    it could not tell (NaN, or null once read back from JSON)."""
+    def one(v: Mapping[str, float | None]) -> str:
+        rho, p = v.get("rho"), v.get("p")
+        if rho is None or p is None or not (math.isfinite(rho) and math.isfinite(p)):
+            return "—"
+        return f"{rho:+.2f} (p {p:.2g})"
+
+    return ", ".join(f"{name} {one(v)}" for name, v in response.items())
 
 
 def _mean_within_group_rho(strata: list[tuple[NDArray[np.float64], NDArray[np.float64]]],

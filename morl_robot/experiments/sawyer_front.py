@@ -530,7 +530,9 @@ def format_table(results: dict[str, Any]) -> str:
             lines.append(f"{name}: IQM {m['iqm']:.4g} [{m['ci_low']:.4g}, {m['ci_high']:.4g}] over {m['n']} seeds")
     t = results.get("trade_off")
     if t:
-        rho = ", ".join(f"{k} {v['rho']:+.2f} (p {v['p']:.2g})" for k, v in t["spearman"].items())
+        from morl_robot.evaluation.front import format_response
+
+        rho = format_response(t["spearman"])
         lines.append(f"trade-off: Spearman ρ with ε_force within seeds ({t['spearman']['mean_force']['n']} runs): {rho}; "
                      f"presses less when force is weighted more: {'yes' if t['presses_less_when_force_weighted_more'] else 'no'}")
         pooled = t["clean_insertions"]["pooled"]
@@ -540,8 +542,8 @@ def format_table(results: dict[str, Any]) -> str:
                          f"{force} {pooled['median_' + force]:.1f}; dominated by scripted gains: "
                          f"{', '.join(f'{g:g}' for g in pooled['dominated_by_scripted_gains']) or 'none'}")
             clean = t["clean_insertions"]
-            rho = ", ".join(f"{k} {v['rho']:+.2f} (p {v['p']:.2g})" for k, v in clean["spearman"].items())
-            lines.append(f"  per run, Spearman ρ with ε_force: {rho}; trades task for force: "
+            lines.append(f"  per run, Spearman ρ with ε_force within seeds: {format_response(clean['spearman'])}; "
+                         f"trades task for force: "
                          f"{'yes' if clean['trades_task_for_force'] else 'no'}")
         if t["force_from_stopped_episodes"] is not None:
             lines.append(f"share of the force cost spent in episodes that did not insert cleanly: "

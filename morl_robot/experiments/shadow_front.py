@@ -330,6 +330,8 @@ def summarise(out: Path, cfg: ShadowFrontConfig, wall_time_s: float | None = Non
             continue
         fronts[a] = front_report(pts, ref, front_names)
         fronts[a]["pooled_hypervolume"] = hypervolume(np.asarray([p.returns for p in pts]), np.asarray(ref))
+        if cfg.task != "shadow_orient":  # touch / turn: does weighting pain more trade task for pain?
+            fronts[a]["preference_response"] = pain_response(pts, front_names)
     results: dict[str, Any] = {
         "experiment": f"{cfg.task}: MO-MPO ε sweep vs scalarized MPO weight sweep (MO-MPO §6.2, Table 1)"
                       if cfg.task != "shadow_orient" else "shadow_orient: MO-MPO vs random (MO-MPO §6.2)",
@@ -360,6 +362,19 @@ def summarise(out: Path, cfg: ShadowFrontConfig, wall_time_s: float | None = Non
     if any(points.values()):
         _plot(out, cfg, points, front_names, ref, baseline, names)
     return results
+
+
+def pain_response(points: list[Any], front_names: list[str]) -> dict[str, dict[str, float]]:
+    """How each front objective of an algorithm's policies moves with its pain setting (MO-MPO's
+    ε_pain, scalarized MPO's pain weight; both give pain more say as they grow): the Spearman ρ
+    within seeds and its permutation p-value
+    (:func:`~morl_robot.evaluation.front.preference_response`).  A sweep that trades has ρ > 0 for
+    pain (a return ≤ 0: less pain) and ρ < 0 for the task."""
+    from morl_robot.evaluation.front import preference_response
+
+    return preference_response([p.preference["value"] for p in points],
+                               {n: [p.returns[i] for p in points] for i, n in enumerate(front_names)},
+                               groups=[p.seed for p in points])
 
 
 def orient_check(evals: list[dict[str, Any]], baseline: dict[str, Any], names: list[str]) -> dict[str, Any]:
@@ -416,6 +431,10 @@ def format_table(results: dict[str, Any]) -> str:
         hv = front["across_seeds"]["hypervolume"]
         lines.append(f"{a}: hypervolume (ref {ref}) pooled {front['pooled_hypervolume']:.3f}; per seed IQM "
                      f"{hv['iqm']:.3f} [{hv['ci_low']:.3f}, {hv['ci_high']:.3f}] over {hv['n']} seeds")
+        if "preference_response" in front:
+            from morl_robot.evaluation.front import format_response
+
+            lines.append(f"  with its pain setting, Spearman ρ within seeds: {format_response(front['preference_response'])}")
     if results.get("paper_table1"):
         lines.append(f"paper Table 1: MO-MPO {results['paper_table1']['mo-mpo']}, "
                      f"scalarized MPO {results['paper_table1']['scalarized-mpo']}")

@@ -103,3 +103,11 @@ def test_preference_response_within_seeds_sees_a_trend_that_seed_offsets_hide():
     assert small == {"rho": pytest.approx(-1.0), "p": pytest.approx(1 / 3), "n": 4}
     with pytest.raises(ValueError, match="groups has 2 values for 3"):
         preference_response([1, 2, 3], {"m": [1, 2, 3]}, groups=[0, 1])
+
+
+def test_format_response_says_when_it_cannot_tell():
+    from morl_robot.evaluation.front import format_response
+
+    line = format_response({"pain": {"rho": 0.5, "p": 0.25, "n": 6}, "task": {"rho": float("nan"), "p": float("nan")},
+                            "read back": {"rho": None, "p": None, "n": 2}})
+    assert line == "pain +0.50 (p 0.25), task —, read back —"

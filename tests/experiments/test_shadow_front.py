@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from morl_robot.cli import main
-from morl_robot.experiments.shadow_front import discounted_task_returns
+from morl_robot.experiments.shadow_front import discounted_task_returns, format_table
 
 RESULTS = Path(__file__).resolve().parents[2] / "results"
 
@@ -21,6 +21,8 @@ def test_a_quick_touch_sweep_compares_both_algorithms_at_equal_budget(tmp_path, 
     assert "mo-mpo: hypervolume (ref [0.0, -20.0])" in out and "scalarized-mpo: hypervolume" in out
     results = json.loads((tmp_path / "results.json").read_text())
     assert set(results["fronts"]) == {"mo-mpo", "scalarized-mpo"}
+    assert out.count("with its pain setting, Spearman ρ within seeds:") == 2
+    assert set(results["fronts"]["mo-mpo"]["preference_response"]) == {"task (discounted)", "pain"}
     assert results["hypervolume_reference"]["point"] == [0.0, -20.0]
     assert results["budget"]["runs_per_algorithm"] == {"mo-mpo": 2, "scalarized-mpo": 2}
     runs = [r for r in results["runs"] if r["finished"]]
@@ -228,6 +230,12 @@ def test_the_delta_touch_front_presses_on_every_seed():
     hv = {a: f["pooled_hypervolume"] for a, f in results["fronts"].items()}
     assert hv["mo-mpo"] == pytest.approx(11.506, abs=1e-3) and hv["scalarized-mpo"] == pytest.approx(11.511, abs=1e-3)
     assert results["random"]["success_rate"] == 0.15
+    # no trade-off measured: pain does not fall as either algorithm weights it more (within seeds)
+    for front in results["fronts"].values():
+        pain = front["preference_response"]["pain"]
+        assert pain["n"] == 9 and abs(pain["rho"]) < 0.2 and pain["p"] > 0.5
+    assert "with its pain setting, Spearman ρ within seeds: task (discounted) -0.67 (p 0.11), pain +0.17 (p 0.89)" \
+        in format_table(results)
 
 
 def test_the_delta_turn_front_turns_the_dial_on_every_seed():
