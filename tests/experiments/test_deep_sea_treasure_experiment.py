@@ -63,6 +63,24 @@ def test_quick_smoke_run(tmp_path: Path) -> None:
         assert r["hypervolume"] >= 0.0 and r["wall_time_s"] > 0
         for d in r["distinct_returns"]:
             assert len(d["returns"]) == 2 and d["runs"] >= 1
+    # --quick's two weights are 0 and 1: the optimum of each is the nearest and the farthest treasure
+    opt = results["scalarized-mpo"]["agrees_with_optimum"]
+    assert opt["settings"] == 2 and opt["points_reachable_on_this_grid"] == 2
+    assert opt["same_treasure"] == sum(abs(t - s["returns"][0]) < 1e-3 for t, s in
+                                       zip((0.7, 23.7), results["scalarized-mpo"]["per_setting"]))
+
+
+def test_the_scalarization_optimum_walks_the_convex_hull() -> None:
+    """Linear scalarization reaches a Pareto point only inside its window of weights: every point of
+    this map's (convex) front has one, 20.3's only 0.006 wide (γ = 0.99), so 21 weights reach 8
+    points, 51 reach 9 and the paper's 101 all 10."""
+    w = np.linspace(0.0, 1.0, 1001)
+    best = dst.scalarized_optimum(w)
+    assert best[0] == 0.7 and best[-1] == 23.7 and all(a <= b for a, b in zip(best, best[1:]))
+    assert sorted(set(best)) == sorted(dst.true_pareto_front()[:, 0].round(1).tolist())
+    window = w[np.isclose(best, 20.3)]
+    assert 0.0055 < window.max() - window.min() < 0.0065
+    assert [len(set(dst.scalarized_optimum(np.linspace(0, 1, n)))) for n in (21, 51, 101)] == [8, 9, 10]
 
 
 def test_runs_to_convergence_record_when_they_stopped(tmp_path: Path) -> None:
