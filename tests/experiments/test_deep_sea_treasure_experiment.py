@@ -354,3 +354,12 @@ def test_committed_51_value_sweep_finds_all_ten_points() -> None:
         assert a["returns"] == b["returns"] and a["extras"]["evaluations"] == b["extras"]["evaluations"]
     assert {json.dumps(x["setting"], sort_keys=True) for x in r["per_setting"]} == set(again)
     assert progress["meta"]["learner_changes"] == results["budget"]["learner_changes"]
+    # scalarized MPO with the same recipe over 51 weights: the 9 points its grid can reach (20.3's
+    # window of weights is narrower than the grid step), on its optimum in 48 of 51 settings
+    sc = results["scalarized-mpo"]
+    assert results["sweep"]["scalarized_weights"] == 51 and sc["runs"] == 51 and sc["converged"] == 51
+    assert sc["pareto_points_found"] == 9 and not sc["pareto_points_found_mask"][7]  # 20.3
+    optimum = dst.scalarized_optimum([x["setting"]["params"]["weights"][0] for x in sc["per_setting"]])
+    same = sum(abs(o - x["returns"][0]) < 1e-3 for o, x in zip(optimum, sc["per_setting"]))
+    assert sc["agrees_with_optimum"]["same_treasure"] == same == 48
+    assert sc["agrees_with_optimum"]["points_reachable_on_this_grid"] == 9
