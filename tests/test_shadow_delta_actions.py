@@ -16,6 +16,7 @@ from morl_robot.learning.config import MPOConfig
 from morl_robot.robots.spec import delta_actuator, delta_label
 from morl_robot.safety.compiled import load_rules
 from morl_robot.safety.monitor import SafetyMonitor
+from morl_robot.safety.rules import Response
 from morl_robot.serving.contract import (
     ContractError,
     PolicyContract,
@@ -147,6 +148,35 @@ def test_the_monitor_checks_a_delta_command_as_the_targets_it_stands_for(env):
     assert out.labels == env.action_labels
     assert q[i] + out.values[i] == pytest.approx(lower + 0.02)  # the 0.02 rad soft margin of shadow_hand.yaml
     assert m.counters["clamped"] >= 1
+
+
+def test_a_delta_command_before_the_first_joint_states_is_held_not_estopped(env):
+    """In a graph the policy's first command can reach the monitor before its first joint_states:
+    there is no position to add the change to, so it is held (nothing forwarded, one onset
+    reported), not taken for a non-finite command and latched; once positions arrive the same
+    command goes through."""
+    env.reset(seed=2)
+    m = SafetyMonitor(load_rules("shadow_hand"), None, watchdogs=False, now=env.state.stamp,
+                      action_labels=env.action_labels)
+    ok, why = m.reset(env.state.stamp)
+    assert ok, why
+    small = np.full(20, 0.02)
+    out = m.on_command(small, env.action_labels, env.state.stamp, 0.05)
+    assert out.command is None and not m.estopped
+    (v,) = out.violations
+    assert v.rule == "command.unmeasured" and v.response == Response.HOLD and v.key == "rh_WRJ2"
+    assert m.on_command(small, env.action_labels, env.state.stamp, 0.05).violations == []  # one onset
+    _observe(m, env)
+    out = m.on_command(small, env.action_labels, env.state.stamp, 0.05)
+    assert out.command is not None and np.allclose(out.command.values, small) and not m.estopped
+    # a non-finite change is still a fault, measured positions or not
+    m2 = SafetyMonitor(load_rules("shadow_hand"), None, watchdogs=False, now=env.state.stamp,
+                       action_labels=env.action_labels)
+    assert m2.reset(env.state.stamp)[0]
+    bad = small.copy()
+    bad[3] = np.nan
+    m2.on_command(bad, env.action_labels, env.state.stamp, 0.05)
+    assert m2.estopped
 
 
 def test_a_delta_command_from_the_wire_runs_the_episode_as_in_training(env):

@@ -291,15 +291,27 @@ class SafetyMonitor:
                           base: tuple[str, ...], actuators: np.ndarray, now: float, elapsed: float | None
                           ) -> Outcome:
         """A relative position command, checked as the absolute targets it stands for: measured
-        actuator positions + change (targets are unknown, NaN, until positions are measured, so such
-        a command is held as non-finite).  Every position rule (range clamp, rate limit, slow-down,
-        hold) applies to those targets; a forwarded command goes out relative again, under
-        ``labels``; a hold goes out as absolute targets under the actuator labels (a full command)."""
+        actuator positions + change.  Before the first ``joint_states`` there is nothing to add the
+        change to: the command is held (``command.unmeasured``, nothing forwarded), not taken for a
+        non-finite command and e-stopped, since in a graph a command can outrun the monitor's first
+        reading (the robot node answers the policy server before DDS has matched its joint_states
+        to the monitor).  Every position rule (range clamp, rate limit, slow-down, hold) applies to
+        those targets; a forwarded command goes out relative again, under ``labels``; a hold goes out
+        as absolute targets under the actuator labels (a full command)."""
         arr = np.asarray(values, dtype=np.float64).reshape(-1)
         if labels not in self.accepted_labels or arr.size != len(labels):
             current = None  # rejected by the absolute path below, which names the fault
         else:
             current = self.spec.actuator_positions(self._q)[actuators]
+            if not np.all(np.isfinite(current)) and np.all(np.isfinite(arr)):
+                self.counters["commands"] += 1
+                self.counters["held"] += 1
+                self._fresh("command", now, now)
+                missing = base[int(np.flatnonzero(~np.isfinite(current))[0])]
+                return Outcome(None, self._command_edges([Violation(
+                    "command.unmeasured", missing, "fault", math.nan, math.nan, "rad", Response.HOLD, math.nan, now,
+                    detail="a relative (/delta) command before the first joint_states: no measured position to "
+                           "add it to")]))
             arr = current + arr
         held = self.counters["held"]
         outcome = self._check_command(arr, labels if current is None else base, now, elapsed)
