@@ -10,9 +10,11 @@ from __future__ import annotations
 
 import threading
 import time
+from pathlib import Path
 
 import numpy as np
 import pytest
+import yaml
 from diagnostic_msgs.msg import DiagnosticStatus
 from geometry_msgs.msg import WrenchStamped
 from sensor_msgs.msg import JointState
@@ -25,6 +27,7 @@ from morl_robot.session.processes import NodeSpec
 pytestmark = pytest.mark.ros
 
 NS = "/arm"
+REPO = Path(__file__).resolve().parents[2]
 HOME = [-0.27489, -0.74390, 0.04075, 1.62493, -0.04707, 0.69072, 3.12516]
 JOINTS = [f"right_j{i}" for i in range(7)]
 XYZ = ["vx", "vy", "vz"]
@@ -75,6 +78,19 @@ class SensorFeed:
         self._thread.join(2)
 
 
+def relaxed_watchdogs(tmp_path, deadline: float = 5.0) -> str:
+    """config/safety/sawyer.yaml with every watchdog deadline ``deadline`` s: for the tests of the
+    latch, where a 0.25 s deadline lets a starved feed thread or the pause after a command trip the
+    e-stop (or hold) first on a loaded machine.  The deadlines themselves are tested with the real file."""
+    cfg = yaml.safe_load((REPO / "config" / "safety" / "sawyer.yaml").read_text())
+    for rule in cfg["watchdogs"].values():
+        if isinstance(rule, dict):
+            rule["value"] = deadline
+    path = tmp_path / "sawyer_relaxed_watchdogs.yaml"
+    path.write_text(yaml.safe_dump(cfg))
+    return str(path)
+
+
 def start_monitor(s, **params):
     params = {"robot": "sawyer", "action_labels": "vx,vy,vz", **params}  # as a session of the peg task
     proc = s.group.start(NodeSpec("safety_monitor", "safety_monitor", NS, params))
@@ -111,9 +127,9 @@ def event(events, rule):
     return None
 
 
-def test_starts_in_estop_until_reset_and_latches_on_a_collision(ros_session):
+def test_starts_in_estop_until_reset_and_latches_on_a_collision(ros_session, tmp_path):
     s = ros_session
-    start_monitor(s)
+    start_monitor(s, config=relaxed_watchdogs(tmp_path))  # the collision, not a watchdog, must trip it
     estop, safe, events, cmd = subscribe(s)
     s.probe.wait_for(lambda: latest(estop) is True, 30, "the latched e-stop at start-up")
     s.probe.wait_for_subscribers(cmd)
@@ -205,9 +221,10 @@ def test_nan_in_a_sensor_engages_the_estop(ros_session):
         feed.stop()
 
 
-def test_a_restarted_monitor_is_in_estop_until_reset(ros_session):
+def test_a_restarted_monitor_is_in_estop_until_reset(ros_session, tmp_path):
     s = ros_session
-    spec = NodeSpec("safety_monitor", "safety_monitor", NS, {"robot": "sawyer", "action_labels": "vx,vy,vz"})
+    spec = NodeSpec("safety_monitor", "safety_monitor", NS, {"robot": "sawyer", "action_labels": "vx,vy,vz",
+                                                             "config": relaxed_watchdogs(tmp_path)})
     first = s.group.start(spec)
     estop, safe, _events, cmd = subscribe(s)
     s.probe.wait_for(lambda: latest(estop) is True, 30, "the latched e-stop at start-up")
