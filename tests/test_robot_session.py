@@ -160,6 +160,36 @@ def test_without_end_episode_on_estop_commands_step_on(make):
     assert core.counters["steps"] == 3 and core.counters["estop_waits"] == 2
 
 
+def test_a_held_relative_action_episode_runs_on_to_its_time_limit(make, tmp_path):
+    """Deploy of a ``…/delta`` policy: after a trip the monitor answers with its hold in the actuators'
+    absolute labels.  Each such answer is a task step (the episode's clock runs on to the time limit
+    and the episode ends), not a robot step at a standing task step, which kept a lockstep graph
+    busy forever (the deploy's stall check counted robot steps and never fired)."""
+    from morl_robot.safety.monitor import build_monitor
+    from morl_robot.tasks.registry import write_task_config
+
+    config = write_task_config("shadow_touch", {"action_mode": "delta"}, tmp_path / "touch_delta.yaml")
+    core, out, _ = make(task="shadow_touch", task_config=config)
+    core.activate()
+    labels = core.runner.action_labels
+    core.set_estop(False)  # the start-up release
+    core.on_command(np.zeros(20), labels)
+    m = build_monitor("shadow_hand", None, watchdogs=False, action_labels=labels)
+    state = core.runner.last.state
+    m.on_joint_state(core.runner.robot.spec.joint_names, state.position, state.velocity, state.effort,
+                     state.stamp, state.stamp)
+    m.trigger("test", state.stamp)
+    hold = m.on_command(np.full(20, 0.02), labels, state.stamp).command  # (the actuators' labels)
+    core.set_estop(True)
+    for _ in range(core.runner.env.task.max_steps + 5):
+        core.on_command(hold.values, hold.labels)
+        if core.counters["episodes"] > 1:
+            break
+    end = next(rec for rec, _ in out.published if rec.done)  # the next episode has started after it
+    assert end.termination == "time_limit" and end.step == core.runner.env.task.max_steps
+    assert core.counters["steps"] == end.step and core.counters["rejected_commands"] == 0
+
+
 def test_republish_resends_the_newest_step_only_when_quiet(make):
     core, out, clock = make(republish_period=0.5)
     core.activate()

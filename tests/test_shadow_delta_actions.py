@@ -197,6 +197,52 @@ def test_a_delta_command_from_the_wire_runs_the_episode_as_in_training(env):
     assert rec.step == 1 and rec.reward is not None
 
 
+def test_the_monitors_hold_runs_a_held_delta_episode_on_to_its_time_limit(env):
+    """Under a latched e-stop the monitor answers a relative command with its hold in the actuators'
+    absolute labels (a full command).  ``TaskRunner.step(hold=True)`` executes it as the task action
+    that commands those targets, so the held episode's clock runs on to its time limit with the hand
+    kept where it was.  Without ``hold`` a full command moves the robot and the task step stands
+    still (a scripted probe): in a lockstep graph that was a loop that never ended the episode."""
+    runner = TaskRunner(env.robot, env, seed=5)
+    runner.reset()
+    m = _released_monitor(env)
+    ask = np.full(20, 0.02)  # the policy keeps asking to close the hand
+    for _ in range(3):
+        out = m.on_command(ask, env.action_labels, env.state.stamp, 0.05).command
+        runner.step(out.values, out.labels)
+        _observe(m, env)
+    m.trigger("test", env.state.stamp)
+    out = m.on_command(ask, env.action_labels, env.state.stamp, 0.05).command
+    assert runner.kind_of(out.labels) == "command"
+    hold = np.asarray(out.values, np.float64).copy()
+    assert np.allclose(hold, motor_positions(env), atol=0.05)  # the targets where the hand was at the trip
+    assert runner.step(out.values, out.labels).step == 3  # a probe's full command: the clock stands still
+    rec = runner.last
+    while not rec.done:
+        out = m.on_command(ask, env.action_labels, env.state.stamp, 0.05).command
+        rec = runner.step(out.values, out.labels, hold=True)
+        _observe(m, env)
+    assert rec.step == env.task.max_steps and rec.termination == "time_limit"
+    assert np.max(np.abs(motor_positions(env) - hold)) < 0.05  # held, not closed by the policy's asks
+
+
+def test_the_in_process_shield_executes_a_delta_hold_as_the_robot_node_does(env):
+    """In-process evaluation (SafetyShield) acts a held delta command as the task action that commands
+    the monitor's hold targets, as ``TaskRunner.step(hold=True)`` does on the graph."""
+    from morl_robot.safety.shield import SafetyShield
+
+    env.reset(seed=4)
+    shield = SafetyShield(env)
+    shield.begin(env.state)
+    assert np.allclose(shield.filter(np.full(20, 0.5), env.state.stamp), 0.5)  # forwarded
+    shield.monitor.trigger("test", env.state.stamp)
+    action = shield.filter(np.full(20, 0.5), env.state.stamp)
+    assert shield.held
+    hold = shield.monitor.hold_command().values
+    assert np.allclose(action, env.task.action_for_targets(hold, motor_positions(env)))
+    assert np.max(np.abs(action)) < 0.5  # not the policy's action
+
+
 def test_inspect_names_the_delta_action_mode(capsys):
     """`morl-robot inspect` on a committed delta-action policy says its actions are changes."""
     from pathlib import Path

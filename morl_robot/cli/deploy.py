@@ -20,8 +20,10 @@ An ε-conditioned policy (its contract lists preference inputs) serves under ``-
 ε per objective, checked against the contract's ranges; default the centre of its box); the
 in-process reference acts under the same preference.
 
-A check that stops making progress (no robot step, no episode end for ``--stall-timeout`` s) ends
-with an error that gives every node's newest status, instead of waiting forever.
+A check that stops making progress (the episode's clock stands still and no episode ends for
+``--stall-timeout`` s) ends with an error that gives every node's newest status, instead of waiting
+forever.  Progress is the robot node's episode and step, not its count of robot steps: a command
+that moves the robot without advancing the task must not look like progress.
 
 Without ``--episodes`` the session runs until Ctrl-C (or ``--duration`` seconds), printing the
 policy server's rate, latency and deadline misses from ``/diagnostics``.
@@ -66,8 +68,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--use-sim-time", action="store_true",
                    help="every node follows /clock from the simulated robot (ROS use_sim_time; the launch argument use_sim_time:=true)")
     p.add_argument("--stall-timeout", type=float, default=120.0, metavar="S",
-                   help="sim-to-sim check: give up with an error (and every node's newest status) when the robot "
-                        "has not stepped for S seconds (default 120)")
+                   help="sim-to-sim check: give up with an error (and every node's newest status) when the episode "
+                        "has not advanced for S seconds (default 120)")
     p.add_argument("--domain-id", type=int, default=None)
     p.set_defaults(func=run)
 
@@ -224,17 +226,18 @@ def run(args: argparse.Namespace) -> int:
             first_episode, counted_from = _start_counted_episodes(runner, ns, estop, released_at)
         start = time.monotonic()
         last = [start]
-        progress: list[Any] = [None, start]  # (robot steps, episode ends) last seen, and when it changed
+        progress: list[Any] = [None, start]  # (episode, step, episode ends) last seen, and when it changed
 
         def tick() -> None:
             now = time.monotonic()
-            seen = (runner.probe.diagnostics("robot").get("steps"), len(all_ends))
+            robot = runner.probe.diagnostics("robot")
+            seen = (robot.get("episode"), robot.get("step"), len(all_ends))
             if seen != progress[0]:
                 progress[:] = [seen, now]
             elif args.episodes and now - progress[1] > args.stall_timeout:
                 statuses = {part: runner.probe.diagnostics(part) for part in ("robot", "safety", "policy")}
                 raise GraphStalled(
-                    f"no robot step and no episode end for {now - progress[1]:.0f} s (--stall-timeout "
+                    f"no task step and no episode end for {now - progress[1]:.0f} s (--stall-timeout "
                     f"{args.stall_timeout:g}) after {len(ends)} of {args.episodes} episode(s); node logs in "
                     f"{out / 'logs'}; " + (f"other sessions' nodes on this domain: {twins}; " if (
                         twins := runner.duplicate_nodes()) else "") + "newest statuses: " + json.dumps(statuses))

@@ -30,7 +30,10 @@ released yet) is not executed (``estop_waits``): the robot stays at rest and sim
 still until the release, which re-sends step 0 (before, each hold command stepped the simulation
 and re-sent step 0, a busy loop between the three nodes until the release).  After a trip (the
 monitor was released before) the monitor's hold commands step on as usual: the robot holds until
-the episode's time limit, and a human resets the monitor.
+the episode's time limit, and a human resets the monitor.  A hold in the control mode's labels
+rather than the task's (a relative ``…/delta`` task) is a task step too
+(``TaskRunner.step(hold=True)``); before, it moved the robot without advancing the episode, and
+the graph stepped the same task step forever.
 
 Errors: a :class:`~morl_robot.errors.CommandError` rejects the command (``rejected_commands``,
 logged once per distinct reason); any other :class:`~morl_robot.errors.MorlRobotError` (e.g. a
@@ -189,6 +192,8 @@ class RobotSession:
             if last.step == 0 and not self._released_once:  # the start-up latch: stay at rest until released
                 self.counters["estop_waits"] += 1
                 return
+            self._step(values, labels, hold=True)  # the monitor's hold: the episode runs on held
+            return
         self._step(values, labels)
 
     def reject(self, why: str) -> None:
@@ -320,8 +325,8 @@ class RobotSession:
             self.fault = ""
         return rec
 
-    def _step(self, values: np.ndarray, labels: tuple[str, ...]) -> None:
-        rec = self._guarded(self.runner.step, values, labels)
+    def _step(self, values: np.ndarray, labels: tuple[str, ...], hold: bool = False) -> None:
+        rec = self._guarded(self.runner.step, values, labels, hold)
         if rec is None:
             return
         if rec.held:

@@ -159,9 +159,16 @@ class TaskRunner:
                                reward=np.zeros(k), returns=self._returns.copy(), info=info)
         return self.last
 
-    def step(self, values: np.ndarray, labels: Sequence[str]) -> StepRecord:
+    def step(self, values: np.ndarray, labels: Sequence[str], hold: bool = False) -> StepRecord:
         """Execute one labelled command for one control period (or, when the inner safety layer
-        forbids it on the newest readings, hold for the period)."""
+        forbids it on the newest readings, hold for the period).
+
+        A full control-mode command moves a task's robot without advancing its episode (a scripted
+        probe), except with ``hold`` (the safety monitor's hold under a latched e-stop, in lockstep):
+        then it is executed as the task action that commands it
+        (:meth:`~morl_robot.tasks.base.Task.action_for_command`), so the held episode runs on to its
+        time limit as one whose hold comes in the task's own labels does, instead of stepping the
+        same task step forever."""
         values = np.asarray(values, np.float64)
         if values.shape != (len(labels),):
             raise CommandError(f"command has {values.size} values but {len(labels)} labels")
@@ -174,11 +181,19 @@ class TaskRunner:
             bad = [lab for lab, v in zip(labels, values) if not np.isfinite(v)]
             raise CommandError(f"non-finite command values for {bad}")
         kind = self.kind_of(labels)
-        if kind == "command" or self.env is None:
+        if self.env is None:
             return self._bare_step(values)
+        action = None
+        if kind == "command":
+            running = self.last is not None and not self.last.done
+            if hold and running:
+                action = self.env.task.action_for_command(values, self.robot, self.robot.read_state())
+            if action is None:
+                return self._bare_step(values)
         if self.last is not None and self.last.done:
             raise CommandError("the episode has ended; reset before stepping")
-        obs, reward, terminated, truncated, info = self.env.step(self.normalised_action(values))
+        obs, reward, terminated, truncated, info = self.env.step(
+            self.normalised_action(values) if action is None else action)
         return self._record(obs, reward, terminated, truncated, info)
 
     def _bare_step(self, command: np.ndarray) -> StepRecord:

@@ -18,9 +18,11 @@ The hold command, per control mode, for the labels of the command being answered
 * ``velocity`` — zero joint velocities;
 * ``effort`` — zero effort (the robot's gravity compensation keeps it up; brakes are the
   driver's);
-* ``position`` — the measured positions of the labelled actuators (a coupled Shadow J0
-  actuator: J1 + J2); unknown positions (no ``joint_states`` yet) → no command at all (the robot
-  node's own command timeout holds).
+* ``position`` — the labelled actuators' positions (a coupled Shadow J0 actuator: J1 + J2) measured
+  when the stop began, kept while it lasts (the held targets stay put; re-measured each command, a
+  hold would follow a joint that sags under gravity or contact: the Shadow wrist sank 0.3 rad over
+  one held 5 s episode), taken afresh on a release or a new episode; unknown positions (no
+  ``joint_states`` yet) → no command at all (the robot node's own command timeout holds).
 
 The rules come compiled from :mod:`morl_robot.safety.compiled` (the same rules the robot's inner
 layer, :mod:`morl_robot.safety.inner`, checks in its own loop); this module holds the supervisor's
@@ -157,6 +159,7 @@ class SafetyMonitor:
         self._accelerating = False
         self._ee: np.ndarray | None = None
         self._last_plan: CommandPlan | None = None
+        self._held_q: np.ndarray | None = None  # (A,) actuator positions held since the stop began
         self._prev: tuple[tuple[str, ...], np.ndarray] | None = None
         self._prev_time: float | None = None  # clock of the previous command (per-unit-time rate limits)
         self._elapsed = 0.0  # time the command being checked follows the previous one (s)
@@ -203,7 +206,11 @@ class SafetyMonitor:
         if plan.mode != ControlMode.POSITION:
             return Command(np.zeros(len(plan.labels)), plan.labels)
         assert plan.actuators is not None
-        values = self.spec.actuator_positions(self._q)[plan.actuators]
+        stopped = self._estopped or self._holding
+        q = self._held_q if stopped and self._held_q is not None else self.spec.actuator_positions(self._q)
+        if stopped and self._held_q is None and np.all(np.isfinite(q)):
+            self._held_q = q.copy()  # the stop's targets, kept until it ends
+        values = q[plan.actuators]
         if not np.all(np.isfinite(values)):
             return None
         return Command(values, plan.labels)
@@ -505,6 +512,8 @@ class SafetyMonitor:
             # nothing active before or now: no onset, nothing to latch, nothing holds (the
             # general path below decides the same)
             self._holding = False
+            if not self._estopped:
+                self._held_q = None
             return Outcome(None, [])
         old = self._active[stream]
         new = {v.ident: v for v in found}
@@ -526,6 +535,8 @@ class SafetyMonitor:
 
     def _refresh_holding(self) -> None:
         self._holding = any(v.response == Response.HOLD for v in self.active_violations())
+        if not (self._holding or self._estopped):
+            self._held_q = None
 
     def _clamping_rules(self) -> set[str]:
         if not any(self._active.values()):
@@ -571,6 +582,8 @@ class SafetyMonitor:
             return True, "not engaged"
         cause = self._cause
         self._estopped, self._cause = False, None
+        if not self._holding:
+            self._held_q = None
         self._prev = None  # the next command ramps from the hold command, over one period
         self._prev_time = None
         self._command_active = {}
@@ -579,7 +592,9 @@ class SafetyMonitor:
 
     def new_episode(self) -> None:
         """The robot starts an episode at rest (a simulated reset puts it there at once): rate
-        limits ramp the next command from the hold command, not from the previous episode's last."""
+        limits ramp the next command from the hold command, not from the previous episode's last.
+        A stop that lasts into it holds the robot where the new episode starts."""
+        self._held_q = None
         self._prev = None
         self._prev_time = None
 

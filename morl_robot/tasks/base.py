@@ -135,6 +135,15 @@ class Task(abc.ABC):
     def command(self, action: np.ndarray, robot: Robot, state: RobotState) -> np.ndarray:
         """Robot command (in ``control_mode``) for normalised ``action`` (D,) in [-1, 1]."""
 
+    def action_for_command(self, command: np.ndarray, robot: Robot, state: RobotState) -> np.ndarray | None:
+        """The normalised action (D,) whose :meth:`command` in ``state`` is the full control-mode
+        ``command`` (robot units, in the order of ``robot.spec.command_labels(control_mode)``), as
+        near as the action's bounds allow; None when this task's actions cannot express it.  The
+        robot node executes the safety monitor's hold this way when it comes in the control mode's
+        labels rather than the task's (a relative-action task), so a held episode's clock runs on to
+        its time limit.  The default: None (a task whose hold is in its own action labels)."""
+        return None
+
     @abc.abstractmethod
     def observe(self, state: RobotState) -> np.ndarray:
         """Observation (O,) float64 for ``state``."""

@@ -160,6 +160,13 @@ class ShadowHandTask(Task):
             return np.clip(2.0 * (t - self._lo) / (self._hi - self._lo) - 1.0, -1.0, 1.0)
         return np.clip((t - np.asarray(motor_positions, np.float64)) / self.config.max_delta, -1.0, 1.0)
 
+    def action_for_command(self, command: np.ndarray, robot: Robot, state: RobotState) -> np.ndarray:
+        """Motor targets (20,) rad → the action that commands them from ``state``'s measured motor
+        positions (:meth:`action_for_targets`; in delta mode a target more than ``max_delta`` away
+        is approached at the largest change per step)."""
+        self.bind(robot)
+        return self.action_for_targets(command, self._spec.actuator_positions(state.position))
+
     def observe(self, state: RobotState) -> np.ndarray:
         assert state.tactile is not None
         return np.concatenate([state.position, state.velocity, state.tactile])

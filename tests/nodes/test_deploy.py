@@ -130,5 +130,5 @@ def test_a_stalled_graph_ends_the_check_with_an_error_naming_the_nodes_statuses(
         if proc.poll() is None:
             proc.kill()
     assert proc.returncode == 2, out[-2000:] + err[-3000:]
-    assert "no robot step and no episode end" in err and "--stall-timeout 4" in err
+    assert "no task step and no episode end" in err and "--stall-timeout 4" in err
     assert '"paused": "True"' in err  # the robot node's status is in the message

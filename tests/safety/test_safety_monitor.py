@@ -335,6 +335,36 @@ def test_position_mode_hold_is_the_measured_position_with_coupled_j0():
     assert hold["rh_WRJ1"] == pytest.approx(q[spec.joint_names.index("rh_WRJ1")])
 
 
+def test_position_hold_keeps_the_targets_of_the_stops_onset_until_it_ends():
+    """A held joint that sags (gravity, contact) is not followed: the hold's targets are the positions
+    measured when the stop began, for as long as it lasts; a release or a new episode (the robot is
+    put at a new start) takes them afresh."""
+    m = released("shadow_hand", watchdogs=False)
+    spec, names = m.spec, m.spec.actuator_names
+    q = np.array([0.5 * (j.lower + j.upper) for j in spec.joints])
+    wr = spec.joint_names.index("rh_WRJ1")
+    m.on_joint_state(spec.joint_names, q, [], [], 1.0, 1.0)
+    m.trigger("test", 1.0)
+    def hold(now):  # the monitor's answer to a command while stopped, by actuator
+        command = m.on_command(np.full(20, 0.2), names, now).command
+        return dict(zip(command.labels, command.values))
+
+    first = hold(1.05)
+    sagged = q.copy()
+    sagged[wr] -= 0.1
+    m.on_joint_state(spec.joint_names, sagged, [], [], 1.1, 1.1)
+    held = hold(1.15)
+    assert held["rh_WRJ1"] == first["rh_WRJ1"] == pytest.approx(q[wr])  # not the sagged position
+    m.new_episode()  # a stop latched into the next episode holds where that episode starts
+    again = hold(1.2)
+    assert again["rh_WRJ1"] == pytest.approx(sagged[wr])
+    assert m.reset(1.25)[0]
+    m.on_command(np.full(20, 0.2), names, 1.3)
+    m.on_joint_state(spec.joint_names, q, [], [], 1.35, 1.35)
+    m.trigger("again", 1.4)
+    assert hold(1.45)["rh_WRJ1"] == pytest.approx(q[wr])  # the new stop's own onset
+
+
 def test_position_hold_needs_measured_positions():
     m = new_monitor("shadow_hand", watchdogs=False)
     assert m.on_command(np.zeros(20), m.spec.actuator_names, 0.0).command is None
