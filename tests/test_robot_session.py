@@ -160,7 +160,8 @@ def test_without_end_episode_on_estop_commands_step_on(make):
     assert core.counters["steps"] == 3 and core.counters["estop_waits"] == 2
 
 
-def test_a_held_relative_action_episode_runs_on_to_its_time_limit(make, tmp_path):
+@pytest.mark.parametrize("timing", ["lockstep", "realtime"])
+def test_a_held_relative_action_episode_runs_on_to_its_time_limit(make, tmp_path, timing):
     """Deploy of a ``…/delta`` policy: after a trip the monitor answers with its hold in the actuators'
     absolute labels.  Each such answer is a task step (the episode's clock runs on to the time limit
     and the episode ends), not a robot step at a standing task step, which kept a lockstep graph
@@ -169,7 +170,7 @@ def test_a_held_relative_action_episode_runs_on_to_its_time_limit(make, tmp_path
     from morl_robot.tasks.registry import write_task_config
 
     config = write_task_config("shadow_touch", {"action_mode": "delta"}, tmp_path / "touch_delta.yaml")
-    core, out, _ = make(task="shadow_touch", task_config=config)
+    core, out, _ = make(task="shadow_touch", task_config=config, timing=timing)
     core.activate()
     labels = core.runner.action_labels
     core.set_estop(False)  # the start-up release
@@ -183,6 +184,8 @@ def test_a_held_relative_action_episode_runs_on_to_its_time_limit(make, tmp_path
     core.set_estop(True)
     for _ in range(core.runner.env.task.max_steps + 5):
         core.on_command(hold.values, hold.labels)
+        if timing == "realtime":
+            core.tick()
         if core.counters["episodes"] > 1:
             break
     end = next(rec for rec, _ in out.published if rec.done)  # the next episode has started after it

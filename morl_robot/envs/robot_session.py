@@ -209,7 +209,7 @@ class RobotSession:
             return
         if self.last_command is not None and \
                 self._clock() - self._last_command_time <= self.settings.command_timeout:
-            self._step(*self.last_command)
+            self._step(*self.last_command, hold=self.estop)  # under an e-stop, the monitor's hold
         else:
             self._hold()
 
