@@ -164,7 +164,7 @@ class TaskRunner:
         forbids it on the newest readings, hold for the period).
 
         A full control-mode command moves a task's robot without advancing its episode (a scripted
-        probe), except with ``hold`` (the safety monitor's hold under a latched e-stop, in lockstep):
+        probe), except with ``hold`` (the safety monitor's hold under a latched e-stop):
         then it is executed as the task action that commands it
         (:meth:`~morl_robot.tasks.base.Task.action_for_command`), so the held episode runs on to its
         time limit as one whose hold comes in the task's own labels does, instead of stepping the
