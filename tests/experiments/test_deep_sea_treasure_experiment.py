@@ -354,12 +354,24 @@ def test_committed_51_value_sweep_finds_all_ten_points() -> None:
         assert a["returns"] == b["returns"] and a["extras"]["evaluations"] == b["extras"]["evaluations"]
     assert {json.dumps(x["setting"], sort_keys=True) for x in r["per_setting"]} == set(again)
     assert progress["meta"]["learner_changes"] == results["budget"]["learner_changes"]
-    # scalarized MPO with the same recipe over 51 weights: the 9 points its grid can reach (20.3's
-    # window of weights is narrower than the grid step), on its optimum in 48 of 51 settings
+    # scalarized MPO with the same recipe over the paper's 101 weights: all 10 points (w = 0.67 falls in
+    # 20.3's window of weights, [0.666, 0.672]), on its optimum in 97 of 101 settings
     sc = results["scalarized-mpo"]
-    assert results["sweep"]["scalarized_weights"] == 51 and sc["runs"] == 51 and sc["converged"] == 51
-    assert sc["pareto_points_found"] == 9 and not sc["pareto_points_found_mask"][7]  # 20.3
+    assert results["sweep"]["scalarized_weights"] == 101 and sc["runs"] == 101 and sc["converged"] == 101
+    assert sc["pareto_points_found"] == 10 and sc["failures"] == [] and sc["not_run"] == []
     optimum = dst.scalarized_optimum([x["setting"]["params"]["weights"][0] for x in sc["per_setting"]])
     same = sum(abs(o - x["returns"][0]) < 1e-3 for o, x in zip(optimum, sc["per_setting"]))
-    assert sc["agrees_with_optimum"]["same_treasure"] == same == 48
-    assert sc["agrees_with_optimum"]["points_reachable_on_this_grid"] == 9
+    assert sc["agrees_with_optimum"]["same_treasure"] == same == 97
+    assert sc["agrees_with_optimum"]["points_reachable_on_this_grid"] == 10
+    treasure = {round(x["setting"]["params"]["weights"][0], 2): round(x["returns"][0], 1) for x in sc["per_setting"]}
+    assert treasure[0.67] == 20.3 and [w for w, t in treasure.items() if t == 20.3] == [0.67]
+    # the earlier sitting over 51 weights stays in the progress file (its w = 0 run is the same run as
+    # the 101-weight grid's, kept): 9 of 10 (no 20.3: its grid steps over the window), 48 of 51 on its optimum
+    prog = json.loads((ES.parent / "es_h1_table_c51" / "sweep_scalarized-mpo.json").read_text())
+    w51 = prog["records_of_other_settings"] + [x for x in prog["records"] if x["setting"]["params"]["weights"][0] == 0.0]
+    assert len(w51) == 51 and len({x["setting"]["params"]["weights"][0] for x in w51}) == 51
+    returns51 = np.array([x["returns"] for x in w51])
+    found51 = dst.pareto_points_found(returns51, dst.true_pareto_front())
+    assert found51.sum() == 9 and not found51[7]  # 20.3
+    optimum51 = dst.scalarized_optimum([x["setting"]["params"]["weights"][0] for x in w51])
+    assert sum(abs(o - x["returns"][0]) < 1e-3 for o, x in zip(optimum51, w51)) == 48
