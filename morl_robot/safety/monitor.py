@@ -512,8 +512,7 @@ class SafetyMonitor:
             # nothing active before or now: no onset, nothing to latch, nothing holds (the
             # general path below decides the same)
             self._holding = False
-            if not self._estopped:
-                self._held_q = None
+            self._forget_held_targets()
             return Outcome(None, [])
         old = self._active[stream]
         new = {v.ident: v for v in found}
@@ -535,6 +534,10 @@ class SafetyMonitor:
 
     def _refresh_holding(self) -> None:
         self._holding = any(v.response == Response.HOLD for v in self.active_violations())
+        self._forget_held_targets()
+
+    def _forget_held_targets(self) -> None:
+        """The stop has ended (neither e-stopped nor holding): the next one holds where it begins."""
         if not (self._holding or self._estopped):
             self._held_q = None
 
@@ -582,8 +585,7 @@ class SafetyMonitor:
             return True, "not engaged"
         cause = self._cause
         self._estopped, self._cause = False, None
-        if not self._holding:
-            self._held_q = None
+        self._forget_held_targets()
         self._prev = None  # the next command ramps from the hold command, over one period
         self._prev_time = None
         self._command_active = {}

@@ -89,15 +89,14 @@ class SafetyShield:
         hold in the control mode's labels (a relative-action task's) is the task action that commands
         it, as the robot node executes it (``TaskRunner.step(hold=True)``)."""
         command = self.command(action, now)
+        if command is not None and tuple(command.labels) == self.labels:
+            return np.clip(2.0 * (command.values - self.lower) / self._span - 1.0, -1.0, 1.0)
         robot = self.env.robot
-        if command is not None and tuple(command.labels) != self.labels \
-                and tuple(command.labels) == tuple(robot.spec.command_labels(robot.control_mode)):
+        if command is not None and tuple(command.labels) == tuple(robot.spec.command_labels(robot.control_mode)):
             held = self.env.task.action_for_command(np.asarray(command.values, np.float64), robot, robot.read_state())
             if held is not None:
                 return held
-        if command is None or tuple(command.labels) != self.labels:
-            return np.zeros_like(self.lower)  # nothing forwarded: the robot node holds
-        return np.clip(2.0 * (command.values - self.lower) / self._span - 1.0, -1.0, 1.0)
+        return np.zeros_like(self.lower)  # nothing forwarded: the robot node holds
 
     @property
     def estopped(self) -> bool:
