@@ -19,7 +19,26 @@ The summary (:meth:`Evaluation.to_json`, the ``EVAL`` object of ``morl-robot eva
      "objectives": {name: {"mean": m, "ci_low": lo, "ci_high": hi}},   # 95 % percentile bootstrap
      "success_rate": s, "terminations": {reason: count},
      "peak_force": f_max, "mean_force": f_mean,
+     "force": FORCE | null,
      "progress": {"name", "unit", "median", "min", "max"} | null, ...}
+
+``force`` (:func:`force_summary`; null for a task without a force sensor) makes force a result in
+its own right, from each episode's *peak* contact force (the largest reading of the episode)::
+
+    {"unit": "N", "episodes": n,                    # episodes with a force reading
+     "peak": {"p50" | "p90" | "p99": {"value", "ci_low", "ci_high"},   # percentile bootstrap
+              "max": m},
+     "threshold": EXCEED | null,                     # the task's own force threshold (none: null)
+     "collision": EXCEED | null}                     # the safety YAML's stopping level (none: null)
+    EXCEED = {"level": N, "source": str, "inclusive": bool, "count": k, "episodes": n,
+              "rate": k / n, "ci_low", "ci_high"}    # 95 % Wilson score interval of the rate
+
+The levels (:func:`force_levels`): the Sawyer peg-in-hole's ``force_threshold`` (30 N of tared
+force, which ends the episode) and ``config/safety/sawyer.yaml`` ``wrench.force_norm.collision``
+(40 N, the e-stop); the Shadow Hand tasks have no force threshold (their pain objective penalises
+force *rises*, not a level), and their collision level is the tactile ``collision`` level of
+``config/safety/shadow_hand.yaml`` (60 N on any pad).  With a rate's Wilson interval, 100 episodes
+say a 2 % rate lies in about [0.6 %, 7 %]; 10 episodes cannot tell 0 % from 25 %.
 
 ``progress`` is the task's progress measure at each episode's last step
 (:meth:`morl_robot.tasks.base.Task.progress`; the Sawyer's insertion depth in mm), which shows
@@ -27,8 +46,13 @@ the near misses a success rate hides.  It is the depth at the end; ``success`` i
 task's threshold on it was reached at any step (a peg that reached 45 mm and was pulled back up
 still counts as a success, with a final depth below the threshold).
 
-Confidence intervals are percentile bootstrap intervals of the mean over episodes
-(``scipy.stats.bootstrap``, 10 000 resamples, seeded, so the same returns give the same interval).
+Confidence intervals are percentile bootstrap intervals of the mean over episodes, or of a
+percentile of the peak forces (``scipy.stats.bootstrap``, 10 000 resamples, seeded, so the same
+returns give the same interval), and Wilson score intervals of a rate (a proportion of episodes).
+
+Defaults (:data:`DEFAULT_EPISODES`, :data:`HELD_OUT_SEED`): 100 episodes on seeds 50 000 … 50 099,
+held out from the seeds the recipes were tuned on (0 … 9) and from the demo's evaluation seeds
+(10 000 …).
 """
 from __future__ import annotations
 
@@ -50,6 +74,14 @@ Actor = Callable[[np.ndarray], np.ndarray]
 
 CONFIDENCE = 0.95
 BOOTSTRAP_RESAMPLES = 10_000
+#: Default number of protocol episodes: enough for a rate to mean something (a 2 % rate over 100
+#: episodes has the 95 % Wilson interval [0.6 %, 7.0 %]; over 20 episodes [0 %, 16 %] for 0 of 20).
+DEFAULT_EPISODES = 100
+#: Default first episode seed: held out from the seeds the recipes were tuned on (0 … 9) and from the
+#: demo's evaluation seeds (10 000 …).
+HELD_OUT_SEED = 50_000
+#: The percentiles of the per-episode peak force :func:`peak_force_percentiles` reports.
+FORCE_PERCENTILES = (50, 90, 99)
 
 
 def bootstrap_ci(samples: Sequence[float] | np.ndarray, confidence: float = CONFIDENCE,
@@ -69,6 +101,160 @@ def bootstrap_ci(samples: Sequence[float] | np.ndarray, confidence: float = CONF
     res = bootstrap((x,), np.mean, confidence_level=confidence, n_resamples=BOOTSTRAP_RESAMPLES,
                     method="percentile", vectorized=True, random_state=np.random.default_rng(seed))
     return (float(res.confidence_interval.low), float(res.confidence_interval.high))
+
+
+def wilson_interval(count: int, n: int, confidence: float = CONFIDENCE) -> tuple[float, float]:
+    """Wilson score interval ``(low, high)`` of a proportion: ``count`` successes in ``n`` trials
+    (``scipy.stats.binomtest(count, n).proportion_ci(method="wilson")``, no continuity correction).
+
+    Unlike the normal approximation it is never empty at 0 or n, stays in [0, 1] and contains the
+    point estimate count / n: 2 of 100 gives [0.0055, 0.0700], 0 of 100 [0, 0.037].  ``n`` = 0:
+    ``(nan, nan)``."""
+    if n < 0 or not 0 <= count <= max(n, 0):
+        raise ValueError(f"a proportion needs 0 <= count <= n, got count {count}, n {n}")
+    if n == 0:
+        return (math.nan, math.nan)
+    from scipy.stats import binomtest
+
+    ci = binomtest(int(count), int(n)).proportion_ci(confidence_level=confidence, method="wilson")
+    return (max(0.0, float(ci.low)), min(1.0, float(ci.high)))
+
+
+def exceedance(peaks: Sequence[float] | np.ndarray, level: float, inclusive: bool = False,
+               confidence: float = CONFIDENCE) -> dict[str, Any]:
+    """How many of the per-episode ``peaks`` (N,) exceed ``level``: ``{"level", "inclusive", "count",
+    "episodes", "rate", "ci_low", "ci_high"}``, the rate with its Wilson score interval
+    (:func:`wilson_interval`).  ``inclusive``: a peak equal to the level counts (a safety rule fires
+    on *reaching* its level, ``>=``; the Sawyer task ends *above* its threshold, ``>``)."""
+    x = np.asarray(peaks, dtype=np.float64).reshape(-1)
+    n = int(x.size)
+    count = int(np.count_nonzero(x >= level if inclusive else x > level))
+    lo, hi = wilson_interval(count, n, confidence)
+    return {"level": float(level), "inclusive": bool(inclusive), "count": count, "episodes": n,
+            "rate": count / n if n else math.nan, "ci_low": lo, "ci_high": hi}
+
+
+def quantile_ci(samples: Sequence[float] | np.ndarray, q: float, confidence: float = CONFIDENCE,
+                seed: int = 0) -> tuple[float, float]:
+    """Percentile-bootstrap confidence interval ``(low, high)`` of the ``q`` quantile (0 … 1,
+    ``numpy.quantile``'s linear interpolation) of ``samples`` (N,), seeded like :func:`bootstrap_ci`.
+
+    The interval lies within [min, max] of the samples (every resample's quantile does).  With
+    fewer than two samples, or all equal, it collapses to the quantile.  A high quantile of few
+    samples is poorly determined: p99 of 100 episodes rests on the two largest peaks."""
+    x = np.asarray(samples, dtype=np.float64).reshape(-1)
+    if x.size == 0:
+        return (math.nan, math.nan)
+    point = float(np.quantile(x, q))
+    if x.size < 2 or np.ptp(x) == 0.0:
+        return (point, point)
+    from scipy.stats import bootstrap
+
+    res = bootstrap((x,), lambda s, axis: np.quantile(s, q, axis=axis), confidence_level=confidence,
+                    n_resamples=BOOTSTRAP_RESAMPLES, method="percentile", vectorized=True,
+                    random_state=np.random.default_rng(seed))
+    lo, hi = float(res.confidence_interval.low), float(res.confidence_interval.high)
+    return (max(lo, float(x.min())), min(hi, float(x.max())))  # guard against rounding only
+
+
+def peak_force_percentiles(peaks: Sequence[float] | np.ndarray, seed: int = 0,
+                           percentiles: Sequence[int] = FORCE_PERCENTILES) -> dict[str, Any]:
+    """The distribution of per-episode peak forces ``peaks`` (N,): ``{"p50": {"value", "ci_low",
+    "ci_high"}, "p90": …, "p99": …, "max": m}``, each percentile with its percentile-bootstrap CI
+    (:func:`quantile_ci`); the maximum without one (a bootstrap cannot bound a sample maximum).
+    The values are monotone: p50 ≤ p90 ≤ p99 ≤ max.  No peaks: every value is nan."""
+    x = np.asarray(peaks, dtype=np.float64).reshape(-1)
+    out: dict[str, Any] = {}
+    for p in percentiles:
+        value = float(np.quantile(x, p / 100.0)) if x.size else math.nan
+        lo, hi = quantile_ci(x, p / 100.0, seed=seed)
+        out[f"p{p:g}"] = {"value": value, "ci_low": lo, "ci_high": hi}
+    out["max"] = float(x.max()) if x.size else math.nan
+    return out
+
+
+@dataclass(frozen=True)
+class ForceLevels:
+    """The levels an evaluation compares each episode's peak contact force with (N; None: the task
+    or robot has none), each with where it comes from (see :func:`force_levels`)."""
+
+    threshold: float | None = None
+    threshold_source: str | None = None
+    collision: float | None = None
+    collision_source: str | None = None
+
+
+def force_levels(task: Any) -> ForceLevels:
+    """The force levels of ``task`` (a :class:`~morl_robot.tasks.base.Task`).
+
+    * threshold: the task config's ``force_threshold`` (Sawyer peg-in-hole: 30 N of *tared* wrist
+      force, above which the episode ends); None for a task without one (the Shadow Hand tasks:
+      their pain objective penalises force rises per step, not a force level).
+    * collision: the stopping level of the robot's safety YAML (``config/safety/<robot>.yaml``, read
+      with :func:`~morl_robot.safety.config.load_safety_config`): ``wrench.force_norm.collision``
+      (Sawyer: 40 N, the e-stop; the nominal level, not the acceleration phase's 45 N), else the
+      lowest ``tactile`` collision level over the default and the per-sensor ones (Shadow Hand:
+      60 N on any pad; the task's contact force is the largest pad reading, so it reaches the level
+      exactly when some pad does).  None when the robot has no safety YAML or no such level.
+
+    The Sawyer's safety levels act on the *raw* wrist reading, which holds the tool's weight
+    (3.4 N at rest), while the task's contact force, the one evaluated, is *tared*: the tared peak
+    is compared with the raw level, so a rate above the collision level may be off by up to the
+    tool's weight either way (and an episode stopped by the monitor ends near, not necessarily
+    above, the level)."""
+    threshold = getattr(getattr(task, "config", None), "force_threshold", None)
+    threshold_source = None
+    if threshold is not None:
+        threshold = float(threshold)
+        threshold_source = f"task {getattr(task, 'name', type(task).__name__)}: force_threshold"
+    collision, collision_source = None, None
+    robot = getattr(task, "robot_name", None)
+    if robot:
+        from morl_robot.errors import UnknownNameError
+        from morl_robot.safety.config import load_safety_config, to_si
+
+        try:
+            config, source = load_safety_config(robot)
+        except UnknownNameError:
+            config, source = None, ""
+        name = f"safety/{Path(source).name}" if source else ""
+        if config is not None and config.wrench is not None and config.wrench.force_norm is not None \
+                and config.wrench.force_norm.collision is not None:
+            t = config.wrench.force_norm
+            collision = to_si(t.collision, t.unit, ("force",))
+            collision_source = f"{name}: wrench.force_norm.collision (on the raw wrist force; compared with the tared peak)"
+        elif config is not None and config.tactile is not None:
+            levels = [(to_si(t.collision, t.unit, ("force",)), key)
+                      for key, t in [("default", config.tactile.default), *config.tactile.sensors.items()]
+                      if t.collision is not None]
+            if levels:
+                collision, key = min(levels)
+                collision_source = f"{name}: tactile.{'default' if key == 'default' else 'sensors.' + key}.collision"
+    return ForceLevels(threshold, threshold_source, collision, collision_source)
+
+
+def force_summary(peaks: Sequence[float] | np.ndarray, levels: ForceLevels | None = None,
+                  seed: int = 0) -> dict[str, Any] | None:
+    """The ``force`` block of the ``EVAL`` object (module docstring) from the per-episode peak
+    forces ``peaks`` (N,) (None when there are none: a task without a force sensor): their
+    percentiles (:func:`peak_force_percentiles`) and the rates above ``levels`` (:func:`exceedance`;
+    above the task threshold strictly, as the task ends an episode; at or above the collision level,
+    as the safety rule fires)."""
+    x = np.asarray(peaks, dtype=np.float64).reshape(-1)
+    if not x.size:
+        return None
+    levels = levels or ForceLevels()
+    out: dict[str, Any] = {"unit": "N", "episodes": int(x.size), "peak": peak_force_percentiles(x, seed)}
+    for key, level, source, inclusive in (("threshold", levels.threshold, levels.threshold_source, False),
+                                          ("collision", levels.collision, levels.collision_source, True)):
+        out[key] = None if level is None else {"source": source, **exceedance(x, level, inclusive)}
+    return out
+
+
+def format_rate(block: dict[str, Any]) -> str:
+    """An :func:`exceedance` block as a person reads it: ``2/100 = 2.0 % [0.6, 7.0] %``."""
+    return (f"{block['count']}/{block['episodes']} = {100 * block['rate']:.1f} % "
+            f"[{100 * block['ci_low']:.1f}, {100 * block['ci_high']:.1f}] %")
 
 
 @dataclass
@@ -99,6 +285,7 @@ class Evaluation:
     policy: str = ""  # what was evaluated (path, "random", ...)
     extra: dict[str, Any] = field(default_factory=dict)
     progress_measure: tuple[str, str] | None = None  # the task's (name, unit), see Task.progress_measure
+    force_levels: ForceLevels | None = None  # the task's force threshold and collision level (force_levels)
 
     @property
     def returns(self) -> np.ndarray:
@@ -113,6 +300,15 @@ class Evaluation:
     @property
     def success_rate(self) -> float:
         return float(np.mean([e.success for e in self.episodes])) if self.episodes else math.nan
+
+    @property
+    def peak_forces(self) -> np.ndarray:
+        """Per-episode peak contact force (n,), N, over the episodes with a force reading."""
+        return np.array([e.peak_force for e in self.episodes if e.forces.size], dtype=np.float64)
+
+    def force(self) -> dict[str, Any] | None:
+        """The ``force`` block (:func:`force_summary`), its bootstrap seeded with the first seed."""
+        return force_summary(self.peak_forces, self.force_levels, seed=self.seed)
 
     def objectives(self) -> dict[str, dict[str, float]]:
         out = {}
@@ -144,6 +340,7 @@ class Evaluation:
             "terminations": dict(sorted(terminations.items())),
             "peak_force": float(all_forces.max()) if all_forces.size else None,
             "mean_force": float(all_forces.mean()) if all_forces.size else None,
+            "force": self.force(),
             "progress": progress,
             "per_episode": [
                 {"seed": e.seed, "returns": dict(zip(self.objective_names, map(float, e.returns))),
@@ -167,12 +364,29 @@ class Evaluation:
         if data["peak_force"] is not None:
             lines.append(f"| peak contact force (N) | {data['peak_force']:.2f} | |")
             lines.append(f"| mean contact force (N) | {data['mean_force']:.2f} | |")
+        if data["force"] is not None:
+            lines.extend(_force_rows(data["force"]))
         if data["progress"] is not None:
             pr = data["progress"]
             lines.append(f"| final {pr['name']} ({pr['unit']}), median [min, max] | {pr['median']:.1f} | "
                          f"[{pr['min']:.1f}, {pr['max']:.1f}] |")
         lines.append("| terminations | " + ", ".join(f"{k} {v}" for k, v in data["terminations"].items()) + " | |")
         return "\n".join(lines)
+
+
+def _force_rows(force: dict[str, Any]) -> list[str]:
+    """Markdown rows of a ``force`` block: the peak-force percentiles with their CIs, the rates."""
+    peak = force["peak"]
+    rows = [f"| per-episode peak force (N): {k} | {v['value']:.2f} | [{v['ci_low']:.2f}, {v['ci_high']:.2f}] |"
+            for k, v in peak.items() if k != "max"]
+    rows.append(f"| per-episode peak force (N): max | {peak['max']:.2f} | |")
+    for key, what in (("threshold", "above the task's force threshold"), ("collision", "reaching the collision level")):
+        b = force[key]
+        if b is not None:
+            where = f" ({b['source'].split(':', 1)[0]})" if key == "collision" and b.get("source") else ""
+            rows.append(f"| episodes {what} {b['level']:g} N{where} | {b['count']}/{b['episodes']} = "
+                        f"{100 * b['rate']:.1f} % | [{100 * b['ci_low']:.1f}, {100 * b['ci_high']:.1f}] % |")
+    return rows
 
 
 def run_episode(env: Any, act: Actor, seed: int, shield: Any = None) -> EpisodeRecord:
@@ -211,13 +425,14 @@ def run_episode(env: Any, act: Actor, seed: int, shield: Any = None) -> EpisodeR
                          np.asarray(forces, dtype=np.float64), progress)
 
 
-def evaluate_policy(act: Actor, task: str, episodes: int = 20, seed: int = 0, policy: str = "",
-                    task_config: str | os.PathLike[str] | None = None, progress: bool = False,
+def evaluate_policy(act: Actor, task: str, episodes: int = DEFAULT_EPISODES, seed: int = HELD_OUT_SEED,
+                    policy: str = "", task_config: str | os.PathLike[str] | None = None, progress: bool = False,
                     env_fn: Callable[[], Any] | None = None, safety: bool = True,
                     task_overrides: dict[str, Any] | None = None) -> Evaluation:
     """Run the protocol: ``episodes`` deterministic episodes of ``act`` on ``task`` (its config
     with ``task_overrides``, e.g. a policy's :attr:`LoadedPolicy.task_overrides`), seeds
-    ``seed … seed + episodes − 1``; with ``safety`` (default) through the robot's safety rules, as
+    ``seed … seed + episodes − 1`` (default: :data:`DEFAULT_EPISODES` on the held-out seeds from
+    :data:`HELD_OUT_SEED`); with ``safety`` (default) through the robot's safety rules, as
     deployed (:class:`~morl_robot.safety.shield.SafetyShield`)."""
     from morl_robot.envs.mo_env import MORobotEnv
 
@@ -243,7 +458,7 @@ def evaluate_policy(act: Actor, task: str, episodes: int = 20, seed: int = 0, po
         env.close()
     extra = {"safety_rules": shield.summary() if shield is not None else None}
     return Evaluation(task, tuple(env.objective_names), records, seed, policy, extra,
-                      progress_measure=env.task.progress_measure)
+                      progress_measure=env.task.progress_measure, force_levels=force_levels(env.task))
 
 
 def action_error(act: Actor, reference: Actor, task: str, episodes: int = 10, seed: int = 0,
