@@ -1,6 +1,7 @@
 """`make demo` is the main job: its exact code path (`morl-robot demo`, the console script's own
 parser building every sub-command) runs here on a tiny budget, so CI fails when the demo breaks."""
 import json
+import math
 import os
 import subprocess
 import sys
@@ -32,11 +33,23 @@ def test_demo_runs_end_to_end_on_a_tiny_budget(tmp_path, domain_id):
     for side in ("before", "after"):
         ev = report[side]
         assert ev["episodes"] == 2 and set(ev["objectives"]) == {"task", "wrist_force"}
-        assert {"success_rate", "terminations", "peak_force"} <= set(ev)
+        assert {"success_rate", "terminations", "peak_force", "force"} <= set(ev)
         assert ev["seeds"] == report["before"]["seeds"]  # same fixed seeds before and after
+        # force as a result: the per-episode peak-force distribution and the rates above the levels
+        force = ev["force"]
+        assert force["episodes"] == 2 and set(force["peak"]) == {"p50", "p90", "p99", "max"}
+        assert all(math.isfinite(v) for p in ("p50", "p90", "p99") for v in force["peak"][p].values())
+        assert math.isfinite(force["peak"]["max"])
+        for level in ("threshold", "collision"):
+            b = force[level]
+            assert b["episodes"] == 2 and math.isfinite(b["level"])
+            assert 0.0 <= b["ci_low"] <= b["rate"] <= b["ci_high"] <= 1.0
     assert report["before_env_steps"] == 0 and report["after_env_steps"] >= 300
     assert (out / "eval_curve.csv").is_file() and (out / "plots" / "eval_curve.png").stat().st_size > 1000
     assert "before (initial policy)" in done.stdout and "success rate" in done.stdout
+    for row in ("peak force p50 (N)", "peak force p90 (N)", "peak force max (N)",
+                "episodes above force threshold 30 N", "episodes at collision level 40 N"):
+        assert row in done.stdout, row
     # 3. the deploy check ran through the graph and compared with the in-process evaluation
     deploy = json.loads((out / "deploy" / "deploy_report.json").read_text())
     assert deploy["episodes"] == 1 and len(deploy["in_process_terminations"]) == 1

@@ -7,7 +7,9 @@
    first episodes with the scripted insertion controller, the learner clones them, MO-MPO fine-tunes).
 2. The evaluation protocol (:mod:`morl_robot.evaluation.protocol`) on the initial policy and on
    the final one, same fixed seeds: a before/after table (each objective with its CI, success
-   rate, peak contact force, termination reasons), written as ``demo_report.json``
+   rate next to the per-episode peak-force distribution (p50/p90 with CIs, max) and the rates of
+   episodes above the task's force threshold and at the collision level (Wilson CIs), termination
+   reasons), written as ``demo_report.json``
    (``{"before": EVAL, "after": EVAL, ...}``); and on every kept snapshot, as a learning curve of
    deterministic evaluations (``eval_curve.csv``, ``plots/eval_curve.png``).
 3. The sim-to-sim deploy check (``morl-robot deploy --episodes N``): the trained policy served
@@ -61,14 +63,42 @@ def _sub_command(argv: list[str]) -> int:
     return int(args.func(args) or 0)
 
 
+def _force_rows(before: dict[str, Any], after: dict[str, Any]) -> list[tuple[str, str, str]]:
+    """Rows of the per-episode peak force distribution (p50/p90 with their bootstrap CIs, max) and
+    the rates above the task's force threshold and the safety collision level (count/episodes, %,
+    Wilson CI), from the ``force`` blocks of two EVAL objects (none: no rows)."""
+    fb, fa = before.get("force"), after.get("force")
+    if fb is None or fa is None:
+        return []
+
+    def pct(f: dict[str, Any], key: str) -> str:
+        v = f["peak"][key]
+        return f"{v['value']:.1f} [{v['ci_low']:.1f}, {v['ci_high']:.1f}]"
+
+    def rate(b: dict[str, Any]) -> str:
+        return (f"{b['count']}/{b['episodes']} = {100 * b['rate']:.0f} % "
+                f"[{100 * b['ci_low']:.0f}, {100 * b['ci_high']:.0f}]")
+
+    rows = [(f"peak force {key} (N)", pct(fb, key), pct(fa, key)) for key in ("p50", "p90")]
+    rows.append(("peak force max (N)", f"{fb['peak']['max']:.1f}", f"{fa['peak']['max']:.1f}"))
+    for key, what in (("threshold", "above force threshold"), ("collision", "at collision level")):
+        if fb.get(key) is not None and fa.get(key) is not None:
+            rows.append((f"episodes {what} {fb[key]['level']:g} N", rate(fb[key]), rate(fa[key])))
+    return rows
+
+
 def _table(before: dict[str, Any], after: dict[str, Any]) -> str:
+    """The before/after table: each objective's return with its CI, the success rate next to the
+    per-episode peak-force distribution and the force rates (:func:`_force_rows`), terminations."""
     rows = [("measure", "before (initial policy)", "after (trained)")]
     for name in before["objectives"]:
         b, a = before["objectives"][name], after["objectives"][name]
         rows.append((f"return: {name}", f"{b['mean']:.2f} [{b['ci_low']:.2f}, {b['ci_high']:.2f}]",
                      f"{a['mean']:.2f} [{a['ci_low']:.2f}, {a['ci_high']:.2f}]"))
     rows.append(("success rate", f"{before['success_rate']:.0%}", f"{after['success_rate']:.0%}"))
-    if before.get("peak_force") is not None:
+    force = _force_rows(before, after)  # its max is the old peak contact force row
+    rows.extend(force)
+    if not force and before.get("peak_force") is not None and after.get("peak_force") is not None:
         rows.append(("peak contact force (N)", f"{before['peak_force']:.1f}", f"{after['peak_force']:.1f}"))
     rows.append(("terminations", ", ".join(f"{k} {v}" for k, v in before["terminations"].items()),
                  ", ".join(f"{k} {v}" for k, v in after["terminations"].items())))
