@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from morl_robot.configuration import fail, load_config
+from morl_robot.robots.compliance import ComplianceConfig
 from morl_robot.resources import resolve_config
 
 ModeName = Literal["position", "velocity", "effort", "cartesian_velocity"]
@@ -38,6 +39,9 @@ class CartesianConfig:
     damping: float = 0.05  # damped least-squares lambda (rad-equivalent)
     joint_limit_margin: float = 0.05  # rad kept from the hard limits
     max_tracking_error: float = 0.05  # rad: integrated targets never lead the joints by more
+    # Force-limited admittance at the physics / driver rate (morl_robot/robots/compliance.py); needs
+    # the robot's wrist wrench sensor.  None: the twist is executed stiffly (resolved rate only).
+    compliance: ComplianceConfig | None = None
 
 
 @dataclass
@@ -238,6 +242,8 @@ class RobotConfig:
             fail("", "default_control_mode", f"'{self.default_control_mode}' is not in control_modes {self.control_modes}")
         if "cartesian_velocity" in self.control_modes and self.cartesian is None:
             fail("", "cartesian", "required when control_modes has 'cartesian_velocity'")
+        if self.cartesian is not None and self.cartesian.compliance is not None and self.wrench is None:
+            fail("", "cartesian.compliance", "needs the robot's wrist force sensor (top-level 'wrench:') to measure contact")
         if self.velocity_gains and len(self.velocity_gains) != len(self.actuators):
             fail("", "velocity_gains", f"needs one gain per actuator ({len(self.actuators)}), got {len(self.velocity_gains)}")
         for i, j in enumerate(self.joints):

@@ -16,6 +16,15 @@ model's kinematics (``mj_jacSite``: the simulation's own data in
 joints in :class:`~morl_robot.robots.hardware.HardwareRobot`), the twist limited to the robot's
 Cartesian limits, and joint velocities integrated into position targets of the actuators that drive
 one arm joint each, leading the measured joints by at most ``max_tracking_error``.
+
+With ``cartesian.compliance`` in the robot YAML the twist is executed compliantly
+(:mod:`morl_robot.robots.compliance`): :meth:`CartesianController.begin_period` solves the
+resolved-rate step once per control period, and :meth:`CartesianController.tick` runs the
+force-limited admittance at the physics rate (MuJoCo substeps) or the driver rate (hardware), moving
+the position targets by the reference joint velocities plus the pseudo-inverse image of the
+admittance's velocity correction.  The contact force it acts on is the wrist F/T reading rotated
+into the base frame and tared at rest (:meth:`CartesianController.tare`): the force the environment
+exerts on the tool.
 """
 from __future__ import annotations
 
@@ -24,7 +33,8 @@ import math
 import mujoco
 import numpy as np
 
-from morl_robot.robots.config import CartesianConfig
+from morl_robot.robots.compliance import ForceLimitedAdmittance
+from morl_robot.robots.config import CartesianConfig, WrenchConfig
 from morl_robot.robots.spec import RobotSpec
 
 
@@ -99,7 +109,8 @@ class CartesianController:
         dt: the control period (s) a command lasts.
     """
 
-    def __init__(self, model: mujoco.MjModel, config: CartesianConfig, spec: RobotSpec, dt: float) -> None:
+    def __init__(self, model: mujoco.MjModel, config: CartesianConfig, spec: RobotSpec, dt: float,
+                 wrench: WrenchConfig | None = None) -> None:
         self.model, self.config, self.dt = model, config, dt
         self.site = mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_SITE, config.site)
         jids = np.array([mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_JOINT, n) for n in spec.joint_names])
@@ -120,6 +131,18 @@ class CartesianController:
         half = config.joint_limit_margin * 0.5
         self.target_lower = self.lower[self.actuator_joint] + half  # (A',)
         self.target_upper = self.upper[self.actuator_joint] - half
+        # --- compliance (force-limited admittance at the physics / driver rate) ------------------
+        self.admittance: ForceLimitedAdmittance | None = None
+        self.sensor_site = -1  # the F/T sensor's site: its frame rotates the reading into the base
+        if config.compliance is not None and wrench is not None:
+            sid = mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_SENSOR, wrench.force_sensor)
+            self.sensor_site = int(model.sensor_objid[sid])
+            self.admittance = ForceLimitedAdmittance(config.compliance, config.max_linear_velocity)
+        self._bias = np.zeros(3)  # (3,) base-frame reading at rest (tool weight): the tare
+        self._qdot_ref = np.zeros(len(spec.joints))  # (J,) this period's resolved-rate solution
+        self._pinv_lin = np.zeros((len(spec.joints), 3))  # (J, 3) DLS pseudo-inverse, linear columns
+        self._v_ref = np.zeros(3)  # (3,) this period's commanded linear velocity (limited)
+        self.period_peak = 0.0  # N: the largest contact force ‖f‖ of the ticks since begin_period
 
     def joint_velocities(self, data: mujoco.MjData, twist: np.ndarray) -> np.ndarray:
         """q̇ (J,) realising ``twist`` (limited to the Cartesian limits) at ``data``'s joint positions;
@@ -139,6 +162,66 @@ class CartesianController:
         out = target.copy()
         idx = self.actuator_joint
         out[self.actuator_mask] = integrate_position_targets(target[self.actuator_mask], qdot[idx], q[idx], self.dt,
+                                                             self.config.max_tracking_error, self.target_lower,
+                                                             self.target_upper)
+        return out
+
+    # --- compliant execution ----------------------------------------------------------------
+    @property
+    def compliant(self) -> bool:
+        return self.admittance is not None
+
+    def sensor_rotation(self, data: mujoco.MjData) -> np.ndarray:
+        """(3, 3) rotation of the F/T sensor frame into the base frame at ``data``'s kinematics."""
+        return data.site_xmat[self.sensor_site].reshape(3, 3)
+
+    def tare(self, rotation: np.ndarray, force: np.ndarray) -> None:
+        """Take the reading ``force`` (3,) (sensor frame; the force the arm exerts on the tool) at rest,
+        with the sensor at ``rotation`` (3, 3), as the no-contact reference (the tool's weight), and
+        forget the admittance's offset: a new start."""
+        self._bias = rotation @ np.asarray(force, np.float64)
+        if self.admittance is not None:
+            self.admittance.reset()
+        self.period_peak = 0.0
+
+    def contact_force(self, rotation: np.ndarray, force: np.ndarray) -> np.ndarray:
+        """The force (3,) N the environment exerts on the tool, base frame: −(R F − R₀ F₀) (the tool's
+        weight, read at the tare, removed; quasi-static: the tool's own inertia reads as contact)."""
+        return self._bias - rotation @ force
+
+    def begin_period(self, data: mujoco.MjData, twist: np.ndarray) -> np.ndarray:
+        """Solve this control period's resolved-rate step for ``twist`` (6,) at ``data``'s kinematics
+        (as :meth:`joint_velocities`) and keep it, with the DLS pseudo-inverse's linear columns
+        (J, 3), for :meth:`tick`.  Returns the reference joint velocities (J,)."""
+        c = self.config
+        twist = np.minimum(np.maximum(twist, self._twist_floor), self.twist_limit)
+        mujoco.mj_jacSite(self.model, data, self._jacp, self._jacr, self.site)
+        jac = self._jac[:, self.dadr]  # (6, J)
+        q = data.qpos[self.qadr]
+        self._qdot_ref = resolved_rate(jac, twist, q, self.lower, self.upper, self.velocity_limit, self.dt,
+                                       c.damping, c.joint_limit_margin)
+        # Jᵀ (J Jᵀ + λ² I)⁻¹ applied to the three unit linear velocities: (J, 3)
+        jjt = jac @ jac.T
+        jjt.flat[:: jjt.shape[0] + 1] += c.damping**2
+        self._pinv_lin = jac.T @ np.linalg.solve(jjt, np.eye(6)[:, :3])
+        self._v_ref = twist[:3].copy()
+        self.period_peak = 0.0
+        return self._qdot_ref
+
+    def tick(self, target: np.ndarray, q: np.ndarray, force: np.ndarray, dt: float) -> np.ndarray:
+        """One compliance tick of ``dt`` s: contact ``force`` (3,) N (:meth:`contact_force`) and the
+        measured joints ``q`` (J,) → the actuators' position targets (A,) moved from ``target`` (A,)."""
+        assert self.admittance is not None, "tick() needs cartesian.compliance"
+        fx, fy, fz = float(force[0]), float(force[1]), float(force[2])
+        self.period_peak = max(self.period_peak, math.sqrt(fx * fx + fy * fy + fz * fz))
+        v = self.admittance.step(self._v_ref, force, dt)
+        qdot = self._qdot_ref + self._pinv_lin @ (v - self._v_ref)  # (J,)
+        ratio = float((np.abs(qdot) / self.velocity_limit).max())
+        if ratio > 1.0:
+            qdot = qdot / ratio
+        out = target.copy()
+        idx = self.actuator_joint
+        out[self.actuator_mask] = integrate_position_targets(target[self.actuator_mask], qdot[idx], q[idx], dt,
                                                              self.config.max_tracking_error, self.target_lower,
                                                              self.target_upper)
         return out

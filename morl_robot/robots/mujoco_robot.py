@@ -10,7 +10,11 @@ actuators in place (their gain/bias/ctrlrange), so no Python runs inside the sub
 * effort: direct motor torque, force = u (gravity compensation still routed through actuators)
 * cartesian_velocity: resolved-rate (:class:`morl_robot.robots.kinematics.CartesianController`,
   the hardware backend's controller too) at the control rate, integrated into position-servo
-  targets that lead the measured joints by at most ``max_tracking_error``.
+  targets that lead the measured joints by at most ``max_tracking_error``.  With
+  ``cartesian.compliance`` in the robot YAML the twist is executed through the force-limited
+  admittance (:mod:`morl_robot.robots.compliance`) at every physics substep: ``advance`` then steps
+  the physics one timestep at a time, reading the wrist F/T sensor and moving the targets between
+  steps (the reading is the one MuJoCo computed for the step just taken: one timestep of latency).
 
 Determinism: the same model, seed and command sequence give the same trajectory.
 """
@@ -103,7 +107,8 @@ class MujocoRobot(Robot):
         self._cartesian: CartesianController | None = None
         if config.cartesian is not None:
             self._site = mujoco.mj_name2id(m, mujoco.mjtObj.mjOBJ_SITE, config.cartesian.site)
-            self._cartesian = CartesianController(m, config.cartesian, self.spec, self.control_period)
+            self._cartesian = CartesianController(m, config.cartesian, self.spec, self.control_period, config.wrench)
+        self._compliant = self._cartesian is not None and self._cartesian.compliant
 
     # --- modes ---------------------------------------------------------------------------
     def _on_mode_change(self, mode: ControlMode) -> None:
@@ -128,6 +133,7 @@ class MujocoRobot(Robot):
         if hasattr(self, "data"):
             self.data.ctrl[a] = self._hold_for(mode)
             self._target = self._actuator_positions()
+            self._tare()
 
     def _actuator_positions(self) -> np.ndarray:
         return self.data.actuator_length[self._act].copy()
@@ -150,15 +156,37 @@ class MujocoRobot(Robot):
             self.data.ctrl[self._act] = command  # MuJoCo clamps to ctrlrange (the mode's limits)
 
     def _cartesian_targets(self, twist: np.ndarray) -> np.ndarray:
-        """Resolved-rate step on the simulation's own kinematics: twist (6,) → position targets (A,)."""
+        """Resolved-rate step on the simulation's own kinematics: twist (6,) → position targets (A,)
+        (compliant: the period's reference, whose targets :meth:`advance` moves every substep)."""
         cart = self._cartesian
         assert cart is not None
+        if self._compliant:
+            cart.begin_period(self.data, twist)
+            return self._target
         qdot = cart.joint_velocities(self.data, twist)
         self._target = cart.position_targets(self._target, qdot, self._data_views[1][self._qadr])
         return self._target
 
     def advance(self) -> None:
-        mujoco.mj_step(self.model, self.data, nstep=self.substeps)
+        if not (self._compliant and self.control_mode == ControlMode.CARTESIAN_VELOCITY):
+            mujoco.mj_step(self.model, self.data, nstep=self.substeps)
+            return
+        m, d, cart = self.model, self.data, self._cartesian
+        assert cart is not None and self._force is not None
+        sensordata, qpos, ctrl, act, qadr = self._data_views[0], self._data_views[1], d.ctrl, self._act, self._qadr
+        dt = m.opt.timestep
+        for _ in range(self.substeps):
+            force = cart.contact_force(cart.sensor_rotation(d), sensordata[self._force])
+            self._target = cart.tick(self._target, qpos[qadr], force, dt)
+            ctrl[act] = self._target
+            mujoco.mj_step(m, d)
+
+    def _tare(self) -> None:
+        """The compliant controller's no-contact reference: the wrist reading now (at rest)."""
+        if self._compliant and self._force is not None:
+            cart = self._cartesian
+            assert cart is not None
+            cart.tare(cart.sensor_rotation(self.data), self.data.sensordata[self._force])
 
     def read_state(self) -> RobotState:
         d = self.data
@@ -182,6 +210,7 @@ class MujocoRobot(Robot):
             tactile=tactile,
             ee_pose=ee,
             sensors={k: sensordata[s].copy() for k, s in self._scene.items()},
+            contact_force_peak=self._cartesian.period_peak if self._compliant and self._cartesian is not None else None,
         )
 
     def reset(
@@ -230,6 +259,7 @@ class MujocoRobot(Robot):
         self._target = self._actuator_positions()
         if self.control_mode in (ControlMode.POSITION, ControlMode.CARTESIAN_VELOCITY):
             d.ctrl[self._act] = self._target
+        self._tare()
         return self.read_state()
 
     def landmark(self, name: str) -> np.ndarray:

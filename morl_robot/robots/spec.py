@@ -205,7 +205,10 @@ class RobotState:
 
     position (J,) rad · velocity (J,) rad/s · effort (J,) N·m · wrench (6,) [N, N·m] in the F/T
     sensor frame or None · tactile (T,) N or None · ee_pose (7,) [m, quaternion wxyz] in the
-    robot base frame or None · sensors: scene sensors by name (task objects).
+    robot base frame or None · sensors: scene sensors by name (task objects) ·
+    contact_force_peak: the largest contact force ‖f‖ (N, tared) the compliant Cartesian controller
+    measured at its own rate (physics substeps, driver messages) during the last control period, or
+    None without one (:mod:`morl_robot.robots.compliance`): the peak a 20 Hz reading can miss.
     """
 
     stamp: float
@@ -216,6 +219,7 @@ class RobotState:
     tactile: np.ndarray | None = None
     ee_pose: np.ndarray | None = None
     sensors: dict[str, np.ndarray] = field(default_factory=dict)
+    contact_force_peak: float | None = None
 
     def non_finite_fields(self) -> list[str]:
         """Names of the fields that hold NaN or inf (a sensor fault)."""

@@ -46,6 +46,7 @@ from morl_robot.safety.rules import (
     Response,
     SiteKinematics,
     WrenchRule,
+    approach_limit,
     two_levels,
 )
 
@@ -65,6 +66,25 @@ class CommandPlan:
     actuators: np.ndarray | None  # (n,) index into spec.actuators (joint-space modes)
     linear_axis: np.ndarray | None  # (n,) 0..2 for vx/vy/vz, -1 otherwise (Cartesian)
     unit: str
+
+
+@dataclass(frozen=True)
+class ApproachRule:
+    """``approach`` in SI (:func:`~morl_robot.safety.rules.approach_limit`'s arguments)."""
+
+    names: tuple[str, ...]  # (B,) obstacle names
+    lower: np.ndarray  # (B, 3) m
+    upper: np.ndarray  # (B, 3) m
+    radius: float  # m
+    length: float  # m
+    margin: float  # m
+    contact_speed: float  # m/s
+    braking_time: float  # s
+
+    def limit(self, velocity: np.ndarray, tip: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(limited linear velocity (3,), allowed approach speed per obstacle (B,), inf: not limited)."""
+        return approach_limit(velocity, tip, self.lower, self.upper, self.radius, self.length, self.margin,
+                              self.contact_speed, self.braking_time)
 
 
 @dataclass
@@ -90,6 +110,7 @@ class CompiledRules:
     deadlines: dict[str, tuple[float, Response]]  # stream -> (s, response)
     period: float  # s, the commander's nominal period
     slow_scale: float  # fraction
+    approach: ApproachRule | None = None  # speed toward the cell's known obstacles (config ``approach``)
     _tactile: dict[tuple[str, ...], MagnitudeRule] = field(default_factory=dict, repr=False)
     _plans: dict[tuple[tuple[str, ...], ControlMode], CommandPlan] = field(default_factory=dict, repr=False)
 
@@ -209,6 +230,17 @@ def compile_rules(config: SafetyConfig, spec: RobotSpec, kinematics: SiteKinemat
             levels.insert(0, RangeLevel("soft", wlo + m, whi - m, Response.of(w.on_soft)))
         ws_rule = RangeRule("workspace", ("x", "y", "z"), "m", levels)
 
+    approach = None
+    if config.approach is not None:
+        a = config.approach
+        length = to_si(1.0, a.unit, ("length",))
+        names = tuple(a.obstacles)
+        approach = ApproachRule(
+            names, np.array([a.obstacles[n].lower for n in names], np.float64) * length,
+            np.array([a.obstacles[n].upper for n in names], np.float64) * length, a.tool_radius * length,
+            a.tool_length * length, a.margin * length, to_si(a.contact_speed.value, a.contact_speed.unit, ("linear_velocity",)),
+            to_si(a.braking_time.value, a.braking_time.unit, ("time",)))
+
     wd = config.watchdogs or Watchdogs()
     deadlines: dict[str, tuple[float, Response]] = {}
     for stream in (*SENSOR_STREAMS, "heartbeat", "command"):
@@ -229,7 +261,7 @@ def compile_rules(config: SafetyConfig, spec: RobotSpec, kinematics: SiteKinemat
         effort=eff_rule, soft_lower=soft_lo, soft_upper=soft_hi, position_margin=margin, hard_tolerance=tolerance,
         wrench=wrench_rule, accelerating_above=accel_above, tactile_labels=tactile_labels, workspace=ws_rule,
         workspace_soft=ws_soft, deadlines=deadlines, period=to_si(c.period.value, c.period.unit, ("time",)),
-        slow_scale=to_si(c.slow_scale.value, c.slow_scale.unit, ("fraction",)))
+        slow_scale=to_si(c.slow_scale.value, c.slow_scale.unit, ("fraction",)), approach=approach)
 
 
 def _wrench_family(w: object) -> dict[str, MagnitudeRule]:

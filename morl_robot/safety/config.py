@@ -173,6 +173,37 @@ class Workspace:
 
 
 @dataclass
+class ApproachBox:
+    """One known obstacle of the cell: an axis-aligned box in the robot base frame."""
+
+    lower: list[float]
+    upper: list[float]
+
+
+@dataclass
+class Approach:
+    """Speed and separation near the cell's known obstacles (ISO/TS 15066 speed and separation
+    monitoring, applied to the tool): the speed of the tool (a vertical cylinder of radius
+    ``tool_radius`` and length ``tool_length`` above the workspace site, its lower face: the peg held
+    straight down) *toward* each obstacle box is limited to
+
+        max(contact_speed, (d − margin) / braking_time)
+
+    where d is the tool's distance to the box, so the tool arrives at any known surface no faster
+    than ``contact_speed`` (an impact's force peak grows with the arrival speed; the compliant
+    controller bounds only the steady force).  Motion along or away from a surface is not limited.
+    Lengths in ``unit``; the response is ``clamp`` (reported as rule ``approach``)."""
+
+    obstacles: dict[str, ApproachBox]
+    unit: str
+    contact_speed: Quantity
+    braking_time: Quantity
+    tool_radius: float = 0.0
+    tool_length: float = 0.0
+    margin: float = 0.0
+
+
+@dataclass
 class CommandLimits:
     """Limits applied to every command (by clamping) and how sensor ``clamp`` responses act.
 
@@ -220,6 +251,7 @@ class SafetyConfig:
     wrench: WrenchSafety | None = None
     tactile: TactileSafety | None = None
     workspace: Workspace | None = None
+    approach: Approach | None = None
     watchdogs: Watchdogs | None = None
     #: Rules deliberately left out, each with the reason (logged by the monitor at start-up and listed
     #: in its rules): keys of REQUIRED_RULES, e.g. ``opt_out: {wrench: "F/T sensor removed for …"}``.
@@ -254,6 +286,8 @@ class SafetyConfig:
                 _thresholds(t, ("force",), f"tactile.sensors.{name}")
         if self.workspace is not None:
             _workspace(self.workspace)
+        if self.approach is not None:
+            _approach(self.approach, self.workspace)
         for key, why in self.opt_out.items():
             if key not in REQUIRED_RULES:
                 fail("", f"opt_out.{key}", f"not a required rule; allowed: {', '.join(REQUIRED_RULES)}")
@@ -397,6 +431,28 @@ def _workspace(w: Workspace) -> None:
             fail("", "workspace.margin", f"{w.margin} leaves no room inside the box along axis {'xyz'[i]} "
                                          f"({lo} .. {hi})")
     _responses(w.on_soft, w.on_hard, "workspace", "on_soft", "on_hard")
+
+
+def _approach(a: Approach, workspace: Workspace | None) -> None:
+    if workspace is None:
+        fail("", "approach", "needs the 'workspace' section (its site is the tool the approach speed applies to)")
+    unit_factor(a.unit, ("length",), "", "approach.unit")
+    _quantity(a.contact_speed, ("linear_velocity",), "approach.contact_speed", positive=True)
+    _quantity(a.braking_time, ("time",), "approach.braking_time", positive=True)
+    for key in ("tool_radius", "tool_length", "margin"):
+        value = getattr(a, key)
+        if not (math.isfinite(value) and value >= 0):
+            fail("", f"approach.{key}", f"must be a finite length >= 0 ({a.unit}), got {value}")
+    if not a.obstacles:
+        fail("", "approach.obstacles", "name at least one obstacle box (or leave the whole section out)")
+    for name, box in a.obstacles.items():
+        for side in ("lower", "upper"):
+            values = getattr(box, side)
+            if len(values) != 3 or not all(math.isfinite(v) for v in values):
+                fail("", f"approach.obstacles.{name}.{side}", f"needs 3 finite values (x, y, z), got {values}")
+        for i, (lo, hi) in enumerate(zip(box.lower, box.upper)):
+            if lo >= hi:
+                fail("", f"approach.obstacles.{name}.lower[{i}]", f"must be below upper[{i}] ({hi}), got {lo}")
 
 
 def load_safety_config(name_or_path: str | os.PathLike[str]) -> tuple[SafetyConfig, str]:

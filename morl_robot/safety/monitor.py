@@ -357,7 +357,26 @@ class SafetyMonitor:
                 rate = (requested[i] - previous[i]) / dt if dt > 0 else math.inf
                 found.append(Violation("command.rate", plan.labels[i], "soft", float(rate), float(plan.max_rate[i]),
                                        f"{plan.unit}/s", Response.CLAMP, math.nan, now))
+        if self.rules.approach is not None and plan.linear_axis is not None and self._ee is not None:
+            out = self._limit_approach(out, plan, now, found)  # last: nothing after it may speed up
         return out, found
+
+    def _limit_approach(self, out: np.ndarray, plan: CommandPlan, now: float, found: list[Violation]) -> np.ndarray:
+        """The approach-speed limit (config ``approach``) on a twist's linear components."""
+        rule = self.rules.approach
+        assert rule is not None and plan.linear_axis is not None and self._ee is not None
+        lin = plan.linear_axis >= 0
+        v = np.zeros(3)
+        v[plan.linear_axis[lin]] = out[lin]
+        limited, allowed = rule.limit(v, self._ee)
+        if not np.isfinite(allowed).any():
+            return out
+        out = out.copy()
+        out[lin] = limited[plan.linear_axis[lin]]
+        for b in np.flatnonzero(np.isfinite(allowed)):
+            found.append(Violation("approach", rule.names[b], "near", float(np.linalg.norm(v)), float(allowed[b]),
+                                   "m/s", Response.CLAMP, math.nan, now))
+        return out
 
     def _previous(self, plan: CommandPlan) -> np.ndarray | None:
         if self._prev is not None and self._prev[0] == plan.labels:

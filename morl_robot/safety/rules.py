@@ -330,3 +330,62 @@ def away_from_limits(velocity: np.ndarray, position: np.ndarray, lower: np.ndarr
     workspace box (Cartesian linear velocity) and joint soft limits (joint velocity commands)."""
     outward = ((position >= upper) & (velocity > 0)) | ((position <= lower) & (velocity < 0))
     return np.where(outward, 0.0, velocity), outward
+
+
+
+def tool_box_separation(tip: np.ndarray, lower: np.ndarray, upper: np.ndarray, radius: float,
+                        length: float) -> tuple[np.ndarray, np.ndarray]:
+    """Distance (B,) m and unit direction (B, 3) from a vertical cylindrical tool to each axis-aligned
+    box ``lower``/``upper`` (B, 3): the tool's lower face is centred at ``tip`` (3,), it has radius
+    ``radius`` and extends ``length`` upward (a peg held straight down).  The horizontal gap is the
+    disk's distance to the box's footprint, the vertical gap that of the z ranges; the distance is
+    their Euclidean combination where both are open, else the open one, and ≤ 0 (direction 0)
+    where the tool and the box overlap."""
+    centre = np.minimum(np.maximum(tip[:2], lower[:, :2]), upper[:, :2]) - tip[:2]  # (B, 2) to the footprint
+    to_rect = np.sqrt((centre * centre).sum(axis=1))  # (B,)
+    h_gap = to_rect - radius  # (B,) ≤ 0: the footprints overlap
+    below = lower[:, 2] - (tip[2] + length)  # box above the tool's top
+    above = tip[2] - upper[:, 2]  # box below the tool's face
+    v_gap = np.maximum(below, above)  # (B,) ≤ 0: the z ranges overlap
+    v_sign = np.where(above >= below, -1.0, 1.0)  # the box is below (−z) or above (+z)
+    h_dir = np.where(to_rect[:, None] > 1e-12, centre / np.maximum(to_rect, 1e-12)[:, None], 0.0)  # (B, 2)
+    hp, vp = np.maximum(h_gap, 0.0), np.maximum(v_gap, 0.0)
+    dist = np.where((h_gap > 0) & (v_gap > 0), np.sqrt(hp * hp + vp * vp), np.where(h_gap > 0, h_gap,
+                    np.where(v_gap > 0, v_gap, np.maximum(h_gap, v_gap))))
+    direction = np.zeros((len(lower), 3))
+    direction[:, :2] = h_dir * hp[:, None]
+    direction[:, 2] = v_sign * vp
+    norm = np.sqrt((direction * direction).sum(axis=1))
+    direction = np.where(norm[:, None] > 1e-12, direction / np.maximum(norm, 1e-12)[:, None], 0.0)
+    return dist, direction
+
+
+def approach_limit(velocity: np.ndarray, tip: np.ndarray, lower: np.ndarray, upper: np.ndarray, radius: float,
+                   length: float, margin: float, contact_speed: float,
+                   braking_time: float) -> tuple[np.ndarray, np.ndarray]:
+    """Speed and separation: limit the linear ``velocity`` (3,) m/s of a vertical cylindrical tool
+    (:func:`tool_box_separation`) toward each obstacle box ``lower``/``upper`` (B, 3) to
+    max(contact_speed, (d − margin) / braking_time), d the tool's distance to the box (config
+    :class:`~morl_robot.safety.config.Approach`).  The component toward a box above its allowance is
+    removed along the direction of separation; motion along or away from it is kept.  A tool already
+    overlapping a box (in contact there) has its whole speed capped at ``contact_speed``.
+
+    Returns (limited velocity (3,), the allowed approach speed per box (B,), inf where nothing was
+    limited)."""
+    v = np.array(velocity, dtype=np.float64)
+    limited = np.full(len(lower), np.inf)
+    dists, directions = tool_box_separation(np.asarray(tip, np.float64), lower, upper, radius, length)
+    for b in np.argsort(dists):
+        allowed = max(contact_speed, (float(dists[b]) - margin) / braking_time)
+        u = directions[b]
+        if not u.any():  # overlapping: the tool is in contact with this box
+            speed = float(np.linalg.norm(v))
+            if speed > contact_speed:
+                v *= contact_speed / speed
+                limited[b] = contact_speed
+            continue
+        toward = float(v @ u)
+        if toward > allowed:
+            v -= (toward - allowed) * u
+            limited[b] = allowed
+    return v, limited
