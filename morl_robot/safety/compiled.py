@@ -80,11 +80,13 @@ class ApproachRule:
     margin: float  # m
     contact_speed: float  # m/s
     braking_time: float  # s
+    sliding_gap: float = 0.0  # m
+    sliding_speed: float = math.inf  # m/s
 
     def limit(self, velocity: np.ndarray, tip: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """(limited linear velocity (3,), allowed approach speed per obstacle (B,), inf: not limited)."""
         return approach_limit(velocity, tip, self.lower, self.upper, self.radius, self.length, self.margin,
-                              self.contact_speed, self.braking_time)
+                              self.contact_speed, self.braking_time, self.sliding_gap, self.sliding_speed)
 
 
 @dataclass
@@ -239,7 +241,8 @@ def compile_rules(config: SafetyConfig, spec: RobotSpec, kinematics: SiteKinemat
             names, np.array([a.obstacles[n].lower for n in names], np.float64) * length,
             np.array([a.obstacles[n].upper for n in names], np.float64) * length, a.tool_radius * length,
             a.tool_length * length, a.margin * length, to_si(a.contact_speed.value, a.contact_speed.unit, ("linear_velocity",)),
-            to_si(a.braking_time.value, a.braking_time.unit, ("time",)))
+            to_si(a.braking_time.value, a.braking_time.unit, ("time",)), a.sliding_gap * length,
+            to_si(a.sliding_speed.value, a.sliding_speed.unit, ("linear_velocity",)) if a.sliding_speed else math.inf)
 
     wd = config.watchdogs or Watchdogs()
     deadlines: dict[str, tuple[float, Response]] = {}

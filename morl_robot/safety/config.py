@@ -189,7 +189,8 @@ class Approach:
 
         max(contact_speed, (d − margin) / braking_time)
 
-    where d is the tool's distance to the box, so the tool arrives at any known surface no faster
+    where d is the tool's distance to the box (and, within ``sliding_gap`` of a box, its whole speed
+    to ``sliding_speed``: a slightly tilted peg sliding down its hole meets the rim), so the tool arrives at any known surface no faster
     than ``contact_speed`` (an impact's force peak grows with the arrival speed; the compliant
     controller bounds only the steady force).  Motion along or away from a surface is not limited.
     Lengths in ``unit``; the response is ``clamp`` (reported as rule ``approach``)."""
@@ -201,6 +202,8 @@ class Approach:
     tool_radius: float = 0.0
     tool_length: float = 0.0
     margin: float = 0.0
+    sliding_gap: float = 0.0
+    sliding_speed: Quantity | None = None
 
 
 @dataclass
@@ -439,7 +442,9 @@ def _approach(a: Approach, workspace: Workspace | None) -> None:
     unit_factor(a.unit, ("length",), "", "approach.unit")
     _quantity(a.contact_speed, ("linear_velocity",), "approach.contact_speed", positive=True)
     _quantity(a.braking_time, ("time",), "approach.braking_time", positive=True)
-    for key in ("tool_radius", "tool_length", "margin"):
+    if a.sliding_speed is not None:
+        _quantity(a.sliding_speed, ("linear_velocity",), "approach.sliding_speed", positive=True)
+    for key in ("tool_radius", "tool_length", "margin", "sliding_gap"):
         value = getattr(a, key)
         if not (math.isfinite(value) and value >= 0):
             fail("", f"approach.{key}", f"must be a finite length >= 0 ({a.unit}), got {value}")

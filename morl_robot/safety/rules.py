@@ -361,31 +361,36 @@ def tool_box_separation(tip: np.ndarray, lower: np.ndarray, upper: np.ndarray, r
 
 
 def approach_limit(velocity: np.ndarray, tip: np.ndarray, lower: np.ndarray, upper: np.ndarray, radius: float,
-                   length: float, margin: float, contact_speed: float,
-                   braking_time: float) -> tuple[np.ndarray, np.ndarray]:
-    """Speed and separation: limit the linear ``velocity`` (3,) m/s of a vertical cylindrical tool
-    (:func:`tool_box_separation`) toward each obstacle box ``lower``/``upper`` (B, 3) to
-    max(contact_speed, (d − margin) / braking_time), d the tool's distance to the box (config
-    :class:`~morl_robot.safety.config.Approach`).  The component toward a box above its allowance is
-    removed along the direction of separation; motion along or away from it is kept.  A tool already
-    overlapping a box (in contact there) has its whole speed capped at ``contact_speed``.
+                   length: float, margin: float, contact_speed: float, braking_time: float,
+                   sliding_gap: float = 0.0, sliding_speed: float = math.inf) -> tuple[np.ndarray, np.ndarray]:
+    """Speed and separation: scale the linear ``velocity`` (3,) m/s of a vertical cylindrical tool
+    (:func:`tool_box_separation`) so that its speed toward each obstacle box ``lower``/``upper``
+    (B, 3) is at most max(contact_speed, (d − margin) / braking_time), d the tool's distance to the
+    box (config :class:`~morl_robot.safety.config.Approach`).  The velocity keeps its direction (a
+    projection would add sideways motion, and between the four walls of a hole make it chatter);
+    motion along or away from every box is not slowed, except within ``sliding_gap`` of a box (a peg
+    in its hole, 1.5 mm from the walls): there the tool moves at most at ``sliding_speed`` in any
+    direction, since a tool tilted by a degree turns motion along a wall into an impact on its rim.
+    A tool already overlapping a box (in contact there) moves at most at ``contact_speed``.
 
-    Returns (limited velocity (3,), the allowed approach speed per box (B,), inf where nothing was
-    limited)."""
+    Returns (limited velocity (3,), the allowed approach speed of each box that limited it (B,), inf
+    elsewhere)."""
     v = np.array(velocity, dtype=np.float64)
-    limited = np.full(len(lower), np.inf)
     dists, directions = tool_box_separation(np.asarray(tip, np.float64), lower, upper, radius, length)
-    for b in np.argsort(dists):
-        allowed = max(contact_speed, (float(dists[b]) - margin) / braking_time)
-        u = directions[b]
-        if not u.any():  # overlapping: the tool is in contact with this box
-            speed = float(np.linalg.norm(v))
-            if speed > contact_speed:
-                v *= contact_speed / speed
-                limited[b] = contact_speed
-            continue
-        toward = float(v @ u)
-        if toward > allowed:
-            v -= (toward - allowed) * u
-            limited[b] = allowed
-    return v, limited
+    allowed = np.maximum(contact_speed, (dists - margin) / braking_time)  # (B,)
+    toward = directions @ v  # (B,) speed toward each box
+    overlapping = ~directions.any(axis=1)
+    speed = float(np.sqrt(v @ v))
+    toward = np.where(overlapping, speed, toward)
+    allowed = np.where(overlapping, contact_speed, allowed)
+    # within sliding_gap: the whole speed too (both limits hold; the tighter one acts)
+    sliding = ~overlapping & (dists < sliding_gap) & (speed * contact_speed > 0)
+    slide_allowed = max(contact_speed, sliding_speed)
+    ratios = np.where(toward > allowed, allowed / np.where(toward > 0, toward, 1.0), np.inf)
+    ratios = np.minimum(ratios, np.where(sliding & (speed > slide_allowed), slide_allowed / max(speed, 1e-12), np.inf))
+    over = np.isfinite(ratios)
+    if not over.any():
+        return v, np.full(len(lower), np.inf)
+    scale = float(ratios.min())
+    allowed = np.where(toward > allowed, allowed, slide_allowed)
+    return v * scale, np.where(over, allowed, np.inf)
