@@ -54,7 +54,8 @@ def test_quat_error_small_rotation():
 
 def test_both_backends_run_the_one_cartesian_controller():
     """The simulated and the hardware Sawyer turn the same twist at the same joints into the same
-    position targets (one CartesianController; the hardware one on a kinematics-only model)."""
+    position targets: one CartesianController (the hardware one on a kinematics-only model), its
+    resolved-rate step once per command and its compliant tick at the physics / driver rate."""
     from morl_robot.robots.config import load_robot_config
     from morl_robot.robots.hardware import load_hardware_robot
     from morl_robot.robots.mujoco_robot import MujocoRobot
@@ -63,7 +64,8 @@ def test_both_backends_run_the_one_cartesian_controller():
     sim.set_control_mode("cartesian_velocity")
     state = sim.reset(settle=False)
     sent = []
-    hw = load_hardware_robot("sawyer", control_period=sim.control_period, sink=sent.append, clock=lambda: 10.0)
+    now = [10.0]
+    hw = load_hardware_robot("sawyer", control_period=sim.control_period, sink=sent.append, clock=lambda: now[0])
     hw.set_control_mode("cartesian_velocity")
     names, q, qd, tau = hw.codec.encode_state(state.position, state.velocity, state.effort)
     hw.on_joint_state(names, q, qd, tau, 10.0)
@@ -71,8 +73,13 @@ def test_both_backends_run_the_one_cartesian_controller():
     twist = np.array([0.1, -0.05, 0.2, 0.0, 0.3, -0.2])
     sim._apply(twist)
     hw.send_command(twist)
+    # one driver tick 10 ms later (the next joint state, same joints, no contact) ...
+    now[0] = 10.01
+    hw.on_joint_state(names, q, qd, tau, 10.01)
     target = hw.codec.decode_command(sent[-1].values, "position")
-    np.testing.assert_allclose(target, sim.data.ctrl[sim._act], atol=1e-9)
+    # ... is the simulation's tick of the same length from the same targets
+    expected = sim._cartesian.tick(sim._target, state.position, np.zeros(3), 0.01)
+    np.testing.assert_allclose(target, expected, atol=1e-9)
     lead = load_robot_config("sawyer").cartesian.max_tracking_error
     assert np.abs(target - state.position).max() <= lead + 1e-12
     assert np.abs(target - state.position).max() > 1e-4  # it moved

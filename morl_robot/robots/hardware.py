@@ -32,7 +32,12 @@ controller of :class:`~morl_robot.robots.mujoco_robot.MujocoRobot`,
 Nakamura & Hanafusa 1986), on a kinematics-only MuJoCo model of the robot set to the measured joint positions
 (``mj_kinematics`` + ``mj_comPos`` + ``mj_jacSite``), integrated into position targets that lead
 the measured joints by at most ``cartesian.max_tracking_error`` (position interface), or sent as
-joint velocities (velocity interface).
+joint velocities (velocity interface).  With ``cartesian.compliance`` (position interface) the twist
+runs through the force-limited admittance (:mod:`morl_robot.robots.compliance`) at the driver rate:
+each joint state moves the targets by one tick (the newest wrench, rotated into the base frame and
+tared at the end of :meth:`HardwareRobot.reset`) and sends them.  The Sawyer's intera SDK offers an
+interaction-control mode of its own (impedance/force in its Cartesian frame); it is a ROS 1 custom
+message, not a ros2_control interface, so the stack runs its own law on the position interface.
 
 Shapes: J joints, A actuators, C command columns of the driver controller, M joints in a message.
 """
@@ -208,7 +213,14 @@ class HardwareRobot(Robot):
         self._cartesian: CartesianController | None = None
         if config.cartesian is not None:
             self._site = mujoco.mj_name2id(m, mujoco.mjtObj.mjOBJ_SITE, config.cartesian.site)
-            self._cartesian = CartesianController(m, config.cartesian, spec, control_period)
+            self._cartesian = CartesianController(m, config.cartesian, spec, control_period, config.wrench)
+        # the compliant controller ticks at the driver rate (each joint state) on its own kinematics data,
+        # apart from read_state's (another thread)
+        self._compliant = (self._cartesian is not None and self._cartesian.compliant and self._wrench_stream is not None
+                           and hw.command.mode == "position")
+        self._tick_data = mujoco.MjData(m) if self._compliant else None
+        self._ticking = False  # a Cartesian command is active: joint states move its targets
+        self._last_tick = -math.inf
         self._target: np.ndarray | None = None  # (A,) integrated position targets (Cartesian mode)
         self._last_position: np.ndarray | None = None  # (A,) newest position command sent
         self.commands_sent = 0
@@ -271,7 +283,43 @@ class HardwareRobot(Robot):
             oldest = float(self._jrecv.min())  # the stream is as fresh as its oldest joint
             s.last_receive = oldest if oldest > -math.inf else None
             s.last_stamp = max(s.last_stamp, stamp)
-            return True
+        if self._ticking:
+            self._compliance_tick(now)
+        return True
+
+    # --- compliance at the driver rate ---------------------------------------------------------
+    def _sensor_rotation(self, q: np.ndarray) -> np.ndarray:
+        """(3, 3) the F/T sensor frame in the base frame at joints ``q`` (the tick's own kinematics)."""
+        d, cart = self._tick_data, self._cartesian
+        assert d is not None and cart is not None
+        d.qpos[self._qadr] = q
+        mujoco.mj_kinematics(self.model, d)
+        return cart.sensor_rotation(d).copy()
+
+    def _compliance_tick(self, now: float) -> None:
+        """One tick of the force-limited admittance (:mod:`morl_robot.robots.compliance`) at the driver
+        rate: the newest joints and wrench move the position targets, which go to the driver.  A stale
+        stream stops the ticks (nothing is sent); the next policy command restarts them."""
+        cart = self._cartesian
+        assert cart is not None
+        with self._lock:
+            stale = self._problems(now)
+            q, wrench = self._q.copy(), self._wrench.copy()
+        if stale or self._target is None or self._sink is None or self.control_mode != ControlMode.CARTESIAN_VELOCITY:
+            self._ticking = False
+            return
+        dt = min(max(now - self._last_tick, 0.0), self.control_period)
+        self._last_tick = now
+        if dt <= 0.0:
+            return
+        force = cart.contact_force(self._sensor_rotation(q), wrench[:3])
+        self._target = cart.tick(self._target, q, force, dt)
+        self._emit(self._target, "position")
+
+    @property
+    def contact_force_peak(self) -> float | None:
+        """The compliant controller's largest contact force (N) since the last command, or None."""
+        return self._cartesian.period_peak if self._compliant and self._cartesian is not None else None
 
     def on_wrench(self, force: Sequence[float], torque: Sequence[float], stamp: float, frame: str = "") -> bool:
         """A driver ``WrenchStamped`` (driver units); rejected if ``frame`` is not the configured one."""
@@ -354,7 +402,7 @@ class HardwareRobot(Robot):
             wrench = self._wrench.copy() if self._wrench_stream is not None else None
             tactile = self._tactile.copy() if self._tactile_stream is not None else None
         return RobotState(stamp=stamp, position=q, velocity=qd, effort=tau, wrench=wrench, tactile=tactile,
-                          ee_pose=self._ee_pose(q))
+                          ee_pose=self._ee_pose(q), contact_force_peak=self.contact_force_peak)
 
     def _kinematics(self, q: np.ndarray) -> None:
         self.data.qpos[self._qadr] = q
@@ -406,6 +454,12 @@ class HardwareRobot(Robot):
                 self._emit(cart.actuator_velocities(qdot, len(self.spec.actuators)), "velocity")
                 return
             target = self._target if self._target is not None else self.codec.actuator_positions(q)
+            if self._compliant:  # the period's reference; the joint states' ticks move the targets
+                cart.begin_period(self.data, command)
+                self._target = target
+                self._last_tick = self._clock()
+                self._ticking = True
+                return
             self._target = cart.position_targets(target, qdot, q)
             self._emit(self._target, "position")
             return
@@ -430,6 +484,18 @@ class HardwareRobot(Robot):
 
     def _on_mode_change(self, mode: ControlMode) -> None:
         self._target = None  # re-seeded from the measured joints on the next Cartesian command
+        self._ticking = False
+        self._tare()
+
+    def _tare(self) -> None:
+        """The compliant controller's no-contact reference: the newest wrist reading (at rest)."""
+        if not self._compliant or self._cartesian is None:
+            return
+        with self._lock:
+            if self._wrench_stream is None or not self._wrench_stream.accepted:
+                return
+            q, wrench = self._q.copy(), self._wrench.copy()
+        self._cartesian.tare(self._sensor_rotation(q), wrench[:3])
 
     # --- reset ----------------------------------------------------------------------------
     def reset(self, seed: int | None = None, joint_positions: Mapping[str, float] | None = None,
@@ -500,6 +566,8 @@ class HardwareRobot(Robot):
                     self.reset_progress(self.read_state())
             self._sleep(dt)
         self._target = goal.copy() if interface == "position" else None
+        self._ticking = False
+        self._tare()  # at rest after the settle: the tool's weight is the no-contact reading
         return self.read_state()
 
     # --- landmarks ------------------------------------------------------------------------

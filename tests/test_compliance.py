@@ -1,0 +1,249 @@
+"""Contact made safe below the policy (issue 32): the force-limited admittance, its physics-rate
+execution in both backends, and the safety layer's approach-speed limit near the fixture."""
+from __future__ import annotations
+
+import dataclasses
+
+import mujoco
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from morl_robot.robots.compliance import ComplianceConfig, ForceLimitedAdmittance
+from morl_robot.robots.config import load_robot_config
+from morl_robot.safety.compiled import load_rules
+from morl_robot.safety.rules import approach_limit, tool_box_separation
+
+CFG = ComplianceConfig(stiffness=0.0, damping=100.0, force_limit=20.0, force_deadband=2.0)
+vec3 = st.lists(st.floats(-50.0, 50.0, allow_nan=False), min_size=3, max_size=3).map(np.array)
+vel3 = st.lists(st.floats(-0.3, 0.3, allow_nan=False), min_size=3, max_size=3).map(np.array)
+
+
+# --- the law ------------------------------------------------------------------------------------
+@given(vel3)
+def test_free_motion_is_the_command(v):
+    law = ForceLimitedAdmittance(CFG, max_speed=0.2)
+    out = law.step(v, np.zeros(3), 0.002)
+    speed = np.linalg.norm(v)
+    np.testing.assert_allclose(out, v * min(1.0, 0.2 / speed) if speed > 0 else v, atol=1e-12)
+
+
+@given(vel3, vec3, st.floats(0.0, 500.0))
+@settings(max_examples=200)
+def test_output_speed_bounded_and_never_pushes_harder_than_commanded(v, f, k):
+    law = ForceLimitedAdmittance(dataclasses.replace(CFG, stiffness=k), max_speed=0.2)
+    out = law.step(v, f, 0.002)
+    assert np.linalg.norm(out) <= 0.2 + 1e-12
+    norm = np.linalg.norm(f)
+    if norm > CFG.force_deadband:
+        n = f / norm  # the contact pushes the tool along n; moving along -n pushes into it
+        assert -(out @ n) <= max(-(v @ n), 0.0) + 1e-12
+
+
+@given(vec3.filter(lambda f: np.linalg.norm(f) > 25.0))
+def test_above_the_limit_the_tool_backs_off(f):
+    law = ForceLimitedAdmittance(CFG, max_speed=0.2)
+    n = f / np.linalg.norm(f)
+    out = law.step(-0.2 * n, f, 0.002)  # commanded straight into the contact at full speed
+    assert out @ n > 0
+
+
+@pytest.mark.parametrize("speed", [0.005, 0.02, 0.1, 0.2])
+def test_a_persistent_push_settles_at_the_steady_force_below_the_limit(speed):
+    """A 1-D push into a stiff surface (2e4 N/m, the servo and contact in series) at ``speed``: the
+    force settles where the module docstring says (averaged over the last second: a slow push
+    quantises to ~0.1 N steps per tick at this stiffness), below force_limit."""
+    law = ForceLimitedAdmittance(CFG, max_speed=0.2)
+    x, dt, k_surface = 0.0, 0.002, 2e4
+    force, history = 0.0, []
+    for _ in range(20_000):
+        f = np.array([0.0, 0.0, force])
+        v = law.step(np.array([0.0, 0.0, -speed]), f, dt)
+        x += v[2] * dt
+        force = max(-x, 0.0) * k_surface
+        history.append(force)
+    expected = ForceLimitedAdmittance.steady_force(CFG, speed)
+    assert np.mean(history[-500:]) == pytest.approx(expected, rel=0.05)
+    assert max(history) < CFG.force_limit
+
+
+def test_stiffness_pulls_the_tool_back_to_the_commanded_path():
+    law = ForceLimitedAdmittance(dataclasses.replace(CFG, stiffness=200.0), max_speed=0.2)
+    for _ in range(200):
+        law.step(np.zeros(3), np.array([10.0, 0.0, 0.0]), 0.002)
+    pushed = law.offset.copy()
+    assert pushed[0] > 0
+    for _ in range(2000):
+        law.step(np.zeros(3), np.zeros(3), 0.002)
+    assert abs(law.offset[0]) < 0.05 * pushed[0]
+
+
+@pytest.mark.parametrize("bad", [{"damping": 0.0}, {"force_limit": 1.0, "force_deadband": 2.0},
+                                 {"stiffness": -1.0}, {"force_limit": float("nan")}])
+def test_bad_compliance_config_names_the_key(bad):
+    from morl_robot.configuration import from_mapping
+    from morl_robot.errors import ConfigError
+
+    with pytest.raises(ConfigError, match=next(iter(bad))):
+        from_mapping(ComplianceConfig, {**dataclasses.asdict(CFG), **bad}, "sawyer.yaml", "cartesian.compliance")
+
+
+# --- the MuJoCo backend: pressing on the fixture ------------------------------------------------
+def _press(compliant: bool, speed: float, steps: int = 80) -> tuple[float, float]:
+    """Press the peg down onto the fixture's top face (no safety rules) from 3 mm above it at
+    ``speed``; (peak contact force over the physics substeps, force at the end) in N."""
+    from morl_robot.envs.mo_env import MORobotEnv
+    from morl_robot.robots.mujoco_robot import MujocoRobot
+
+    env = MORobotEnv("sawyer_peg_in_hole")
+    if not compliant:
+        config = load_robot_config("sawyer")
+        config.cartesian = dataclasses.replace(config.cartesian, compliance=None)
+        env.robot = MujocoRobot(config, scene=env.task.config.scene, control_period=env.task.config.control_period)
+        env.robot.set_control_mode("cartesian_velocity")
+    env.reset(seed=3)
+    robot, task = env.robot, env.task
+    hole = task._hole[:3]
+    # over the fixture's wall, 20 mm off the hole axis, 3 mm above its top
+    for _ in range(60):
+        tip = env.state.ee_pose[:3]
+        goal = hole + np.array([0.02, 0.0, 0.003])
+        env.step(np.clip(5.0 * (goal - tip) / 0.2, -1, 1))
+    peak, forces = 0.0, []
+    sensor = robot.model.sensor_adr[mujoco.mj_name2id(robot.model, mujoco.mjtObj.mjOBJ_SENSOR, "wrist_force")]
+    bias = None
+    for _ in range(steps):
+        command = task.command(np.array([0.0, 0.0, -speed / 0.2]), robot, env.state)
+        robot.send_command(command)
+        for _ in range(robot.substeps):
+            if robot._compliant:
+                cart = robot._cartesian
+                robot._target = cart.tick(robot._target, robot.data.qpos[robot._qadr],
+                                          cart.contact_force(cart.sensor_rotation(robot.data),
+                                                             robot.data.sensordata[robot._force]),
+                                          robot.model.opt.timestep)
+                robot.data.ctrl[robot._act] = robot._target
+            mujoco.mj_step(robot.model, robot.data)
+            reading = robot.data.sensordata[sensor:sensor + 3].copy()
+            bias = reading if bias is None else bias
+            forces.append(float(np.linalg.norm(reading - task._bias[:3])))
+        env._state = robot.read_state()
+    peak = max(forces)
+    return peak, float(np.mean(forces[-50:]))
+
+
+def test_compliance_bounds_the_steady_force_a_stiff_arm_does_not():
+    _, stiff = _press(compliant=False, speed=0.01)
+    peak, soft = _press(compliant=True, speed=0.01)
+    limit = load_robot_config("sawyer").cartesian.compliance.force_limit
+    assert soft < limit
+    assert peak < 40.0  # arriving at 10 mm/s
+    assert stiff > 2 * limit  # the position servos wind up against the fixture
+
+
+# --- the approach-speed limit -------------------------------------------------------------------
+BOX_LO, BOX_HI = np.array([[0.0, 0.0, -0.1]]), np.array([[0.1, 0.1, 0.0]])  # top face at z = 0
+
+
+@given(st.floats(0.0, 0.2), st.floats(-0.2, 0.2), st.floats(-0.2, 0.2), st.floats(-0.3, 0.0))
+@settings(max_examples=200)
+def test_approach_speed_toward_a_box_is_bounded_by_its_distance(h, vx, vy, vz):
+    tip = np.array([0.05, 0.05, h])
+    v = np.array([vx, vy, vz])
+    out, _ = approach_limit(v, tip, BOX_LO, BOX_HI, 0.0, 0.1, 0.001, 0.01, 0.2)
+    allowed = max(0.01, (h - 0.001) / 0.2)
+    assert -out[2] <= allowed + 1e-12
+    assert np.linalg.norm(out) <= np.linalg.norm(v) + 1e-12
+    if np.linalg.norm(v) > 0:  # the direction is kept
+        assert np.allclose(np.cross(out, v), 0.0, atol=1e-12)
+
+
+def test_moving_away_or_far_off_is_not_limited():
+    v = np.array([0.1, 0.0, 0.2])  # up, away from the top face
+    out, limited = approach_limit(v, np.array([0.05, 0.05, 0.001]), BOX_LO, BOX_HI, 0.0, 0.1, 0.001, 0.01, 0.2)
+    np.testing.assert_array_equal(out, v)
+    assert not np.isfinite(limited).any()
+    v = np.array([0.0, 0.0, -0.2])  # down, but 20 cm beside the box
+    out, _ = approach_limit(v, np.array([0.35, 0.05, 0.01]), BOX_LO, BOX_HI, 0.0, 0.1, 0.001, 0.01, 0.2)
+    np.testing.assert_array_equal(out, v)
+
+
+def test_a_peg_over_a_wall_is_as_far_as_its_face_is_high():
+    """The tool is a vertical cylinder: over a box it is as far away as its lower face is high,
+    although its tip (the cylinder's axis) is beside the box."""
+    tip = np.array([-0.005, 0.05, 0.004])  # axis 5 mm beside the box, radius 12 mm: the face overlaps it
+    dist, direction = tool_box_separation(tip, BOX_LO, BOX_HI, 0.012, 0.1)
+    assert dist[0] == pytest.approx(0.004)
+    np.testing.assert_allclose(direction[0], [0.0, 0.0, -1.0])
+
+
+def test_in_a_tight_hole_every_motion_is_slow():
+    walls_lo = np.array([[0.0135, -0.06, -0.05]])
+    walls_hi = np.array([[0.06, 0.06, 0.0]])
+    v = np.array([0.0, 0.0, -0.2])  # straight down the hole, along the wall
+    out, _ = approach_limit(v, np.array([0.0, 0.0, -0.02]), walls_lo, walls_hi, 0.012, 0.1, 0.001, 0.01, 0.2,
+                            sliding_gap=0.002, sliding_speed=0.04)
+    assert np.linalg.norm(out) == pytest.approx(0.04)
+
+
+def test_the_safety_yaml_obstacles_are_the_scene_geoms():
+    """config/safety/sawyer.yaml's obstacle boxes are the axis-aligned boxes of the MJCF scene."""
+    from morl_robot.envs.mo_env import MORobotEnv
+
+    rules = load_rules("sawyer")
+    assert rules.approach is not None
+    env = MORobotEnv("sawyer_peg_in_hole")
+    m, d = env.robot.model, env.robot.data
+    for name, lo, hi in zip(rules.approach.names, rules.approach.lower, rules.approach.upper):
+        gid = mujoco.mj_name2id(m, mujoco.mjtObj.mjOBJ_GEOM, name)
+        assert gid >= 0, name
+        centre, half = d.geom_xpos[gid], m.geom_size[gid]
+        np.testing.assert_allclose(d.geom_xmat[gid].reshape(3, 3), np.eye(3), atol=1e-12)
+        np.testing.assert_allclose(lo, centre - half, atol=1e-6, err_msg=name)
+        np.testing.assert_allclose(hi, centre + half, atol=1e-6, err_msg=name)
+
+
+def test_the_monitor_reports_the_approach_limit_as_a_clamp():
+    from morl_robot.safety.monitor import SafetyMonitor
+
+    from morl_robot.envs.mo_env import MORobotEnv
+
+    env = MORobotEnv("sawyer_peg_in_hole")
+    env.reset(seed=0)
+    state = env.state
+    monitor = SafetyMonitor(load_rules("sawyer"), None, watchdogs=False, now=0.0, action_labels=("vx", "vy", "vz"))
+    monitor.on_joint_state(env.robot.spec.joint_names, state.position, state.velocity, state.effort, 0.0, 0.0)
+    monitor.on_wrench(state.wrench, 0.0, 0.0)
+    assert monitor.reset(0.0)[0]
+    far = monitor.on_command([0.0, 0.0, -0.2], ("vx", "vy", "vz"), 0.05)
+    assert far.command.values[2] == pytest.approx(-0.2)  # 12 cm above the hole: full speed
+    # the same command with the tip 2 mm above the fixture's wall
+    monitor._ee = env.task._hole[:3] + np.array([0.03, 0.0, 0.002])
+    near = monitor.on_command([0.0, 0.0, -0.2], ("vx", "vy", "vz"), 0.1)
+    assert -near.command.values[2] <= 0.01 + 1e-9
+    assert any(v.rule == "approach" and v.key == "fixture_px" for v in near.violations)
+
+
+# --- the hostile case, end to end through the safety rules ---------------------------------------
+def test_full_speed_into_the_fixture_peaks_below_the_collision_level():
+    """A policy commanding the permitted -0.2 m/s straight down, through the robot's safety rules as
+    evaluated and deployed: the physics-rate peak force stays below the 40 N collision level, every
+    time (10 held-out starts; `morl-robot bench contact` measures 100)."""
+    from morl_robot.envs.mo_env import MORobotEnv
+    from morl_robot.safety.shield import SafetyShield
+
+    env = MORobotEnv("sawyer_peg_in_hole")
+    shield = SafetyShield(env)
+    for seed in range(70_000, 70_010):
+        env.reset(seed=seed)
+        shield.begin(env.state)
+        peak = 0.0
+        for _ in range(100):
+            action = shield.filter(np.array([0.0, 0.0, -1.0]), env.state.stamp)
+            _, _, terminated, truncated, info = env.step(action)
+            shield.observe(env.state)
+            peak = max(peak, env.task.contact_force(info))
+            if terminated or truncated:
+                break
+        assert peak < 40.0, (seed, peak)
