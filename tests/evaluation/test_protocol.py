@@ -140,15 +140,27 @@ def test_the_safety_rules_act_in_process_as_on_the_graph():
         env.close()
 
 
-def test_an_estop_holds_the_robot_and_is_reported_as_safety():
-    """Driving the peg into the fixture trips the collision level: the e-stop latches, the robot is
-    held for the rest of the episode (as deployed) and the episode counts as a safety stop."""
+def test_an_estop_holds_the_robot_and_is_reported_as_safety(tmp_path):
+    """Pressing the peg onto the fixture trips the collision level: the e-stop latches, the robot is
+    held for the rest of the episode (as deployed) and the episode counts as a safety stop.  The
+    compliant controller and the approach limit keep a full-speed push below the robot's 40 N, so
+    this test's safety YAML has no approach limit and a collision level of 10 N (raw wrist force; the
+    tool alone reads 3.4 N): the push arrives at full speed and keeps pressing (~11 N tared)."""
+    import yaml
+
     from morl_robot.envs.mo_env import MORobotEnv
+    from morl_robot.resources import config_path
     from morl_robot.safety.shield import SafetyShield
 
+    data = yaml.safe_load(config_path("safety/sawyer.yaml").read_text())
+    data["wrench"]["force_norm"].update(contact=8.0, collision=10.0)
+    data["wrench"]["accelerating"]["force_norm"].update(contact=8.0, collision=10.0)
+    del data["approach"]
+    path = tmp_path / "sawyer_10N.yaml"
+    path.write_text(yaml.safe_dump(data, allow_unicode=True))
     env = MORobotEnv(SAWYER, overrides={"force_threshold": 1e6})  # let the safety monitor act, not the task
     try:
-        shield = SafetyShield(env)
+        shield = SafetyShield(env, str(path))
         rec = run_episode(env, lambda obs: np.array([0.0, 0.0, -1.0]), seed=0, shield=shield)
     finally:
         env.close()
