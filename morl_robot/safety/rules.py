@@ -360,39 +360,56 @@ def tool_box_separation(tip: np.ndarray, lower: np.ndarray, upper: np.ndarray, r
     return dist, direction
 
 
+def project_halfspaces(v: np.ndarray, normals: np.ndarray, bounds: np.ndarray, iterations: int = 100,
+                       tolerance: float = 1e-9) -> np.ndarray:
+    """The point (3,) nearest ``v`` (3,) with ``normals[b] · x ≤ bounds[b]`` for every b (normals (B, 3)
+    unit, bounds (B,) > 0, so 0 is feasible): Dykstra's alternating projections (Boyle & Dykstra
+    1986), exact in the limit; stops when every constraint holds within ``tolerance``."""
+    x = np.array(v, dtype=np.float64)
+    increments = np.zeros((len(normals), 3))
+    for _ in range(iterations):
+        for b in range(len(normals)):
+            y = x + increments[b]
+            excess = float(normals[b] @ y) - bounds[b]
+            x_new = y - max(excess, 0.0) * normals[b]
+            increments[b] = y - x_new
+            x = x_new
+        if float((normals @ x - bounds).max()) <= tolerance:
+            break
+    return x
+
+
 def approach_limit(velocity: np.ndarray, tip: np.ndarray, lower: np.ndarray, upper: np.ndarray, radius: float,
                    length: float, margin: float, contact_speed: float, braking_time: float,
                    sliding_gap: float = 0.0, sliding_speed: float = math.inf) -> tuple[np.ndarray, np.ndarray]:
-    """Speed and separation: scale the linear ``velocity`` (3,) m/s of a vertical cylindrical tool
-    (:func:`tool_box_separation`) so that its speed toward each obstacle box ``lower``/``upper``
-    (B, 3) is at most max(contact_speed, (d − margin) / braking_time), d the tool's distance to the
-    box (config :class:`~morl_robot.safety.config.Approach`).  The velocity keeps its direction (a
-    projection would add sideways motion, and between the four walls of a hole make it chatter);
-    motion along or away from every box is not slowed, except within ``sliding_gap`` of a box (a peg
-    in its hole, 1.5 mm from the walls): there the tool moves at most at ``sliding_speed`` in any
-    direction, since a tool tilted by a degree turns motion along a wall into an impact on its rim.
-    A tool already overlapping a box (in contact there) moves at most at ``contact_speed``.
+    """Speed and separation: the linear velocity nearest ``velocity`` (3,) m/s whose speed toward
+    each obstacle box ``lower``/``upper`` (B, 3) is at most max(contact_speed, (d − margin) /
+    braking_time), d the vertical cylindrical tool's distance to the box
+    (:func:`tool_box_separation`; config :class:`~morl_robot.safety.config.Approach`): a projection
+    onto the intersection of half-spaces (:func:`project_halfspaces`), so motion along a surface
+    survives a push into it (a peg pressed on a rim can still slide toward the hole).  Within
+    ``sliding_gap`` of a box (a peg in its hole, 1.5 mm from the walls) the whole speed is at most
+    ``sliding_speed`` too, since a tool tilted by a degree turns motion along a wall into an impact
+    on its rim; a tool already overlapping a box (in contact there) moves at most at
+    ``contact_speed``.  Those two scale the velocity (its direction kept).
 
     Returns (limited velocity (3,), the allowed approach speed of each box that limited it (B,), inf
     elsewhere)."""
     v = np.array(velocity, dtype=np.float64)
     dists, directions = tool_box_separation(np.asarray(tip, np.float64), lower, upper, radius, length)
     allowed = np.maximum(contact_speed, (dists - margin) / braking_time)  # (B,)
-    toward = directions @ v  # (B,) speed toward each box
     overlapping = ~directions.any(axis=1)
-    speed = float(np.sqrt(v @ v))
-    toward = np.where(overlapping, speed, toward)
-    allowed = np.where(overlapping, contact_speed, allowed)
-    # within sliding_gap: the whole speed too (both limits hold; the tighter one acts)
-    sliding = ~overlapping & (dists < sliding_gap) & (speed * contact_speed > 0)
-    slide_allowed = max(contact_speed, sliding_speed)
-    over_box = toward > allowed  # (allowed ≥ contact_speed > 0, so toward is too)
-    ratios = np.full(len(lower), np.inf)
-    np.divide(allowed, toward, out=ratios, where=over_box)
-    ratios = np.minimum(ratios, np.where(sliding & (speed > slide_allowed), slide_allowed / max(speed, 1e-12), np.inf))
-    over = np.isfinite(ratios)
-    if not over.any():
-        return v, np.full(len(lower), np.inf)
-    scale = float(ratios.min())
-    allowed = np.where(over_box, allowed, slide_allowed)
-    return v * scale, np.where(over, allowed, np.inf)
+    sliding = ~overlapping & (dists < sliding_gap)
+    toward = directions @ v  # (B,) speed toward each box
+    over = ~overlapping & (toward > allowed + 1e-12)
+    out = project_halfspaces(v, directions[~overlapping], allowed[~overlapping]) if over.any() else v
+    cap = min(contact_speed if overlapping.any() else math.inf,
+              max(contact_speed, sliding_speed) if sliding.any() else math.inf)
+    speed = float(np.sqrt(out @ out))
+    capped = speed > cap
+    if capped:
+        out = out * (cap / speed)
+    report = np.where(over, allowed, np.inf)
+    if capped:
+        report = np.where(overlapping | sliding, np.minimum(report, cap), report)
+    return out, report
