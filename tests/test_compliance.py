@@ -268,3 +268,18 @@ def test_full_speed_into_the_fixture_peaks_below_the_collision_level():
             if terminated or truncated:
                 break
         assert peak < 40.0, (seed, peak)
+
+
+def test_the_press_policy_through_the_cli(capsys):
+    """`morl-robot evaluate press --task sawyer_peg_in_hole` (the README's hostile-case command) through
+    the real parser: the force block says no episode reached 30 N."""
+    import json
+
+    from morl_robot.cli import build_parser
+
+    args = build_parser().parse_args(["evaluate", "press", "--task", "sawyer_peg_in_hole", "--episodes", "2",
+                                      "--seed", "70100", "--json", "--no-progress"])
+    assert args.func(args) in (0, None)
+    got = json.loads(capsys.readouterr().out)
+    assert got["force"]["threshold"]["count"] == 0 and got["force"]["peak"]["max"] < 30.0
+    assert got["force"]["peak"]["max"] > 5.0  # it did press on the fixture

@@ -12,7 +12,8 @@ Defaults: 100 episodes (``--episodes``) on seeds 50000 … 50099 (``--seed``), h
 seeds the recipes were tuned on (0 … 9) and from the demo's evaluation seeds (10000 …).  100
 episodes are what makes a rate mean something: 2 episodes in 100 above the threshold is 2 % with
 a 95 % Wilson interval of about [0.6 %, 7 %]; with 10 episodes, 0 of 10 is still [0 %, 28 %].  ``random --task T`` evaluates uniform random actions;
-``scripted --task T`` a hand-written controller (Sawyer insertion, Shadow slow press, slow dial sweep, grasp and lift).  ``--against scripted``:
+``scripted --task T`` a hand-written controller (Sawyer insertion, Shadow slow press, slow dial sweep, grasp and lift);
+``press --task sawyer_peg_in_hole`` the hostile case (full speed straight down into the fixture, every step).  ``--against scripted``:
 instead of the protocol, the policy's action error against the task's scripted controller along
 the controller's own trajectories.
 
@@ -38,7 +39,9 @@ if TYPE_CHECKING:
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("evaluate", help="evaluate a policy deterministically on fixed seeds (the protocol of every result)")
     p.add_argument("policy", help="policy.onnx, a run directory (its policy.onnx), 'random' (with --task), or "
-                                  "'scripted' (--task sawyer_peg_in_hole|shadow_touch|shadow_turn|shadow_orient: a hand-written controller)")
+                                  "'scripted' (--task sawyer_peg_in_hole|shadow_touch|shadow_turn|shadow_orient: a hand-written controller), "
+                                  "or 'press' (--task sawyer_peg_in_hole: the hostile case, full speed straight down "
+                                  "at every step)")
     p.add_argument("--episodes", type=int, default=DEFAULT_EPISODES,
                    help=f"episodes (default {DEFAULT_EPISODES}: enough for a rate to mean something; a 2 %% "
                         "rate over 100 episodes has the 95 %% Wilson interval [0.6 %%, 7 %%])")

@@ -534,6 +534,22 @@ def onnx_policy(path: str | os.PathLike[str], preference: Sequence[float] | None
                         model.contract.task_overrides())
 
 
+def press_policy(task: str) -> LoadedPolicy:
+    """The hostile case of a Cartesian task: full speed straight down (vz = −1, the permitted maximum
+    into the fixture) at every step, whatever it observes.  What the robot does with it is the contact
+    safety of the stack (compliant controller, approach limit, monitor), not the policy's luck."""
+    from morl_robot.envs.mo_env import MORobotEnv
+
+    env = MORobotEnv(task)
+    labels = tuple(env.action_labels)
+    env.close()
+    if "vz" not in labels:
+        raise UsageError(f"'press' pushes straight down along vz; task {task} acts on {', '.join(labels)}")
+    action = np.zeros(len(labels))
+    action[labels.index("vz")] = -1.0
+    return LoadedPolicy(lambda obs: action.copy(), task, "press: full speed straight down (vz = -1)")
+
+
 def random_policy(task: str, seed: int = 0, overrides: dict[str, Any] | None = None) -> LoadedPolicy:
     """Uniform random actions in [-1, 1]^D (the baseline a task's difficulty is stated against), on
     the task built with ``overrides`` (e.g. ``{"action_mode": "delta"}``)."""
@@ -690,14 +706,19 @@ def _sawyer_insertion(gain: float, clearance: float) -> LoadedPolicy:
     return LoadedPolicy(act, task, f"scripted insertion controller (gain {gain:g}/s)")
 
 
+#: Policies named instead of a file: uniform random, the task's hand-written controller, the hostile press.
+BUILT_IN_POLICIES = ("random", "scripted", "press")
+
+
 def load_policy(source: str | os.PathLike[str], task: str | None = None, seed: int = 0,
                 preference: Sequence[float] | None = None, action_mode: str | None = None,
                 gain: float | None = None) -> LoadedPolicy:
-    """``policy.onnx``, a run directory (its ``policy.onnx``), ``random`` or ``scripted`` (need ``task``);
+    """``policy.onnx``, a run directory (its ``policy.onnx``), ``random``, ``scripted`` or ``press``
+    (:func:`press_policy`; these need ``task``);
     ``preference`` for an ε-conditioned ONNX policy; ``action_mode`` (Shadow tasks: ``absolute`` or
     ``delta``) for a random or scripted policy (an ONNX policy's contract declares its own); ``gain``
     for the scripted Sawyer insertion controller (1/s, default 5: see :func:`_sawyer_insertion`)."""
-    if preference is not None and str(source) in ("random", "scripted"):
+    if preference is not None and str(source) in BUILT_IN_POLICIES:
         raise UsageError(f"--preference is for an ε-conditioned ONNX policy, not a {source} policy")
     if gain is not None:
         if str(source) != "scripted" or task != "sawyer_peg_in_hole":
@@ -709,7 +730,7 @@ def load_policy(source: str | os.PathLike[str], task: str | None = None, seed: i
         raise UsageError("--action-mode is for a random or scripted policy; an ONNX policy's contract declares "
                          "its action mode")
     overrides = {} if action_mode is None else {"action_mode": action_mode}
-    if str(source) in ("random", "scripted"):
+    if str(source) in BUILT_IN_POLICIES:
         if not task:
             raise UsageError(f"a {source} policy needs --task")
         from morl_robot.tasks.registry import TASKS
@@ -720,6 +741,10 @@ def load_policy(source: str | os.PathLike[str], task: str | None = None, seed: i
             raise UsageError(f"--action-mode: task {task} has no action modes (the Shadow Hand tasks have)")
         if str(source) == "random":
             return random_policy(task, seed, overrides)
+        if str(source) == "press":
+            if overrides:
+                raise UsageError("--action-mode is for a random or scripted policy")
+            return press_policy(task)
         return scripted_policy(task, overrides=overrides, **({} if gain is None else {"gain": gain}))
     path = Path(source)
     if path.is_dir():
