@@ -36,9 +36,11 @@ def test_rollout_prints_one_json_object():
     assert set(summary) == {"task", "steps", "episodes", "returns", "terminations", "steps_per_second"}
     assert summary["task"] == "sawyer_peg_in_hole" and summary["steps"] == 200
     assert set(summary["returns"]) == {"task", "wrist_force"}
-    # zero twist holds the peg still above the hole: one full 8 s (160-step) episode, no force
+    # zero twist holds the peg tip still above the hole: one full 8 s (160-step) episode, no contact
+    # (the task turns the peg onto the hole's axis in the first second: the sensor-frame tare then
+    # reads a fraction of the tool's 3.4 N weight, ~0.1 N a step)
     assert summary["episodes"] == 1 and summary["terminations"] == {"time_limit": 1}
-    assert -1.0 < summary["returns"]["wrist_force"] <= 0.0
+    assert -30.0 < summary["returns"]["wrist_force"] <= 0.0
 
 
 @pytest.mark.parametrize(

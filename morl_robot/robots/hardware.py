@@ -459,6 +459,7 @@ class HardwareRobot(Robot):
                 self._target = target
                 self._last_tick = self._clock()
                 self._ticking = True
+                self._emit(self._target, "position")  # at once: a hold must not wait for the next joint state
                 return
             self._target = cart.position_targets(target, qdot, q)
             self._emit(self._target, "position")
