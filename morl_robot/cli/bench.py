@@ -18,6 +18,7 @@ BENCHMARKS = {
     "soak": "a deploy session under a randomised fault schedule: faults detected, time to detect, unsafe commands",
     "scale-invariance": "MO-MPO with one objective x20 through the whole learner: gradient vs exact temperatures",
     "preference-live": "an ε-conditioned policy's force preference changed live mid-episode: force traces vs controls",
+    "contact": "insertion and peak contact force per policy on held-out seeds: scripted, hostile press, ONNX policies",
     "epic": "EPIC sample estimator run time for a K-objective vector reward at the paper's N_V x N_M",
 }
 

@@ -67,6 +67,10 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--preference", type=float, nargs="+", default=None, metavar="EPS",
                    help="ε-conditioned policy: the preference to act under, one ε per objective "
                         "(default: the centre of its box)")
+    p.add_argument("--contact-control", choices=["compliant", "stiff"], default="compliant",
+                   help="compliant (default): the force-limited admittance in the robot backend, the safety "
+                        "rules' approach-speed limit, the peg held along the hole's axis (docs/contact_control.md); "
+                        "stiff: the stack before them, to re-check the baseline figures measured then")
     p.set_defaults(func=run)
 
 
@@ -80,7 +84,8 @@ def run(args: argparse.Namespace) -> int:
         return _action_error(args, loaded)
     result = evaluate_policy(loaded.act, loaded.task, args.episodes, args.seed, loaded.description,
                              progress=not args.no_progress and not args.json and sys.stderr.isatty(),
-                             safety=not args.no_safety, env_fn=loaded.make_env)
+                             safety=not args.no_safety, env_fn=loaded.make_env,
+                             contact_control=args.contact_control)
     if args.json:
         print(json.dumps(result.to_json()))
     else:

@@ -102,6 +102,35 @@ def open_policy_env(contract: PolicyContract, task_config: str | os.PathLike[str
     return env
 
 
+#: How contact is controlled: ``compliant`` (the default: force-limited admittance in the robot
+#: backend, the safety rules' approach-speed limit, the peg held along the hole's axis) or ``stiff``
+#: (the stack before them: resolved rate only, no approach limit, the peg held at its start
+#: orientation), kept so the figures measured before can be re-checked as a baseline.
+CONTACT_CONTROLS = ("compliant", "stiff")
+
+
+def set_contact_control(env: Any, control: str) -> None:
+    """Put ``env`` (a :class:`MORobotEnv` or a wrapper of one) under contact ``control``
+    (:data:`CONTACT_CONTROLS`); the safety side is :class:`~morl_robot.safety.shield.SafetyShield`'s
+    ``approach`` argument."""
+    from morl_robot.errors import UsageError
+
+    if control not in CONTACT_CONTROLS:
+        raise UsageError(f"contact control {control!r}: allowed values: {', '.join(CONTACT_CONTROLS)}")
+    if control == "compliant":
+        return
+    base = env
+    while not isinstance(base, MORobotEnv) and hasattr(base, "env"):
+        base = base.env
+    if not isinstance(base, MORobotEnv):
+        raise UsageError(f"contact control 'stiff' needs a MuJoCo task environment, got {type(env).__name__}")
+    robot = base.robot
+    if isinstance(robot, MujocoRobot) and robot._cartesian is not None and robot._cartesian.compliant:
+        robot.set_compliant(False)
+    if hasattr(base.task.config, "orientation_goal"):
+        base.task.config.orientation_goal = "start"
+
+
 class MORobotEnv(gym.Env[np.ndarray, np.ndarray]):
     """A multi-objective task on a robot (MuJoCo by default, or any :class:`Robot`)."""
 

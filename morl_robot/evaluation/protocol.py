@@ -428,23 +428,30 @@ def run_episode(env: Any, act: Actor, seed: int, shield: Any = None) -> EpisodeR
 def evaluate_policy(act: Actor, task: str, episodes: int = DEFAULT_EPISODES, seed: int = HELD_OUT_SEED,
                     policy: str = "", task_config: str | os.PathLike[str] | None = None, progress: bool = False,
                     env_fn: Callable[[], Any] | None = None, safety: bool = True,
-                    task_overrides: dict[str, Any] | None = None) -> Evaluation:
+                    task_overrides: dict[str, Any] | None = None, contact_control: str = "compliant") -> Evaluation:
     """Run the protocol: ``episodes`` deterministic episodes of ``act`` on ``task`` (its config
     with ``task_overrides``, e.g. a policy's :attr:`LoadedPolicy.task_overrides`), seeds
     ``seed … seed + episodes − 1`` (default: :data:`DEFAULT_EPISODES` on the held-out seeds from
     :data:`HELD_OUT_SEED`); with ``safety`` (default) through the robot's safety rules, as
-    deployed (:class:`~morl_robot.safety.shield.SafetyShield`)."""
-    from morl_robot.envs.mo_env import MORobotEnv
+    deployed (:class:`~morl_robot.safety.shield.SafetyShield`).  ``contact_control``:
+    :data:`~morl_robot.envs.mo_env.CONTACT_CONTROLS` (``stiff`` re-checks figures measured before
+    the compliant controller and the approach limit existed)."""
+    from morl_robot.envs.mo_env import MORobotEnv, set_contact_control
 
     if episodes < 1:
         raise UsageError(f"episodes must be >= 1, got {episodes}")
     env = env_fn() if env_fn is not None else MORobotEnv(task, config_file=task_config,
                                                            overrides=task_overrides or None)
+    try:
+        set_contact_control(env, contact_control)
+    except Exception:
+        env.close()
+        raise
     shield = None
     if safety:
         from morl_robot.safety.shield import SafetyShield
 
-        shield = SafetyShield(env)
+        shield = SafetyShield(env, approach=contact_control == "compliant")
     records = []
     try:
         seeds = range(seed, seed + episodes)

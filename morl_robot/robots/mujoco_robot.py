@@ -181,6 +181,14 @@ class MujocoRobot(Robot):
             ctrl[act] = self._target
             mujoco.mj_step(m, d)
 
+    def set_compliant(self, enabled: bool) -> None:
+        """Execute Cartesian commands through the force-limited admittance (the robot YAML's
+        ``cartesian.compliance``, the default when it has one) or stiffly (resolved rate only, as
+        before the compliant controller existed: ``--contact-control stiff``)."""
+        if enabled and (self._cartesian is None or not self._cartesian.compliant):
+            raise ConfigError(f"robot '{self.spec.name}' has no cartesian.compliance section to enable")
+        self._compliant = bool(enabled)
+
     def _tare(self) -> None:
         """The compliant controller's no-contact reference: the wrist reading now (at rest)."""
         if self._compliant and self._force is not None:

@@ -360,23 +360,39 @@ def tool_box_separation(tip: np.ndarray, lower: np.ndarray, upper: np.ndarray, r
     return dist, direction
 
 
-def project_halfspaces(v: np.ndarray, normals: np.ndarray, bounds: np.ndarray, iterations: int = 100,
-                       tolerance: float = 1e-9) -> np.ndarray:
-    """The point (3,) nearest ``v`` (3,) with ``normals[b] · x ≤ bounds[b]`` for every b (normals (B, 3)
-    unit, bounds (B,) > 0, so 0 is feasible): Dykstra's alternating projections (Boyle & Dykstra
-    1986), exact in the limit; stops when every constraint holds within ``tolerance``."""
-    x = np.array(v, dtype=np.float64)
-    increments = np.zeros((len(normals), 3))
-    for _ in range(iterations):
-        for b in range(len(normals)):
-            y = x + increments[b]
-            excess = float(normals[b] @ y) - bounds[b]
-            x_new = y - max(excess, 0.0) * normals[b]
-            increments[b] = y - x_new
-            x = x_new
-        if float((normals @ x - bounds).max()) <= tolerance:
-            break
-    return x
+def project_halfspaces(v: np.ndarray, normals: np.ndarray, bounds: np.ndarray) -> np.ndarray:
+    """The point (3,) nearest ``v`` (3,) with ``normals[b] · x ≤ bounds[b]`` for every b (normals (B, 3),
+    bounds (B,) > 0, so 0 is feasible): the Euclidean projection onto a polyhedron, solved exactly by
+    its active sets (in 3-D at most three constraints are active at the projection: each subset of up
+    to three, projected onto where they hold with equality, and the nearest feasible candidate is the
+    projection, since the projection itself is one of the candidates).  B is a handful of obstacle
+    boxes: at most 1 + B + B(B−1)/2 + B(B−1)(B−2)/6 small solves."""
+    x0 = np.asarray(v, dtype=np.float64)
+    normals = np.asarray(normals, dtype=np.float64)
+    bounds = np.asarray(bounds, dtype=np.float64)
+    if np.all(normals @ x0 <= bounds):
+        return x0.copy()
+    from itertools import combinations
+
+    best, best_d = np.zeros(3), float(x0 @ x0)  # 0 is feasible
+    violated = np.flatnonzero(normals @ x0 > bounds)
+    for k in (1, 2, 3):
+        for subset in combinations(range(len(normals)), k):
+            if not set(subset) & set(violated.tolist()):
+                continue  # an active set holds at least one constraint v breaks
+            n_s = normals[list(subset)]  # (k, 3)
+            gram = n_s @ n_s.T
+            if abs(np.linalg.det(gram)) < 1e-12:
+                continue
+            lam = np.linalg.solve(gram, n_s @ x0 - bounds[list(subset)])  # (k,) multipliers
+            if np.any(lam < -1e-12):
+                continue
+            x = x0 - n_s.T @ lam
+            if np.all(normals @ x <= bounds + 1e-9):
+                d = float((x - x0) @ (x - x0))
+                if d < best_d:
+                    best, best_d = x, d
+    return best
 
 
 def approach_limit(velocity: np.ndarray, tip: np.ndarray, lower: np.ndarray, upper: np.ndarray, radius: float,
@@ -386,7 +402,7 @@ def approach_limit(velocity: np.ndarray, tip: np.ndarray, lower: np.ndarray, upp
     each obstacle box ``lower``/``upper`` (B, 3) is at most max(contact_speed, (d − margin) /
     braking_time), d the vertical cylindrical tool's distance to the box
     (:func:`tool_box_separation`; config :class:`~morl_robot.safety.config.Approach`): a projection
-    onto the intersection of half-spaces (:func:`project_halfspaces`), so motion along a surface
+    onto the intersection of half-spaces (:func:`project_halfspaces`, exact), so motion along a surface
     survives a push into it (a peg pressed on a rim can still slide toward the hole).  Within
     ``sliding_gap`` of a box (a peg in its hole, 1.5 mm from the walls) the whole speed is at most
     ``sliding_speed`` too, since a tool tilted by a degree turns motion along a wall into an impact

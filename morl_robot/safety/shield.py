@@ -16,6 +16,7 @@ session does with ``safety/reset``), so episode i's outcome does not depend on t
 """
 from __future__ import annotations
 
+import dataclasses
 from collections import Counter, deque
 from typing import Any
 
@@ -32,12 +33,15 @@ class SafetyShield:
     Args:
         env: the :class:`~morl_robot.envs.mo_env.MORobotEnv` the policy acts on.
         config: robot name or safety YAML path (default: the task's robot).
+        approach: apply the YAML's approach-speed limit (False: contact control ``stiff``).
     """
 
-    def __init__(self, env: Any, config: str | None = None) -> None:
+    def __init__(self, env: Any, config: str | None = None, approach: bool = True) -> None:
         self.env = env
         self.source = config or env.task.robot_name
         self.rules = load_rules(self.source)  # compiled once; every episode's monitor reads them
+        if not approach:  # contact control 'stiff': the rules as they were before the approach limit
+            self.rules = dataclasses.replace(self.rules, approach=None)
         self.labels = tuple(env.action_labels)
         self.lower, self.upper = env.task.action_bounds(env.robot)
         self._span = np.where(self.upper > self.lower, self.upper - self.lower, 1.0)

@@ -82,6 +82,11 @@ WORST_CASE = RESULTS.parent / "sawyer_front_worst_case"
 CLONE_LR = RESULTS.parent / "sawyer_front_clone_lr"
 
 
+# Every front committed here was trained and measured before the compliant controller and the
+# approach-speed limit (issue 32): its figures are the baseline, re-checked with
+# `evaluate --contact-control stiff`.
+
+
 def _committed_runs() -> list[tuple[Path, dict]]:
     """Per committed front: its first run and its best (the README's headline policy)."""
     out = []
@@ -96,7 +101,7 @@ def _committed_runs() -> list[tuple[Path, dict]]:
                          Path(x["policy"]).stem)
 def test_committed_front_policies_reproduce_their_figures(root, run, capsys):
     ev = run["eval"]
-    argv = ["evaluate", str(root / run["policy"]), "--episodes", str(ev["episodes"]), "--seed", str(ev["seed"]),
+    argv = ["evaluate", "--contact-control", "stiff", str(root / run["policy"]), "--episodes", str(ev["episodes"]), "--seed", str(ev["seed"]),
             "--json"]
     assert main(argv) == 0
     got = json.loads(capsys.readouterr().out)
@@ -252,7 +257,7 @@ def test_the_committed_conditioned_policy_reproduces_its_figure(capsys):
     run = next(r for r in runs if r["eval"]["train_seed"] == 1)
     ev = run["eval"]
     eps = [ev["epsilons"]["task"], ev["epsilons"]["wrist_force"]]
-    argv = ["evaluate", str(CONDITIONED / run["policy"]), "--preference", *map(str, eps),
+    argv = ["evaluate", "--contact-control", "stiff", str(CONDITIONED / run["policy"]), "--preference", *map(str, eps),
             "--episodes", str(ev["episodes"]), "--seed", str(ev["seed"]), "--json"]
     assert main(argv) == 0
     got = json.loads(capsys.readouterr().out)
@@ -280,7 +285,7 @@ def test_the_committed_conditioned_worst_case_policies_trade_force_for_preferenc
         assert all(a > b for a, b in itertools.pairwise(force)) is responds, (seed, force)
     policy = CONDITIONED_WORST_CASE / "policies" / "conditioned_seed1.onnx"
     for ev in (e for e in runs if e["train_seed"] == 1 and e["epsilons"]["wrist_force"] in (0.005, 0.1)):
-        assert main(["evaluate", str(policy), "--preference", "0.1", str(ev["epsilons"]["wrist_force"]),
+        assert main(["evaluate", "--contact-control", "stiff", str(policy), "--preference", "0.1", str(ev["epsilons"]["wrist_force"]),
                      "--episodes", str(ev["episodes"]), "--seed", str(ev["seed"]), "--json"]) == 0
         got = json.loads(capsys.readouterr().out)
         assert got["mean_force"] == pytest.approx(ev["mean_force"], rel=1e-4)  # ONNX vs the torch actor
@@ -333,7 +338,7 @@ def test_the_committed_clone_lr_conditioned_policies_trade_force_for_preference_
     assert results["front"]["ref"] == worst["front"]["ref"]
     assert hv > worst["front"]["across_seeds"]["hypervolume"]["iqm"] and hv == pytest.approx(9.492e5, rel=1e-3)
     ev = next(e for e in runs if e["train_seed"] == 2 and e["epsilons"]["wrist_force"] == 0.005)
-    assert main(["evaluate", str(CONDITIONED_CLONE_LR / "policies" / "conditioned_seed2.onnx"), "--preference",
+    assert main(["evaluate", "--contact-control", "stiff", str(CONDITIONED_CLONE_LR / "policies" / "conditioned_seed2.onnx"), "--preference",
                  "0.1", "0.005", "--episodes", str(ev["episodes"]), "--seed", str(ev["seed"]), "--json"]) == 0
     got = json.loads(capsys.readouterr().out)
     assert got["mean_force"] == pytest.approx(ev["mean_force"], rel=1e-4)  # ONNX vs the torch actor
@@ -356,7 +361,7 @@ def test_the_100k_step_clone_lr_policies_stop_short_instead_of_hitting_the_fixtu
         assert all(a > b for a, b in itertools.pairwise(depth)) and depth[0] < 45.0, (seed, depth)
         assert sum(e["terminations"].get("safety", 0) for e in mine) <= 3
     ev = next(e for e in runs if e["train_seed"] == 0 and e["epsilons"]["wrist_force"] == 0.005)
-    assert main(["evaluate", str(variant / "policies" / "conditioned_seed0.onnx"), "--preference", "0.1", "0.005",
+    assert main(["evaluate", "--contact-control", "stiff", str(variant / "policies" / "conditioned_seed0.onnx"), "--preference", "0.1", "0.005",
                  "--episodes", str(ev["episodes"]), "--seed", str(ev["seed"]), "--json"]) == 0
     got = json.loads(capsys.readouterr().out)
     assert got["mean_force"] == pytest.approx(ev["mean_force"], rel=1e-4) and got["success_rate"] == ev["success_rate"]
@@ -403,7 +408,7 @@ def test_the_100k_step_conditioned_policy_stops_short_deeper_the_lighter_the_for
     assert all(c["success_rate"] == 0.0 for c in cells.values()) and 30.0 < depth[-1] < depth[0] < 45.0
     policy = variant / "policies" / "conditioned_seed1.onnx"
     for e in (0.005, 0.1):
-        assert main(["evaluate", str(policy), "--preference", "0.1", str(e), "--episodes", "4", "--seed", "10000",
+        assert main(["evaluate", "--contact-control", "stiff", str(policy), "--preference", "0.1", str(e), "--episodes", "4", "--seed", "10000",
                      "--json"]) == 0
         got = json.loads(capsys.readouterr().out)
         for mine, committed in zip(got["per_episode"], cells[e]["per_episode"][:4], strict=True):

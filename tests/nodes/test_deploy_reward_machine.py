@@ -186,7 +186,7 @@ def test_the_committed_sawyer_morm_policy_reproduces_its_episodes(capsys):
     command, on two of its 20 seeds) gives the committed per-episode figures."""
     committed = committed_episodes()
     assert committed[SEEDS[0]]["termination"] == "reward_machine" and committed[SEEDS[1]]["success"]
-    assert main(["evaluate", str(COMMITTED / "policy.onnx"), "--episodes", str(len(SEEDS)), "--seed", str(SEEDS[0]),
+    assert main(["evaluate", "--contact-control", "stiff", str(COMMITTED / "policy.onnx"), "--episodes", str(len(SEEDS)), "--seed", str(SEEDS[0]),
                  "--json"]) == 0
     got = json.loads(capsys.readouterr().out)
     for episode in got["per_episode"]:
@@ -208,7 +208,7 @@ def test_the_committed_scaled_crm_policy_stops_short_as_the_readme_says(capsys):
     data = json.loads((SCALED / "results.json").read_text())
     assert data["crm"] is True and data["crm_scale_updates"] is True and data["budget"]["updates"] > 9 * 3_400
     committed = {e["seed"]: e for e in data["evaluation"]["per_episode"]}
-    assert main(["evaluate", str(SCALED / "policy.onnx"), "--episodes", "2", "--seed", "10000", "--json"]) == 0
+    assert main(["evaluate", "--contact-control", "stiff", str(SCALED / "policy.onnx"), "--episodes", "2", "--seed", "10000", "--json"]) == 0
     got = json.loads(capsys.readouterr().out)
     for episode in got["per_episode"]:
         want = committed[episode["seed"]]
@@ -220,15 +220,14 @@ def test_the_committed_scaled_crm_policy_stops_short_as_the_readme_says(capsys):
 @pytest.mark.ros
 def test_the_committed_sawyer_morm_policy_deploys_through_the_graph(tmp_path, domain_id):
     """`morl-robot deploy --policy results/sawyer_rm/conservative_no_crm/policy.onnx --episodes 1
-    --seed 10004`: the robot node runs the machine; the graph's episode is the committed one."""
+    --seed 10004`: the robot node runs the machine; the graph's episode is the in-process one.  (The
+    committed episode was measured before the compliant controller; the evaluate test above re-checks
+    it with --contact-control stiff; deploy runs the robot as it is now.)"""
     done = cli(["deploy", "--policy", str(COMMITTED / "policy.onnx"), "--episodes", "1", "--seed", str(SEEDS[0]),
                 "--out", str(tmp_path), "--domain-id", str(domain_id)], domain_id)
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-3000:]
     report = json.loads((tmp_path / "deploy_report.json").read_text())
-    want = committed_episodes()[SEEDS[0]]
-    assert report["terminations"] == [want["termination"]]
-    for i, name in enumerate(OBJECTIVES):
-        assert report["graph_returns"][0][i] == pytest.approx(want["returns"][name], abs=1e-3)
+    assert len(report["terminations"]) == 1 and len(report["graph_returns"][0]) == len(OBJECTIVES)
     assert max(report["max_abs_difference"]) < 1e-3, report
 
 
