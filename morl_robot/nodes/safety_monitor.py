@@ -110,13 +110,17 @@ class SafetyMonitorNode(ManagedNode):
         if self._pub_estop is None:  # kept across cleanup: late joiners still see the latched state
             self._pub_estop = self.create_publisher(Bool, "safety/estop", wire.LATCHED_QOS)
         self._pub_events = self.create_publisher(DiagnosticStatus, "safety/violations", wire.EVENT_QOS)
-        subs = [self.create_subscription(Float64MultiArray, "command", self._on_command, wire.COMMAND_QOS),
-                self.create_subscription(JointState, "joint_states", self._on_joint_state, wire.SENSOR_QOS),
-                self.create_subscription(Header, "heartbeat", self._on_heartbeat, wire.COMMAND_QOS)]
+        # Sensors first: rclpy's executor takes ready subscriptions in creation order, so a reading
+        # and a command waiting together are handled reading first, as the in-process shield does
+        # (observe, then filter).  The state-dependent clamps (approach speed, workspace) then act
+        # on the state the command answers, and a lockstep deploy matches its in-process twin.
+        subs = [self.create_subscription(JointState, "joint_states", self._on_joint_state, wire.SENSOR_QOS)]
         if spec.has_sensor("wrench"):
             subs.append(self.create_subscription(WrenchStamped, "wrench", self._on_wrench, wire.SENSOR_QOS))
         if spec.has_sensor("tactile"):
             subs.append(self.create_subscription(Float64MultiArray, "tactile", self._on_tactile, wire.SENSOR_QOS))
+        subs += [self.create_subscription(Float64MultiArray, "command", self._on_command, wire.COMMAND_QOS),
+                 self.create_subscription(Header, "heartbeat", self._on_heartbeat, wire.COMMAND_QOS)]
         services = [self.create_service(Trigger, "safety/reset", self._srv_reset),
                     self.create_service(Trigger, "safety/trigger", self._srv_trigger)]
         self._handles = subs + services + [self._pub_command, self._pub_events]

