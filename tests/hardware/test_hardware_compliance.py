@@ -1,0 +1,49 @@
+"""The hardware backend runs the compliant controller at the driver rate (issue 32): against an
+emulated Sawyer driver (MuJoCo peg-in-hole scene behind the driver's topics, 100 Hz joint states),
+a peg pushed down onto the hole's floor comes to rest at the admittance's steady force, while the
+same command executed stiffly winds the position servos up to hundreds of newtons."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+import yaml
+from hw_helpers import DriverLoop
+
+from morl_robot.resources import config_path
+from morl_robot.robots.compliance import ForceLimitedAdmittance
+from morl_robot.robots.config import load_robot_config
+
+SPEED = 0.04  # m/s, straight down the hole onto its floor (no safety monitor here: the robot alone)
+
+
+def _press(source: str, periods: int = 240) -> tuple[float, int]:
+    """(mean wrist force change over the last second (N), commands sent to the driver)."""
+    loop = DriverLoop(source)
+    robot = loop.robot
+    robot.reset()
+    robot.set_control_mode("cartesian_velocity")
+    rest = np.array(loop.emu.wrench().force)
+    forces = []
+    sent_before = len(loop.sent)
+    for _ in range(periods):
+        robot.send_command(np.array([0.0, 0.0, -SPEED, 0.0, 0.0, 0.0]))
+        loop.sleep(0.05)  # five driver periods: five joint states, five compliant ticks
+        forces.append(float(np.linalg.norm(np.array(loop.emu.wrench().force) - rest)))
+    assert robot.read_state().ee_pose[2] < -0.145  # on the hole's floor
+    return float(np.mean(forces[-20:])), len(loop.sent) - sent_before
+
+
+def test_the_driver_rate_controller_bounds_the_steady_force(tmp_path: Path) -> None:
+    compliant, sent = _press("sawyer")
+    config = load_robot_config("sawyer").cartesian.compliance
+    assert compliant == pytest.approx(ForceLimitedAdmittance.steady_force(config, SPEED), abs=1.0)
+    assert compliant < config.force_limit
+    assert sent >= 240 * 5  # a command per policy period and a tick per joint state
+    data = yaml.safe_load(config_path("robots/sawyer.yaml").read_text())
+    del data["cartesian"]["compliance"]
+    stiff_yaml = tmp_path / "sawyer_stiff.yaml"
+    stiff_yaml.write_text(yaml.safe_dump(data, allow_unicode=True))
+    stiff, _ = _press(str(stiff_yaml))
+    assert stiff > 100.0
