@@ -245,9 +245,8 @@ def test_the_safety_yaml_obstacles_are_the_scene_geoms():
 
 
 def test_the_monitor_reports_the_approach_limit_as_a_clamp():
-    from morl_robot.safety.monitor import SafetyMonitor
-
     from morl_robot.envs.mo_env import MORobotEnv
+    from morl_robot.safety.monitor import SafetyMonitor
 
     env = MORobotEnv("sawyer_peg_in_hole")
     env.reset(seed=0)

@@ -12,8 +12,8 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from morl_robot.configuration import fail, load_config
-from morl_robot.robots.compliance import ComplianceConfig
 from morl_robot.resources import resolve_config
+from morl_robot.robots.compliance import ComplianceConfig
 
 ModeName = Literal["position", "velocity", "effort", "cartesian_velocity"]
 
