@@ -18,6 +18,7 @@ from __future__ import annotations
 import mujoco
 import numpy as np
 import pytest
+from sawyer_ik import peg_down_ik
 
 from morl_robot.envs.mo_env import make_sim_robot
 from morl_robot.robots.mujoco_robot import MujocoRobot
@@ -56,24 +57,8 @@ def _wrench_world(d: mujoco.MjData) -> tuple[np.ndarray, np.ndarray]:
 
 
 def _ik(m: mujoco.MjModel, q_start: np.ndarray, tip: np.ndarray, iters: int = 200) -> np.ndarray:
-    """Joint positions putting site peg_tip at ``tip`` with the peg along world -z (damped least squares)."""
-    d = mujoco.MjData(m)
-    sid = m.site("peg_tip").id
-    q = q_start.copy()
-    lo, hi = m.jnt_range[:, 0], m.jnt_range[:, 1]
-    jp, jr = np.zeros((3, m.nv)), np.zeros((3, m.nv))
-    for _ in range(iters):
-        d.qpos[:] = q
-        mujoco.mj_kinematics(m, d)
-        mujoco.mj_comPos(m, d)
-        mujoco.mj_jacSite(m, d, jp, jr, sid)
-        axis = d.site_xmat[sid].reshape(3, 3)[:, 2]
-        err = np.concatenate([tip - d.site_xpos[sid], np.cross(axis, [0.0, 0.0, -1.0])])
-        if np.linalg.norm(err) < 1e-11:
-            break
-        jac = np.vstack([jp, jr])
-        q = np.clip(q + jac.T @ np.linalg.solve(jac @ jac.T + 1e-8 * np.eye(6), err), lo, hi)
-    return q
+    """Joint positions putting site peg_tip at ``tip`` with the peg along world -z (tests/sawyer_ik.py)."""
+    return peg_down_ik(m, q_start, tip, iters)
 
 
 def _hold(robot: MujocoRobot, tip: np.ndarray) -> None:

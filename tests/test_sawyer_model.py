@@ -11,6 +11,7 @@ import mujoco
 import numpy as np
 import pytest
 import yaml
+from sawyer_ik import peg_down_ik
 
 ROOT = Path(__file__).resolve().parents[1]
 ROBOT_XML = ROOT / "sim" / "sawyer" / "sawyer.xml"
@@ -62,27 +63,8 @@ def _tool_mass(m: mujoco.MjModel) -> float:
 
 
 def _ik(m: mujoco.MjModel, q_start: np.ndarray, tip_target: np.ndarray, iters: int = 60) -> np.ndarray:
-    """Joint targets putting peg_tip at tip_target with the peg pointing along world -z.
-
-    Damped least squares on mj_jacSite (position + axis alignment), on a scratch MjData.
-    """
-    d = mujoco.MjData(m)
-    sid = m.site("peg_tip").id
-    q = q_start.copy()
-    lo, hi = m.jnt_range[:, 0], m.jnt_range[:, 1]
-    jp, jr = np.zeros((3, m.nv)), np.zeros((3, m.nv))
-    for _ in range(iters):
-        d.qpos[:] = q
-        mujoco.mj_kinematics(m, d)
-        mujoco.mj_comPos(m, d)
-        mujoco.mj_jacSite(m, d, jp, jr, sid)
-        z = d.site_xmat[sid].reshape(3, 3)[:, 2]
-        err = np.concatenate([tip_target - d.site_xpos[sid], np.cross(z, [0.0, 0.0, -1.0])])
-        if np.linalg.norm(err) < 1e-7:
-            break
-        jac = np.vstack([jp, jr])
-        q = np.clip(q + jac.T @ np.linalg.solve(jac @ jac.T + 1e-4 * np.eye(6), err), lo, hi)
-    return q
+    """Joint targets putting peg_tip at tip_target with the peg pointing along world -z (tests/sawyer_ik.py)."""
+    return peg_down_ik(m, q_start, tip_target, iters, tolerance=1e-7, damping=1e-4)
 
 
 def _descend(m, d, xy, z_from, z_to, seconds, hold=0.5):
