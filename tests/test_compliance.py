@@ -337,3 +337,28 @@ def test_bench_contact_through_the_cli(tmp_path, capsys):
     assert [r["name"] for r in data["rows"]] == ["scripted", "press", "press, no safety rules"]
     assert all(np.isfinite(r["summary"]["force"]["peak"]["max"]) for r in data["rows"])
     assert (tmp_path / "peak_force.png").stat().st_size > 1000
+
+
+def test_the_inner_layer_applies_the_approach_limit_on_the_newest_reading():
+    """The robot's own loop (TaskRunner with the inner layer, as the robot node runs it) slows a
+    full-speed twist near the fixture, on its own reading, even if the monitor did not."""
+    from morl_robot.envs.mo_env import MORobotEnv
+    from morl_robot.envs.task_runner import TaskRunner
+    from morl_robot.safety.inner import InnerSafety
+
+    env = MORobotEnv("sawyer_peg_in_hole")
+    inner = InnerSafety.load("sawyer")
+    runner = TaskRunner(env.robot, env, seed=70_300, inner=inner)
+    runner.reset()
+    labels = ("vx", "vy", "vz")
+    far = inner.limit_approach(np.array([0.0, 0.0, -0.2]), labels, env.state.position)
+    np.testing.assert_array_equal(far, [0.0, 0.0, -0.2])  # 12 cm above the hole: untouched
+    peak = 0.0
+    for _ in range(200):  # full speed down, the monitor left out: only the inner layer limits
+        rec = runner.step(np.array([0.0, 0.0, -0.2]), labels)
+        peak = max(peak, env.task.contact_force(rec.info) or 0.0)
+        if rec.done:
+            break
+    assert inner.approach_limits > 0
+    assert rec.state.ee_pose[2] < env.task._hole[2] + 0.003  # it did arrive, slowly
+    assert 1.0 < peak < 30.0  # physics-rate peak (without the inner layer: ~500 N)

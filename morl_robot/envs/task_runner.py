@@ -173,10 +173,13 @@ class TaskRunner:
         if values.shape != (len(labels),):
             raise CommandError(f"command has {values.size} values but {len(labels)} labels")
         if self.inner is not None:
-            decision = self.inner.check_state(self.robot.read_state(), values, labels, self.robot.control_mode)
+            state = self.robot.read_state()
+            decision = self.inner.check_state(state, values, labels, self.robot.control_mode)
             if decision.hold:
                 self.last = replace(self.hold(), held=decision.violations)
                 return self.last
+            if np.all(np.isfinite(values)):
+                values = self.inner.limit_approach(values, labels, state.position)
         if not np.all(np.isfinite(values)):
             bad = [lab for lab, v in zip(labels, values) if not np.isfinite(v)]
             raise CommandError(f"non-finite command values for {bad}")

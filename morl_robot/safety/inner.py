@@ -22,6 +22,10 @@ reading arrives.  The hard rules:
 * position commands outside the actuators' hard range (the monitor clamps them into the soft
   range, so only a command that bypassed it can be out there).
 
+One clamp runs here too: the approach-speed limit (:meth:`InnerSafety.limit_approach`), on the
+robot's newest reading, so a twist decided by the monitor on an older one (a real-time graph's
+latency) still reaches the fixture no faster than the rule allows.
+
 :meth:`InnerSafety.check` is the fast path: a handful of numpy comparisons on (J,), (6,), (T,)
 arrays; it returns :data:`FORWARD` or a :class:`Decision` to hold, whose violations (every
 violated rule) are worked out only when read, after the hold has been actuated.  The arrays
@@ -150,6 +154,8 @@ class InnerSafety:
         self.accelerating = False
         self.checks = 0
         self.holds = 0
+        self.approach_limits = 0  # commands the approach-speed limit slowed in the robot's own loop
+        self._linear_axes: dict[tuple[str, ...], np.ndarray] = {}
 
     @classmethod
     def load(cls, robot_or_config: str | os.PathLike[str]) -> InnerSafety:
@@ -187,6 +193,34 @@ class InnerSafety:
         accelerating = self.accelerating
         return Decision(True, lambda: self._violations(q, qd, tau, wrench, tactile, stamp, command, labels, mode,
                                                        accelerating))
+
+    def limit_approach(self, command: np.ndarray, labels: Sequence[str], position: np.ndarray) -> np.ndarray:
+        """The approach-speed limit (safety YAML ``approach``, the monitor's rule) on a Cartesian
+        command (n,) labelled ``labels`` at joint positions ``position`` (J,), applied again in the
+        robot's own loop on its newest reading (the monitor decided on the reading before): the
+        command unchanged where the rule is absent, the command is not a twist, or it is within
+        bounds."""
+        rule, kin = self.rules.approach, self.rules.kinematics
+        if rule is None or kin is None:
+            return command
+        key = tuple(labels)
+        axes = self._linear_axes.get(key)
+        if axes is None:
+            axes = self._linear_axes[key] = np.array(
+                [CARTESIAN_LABELS.index(lab) if lab in CARTESIAN_LABELS[:3] else -1 for lab in key]
+                if set(key) <= set(CARTESIAN_LABELS) else [-1] * len(key))
+        lin = axes >= 0
+        if not lin.any():
+            return command
+        v = np.zeros(3)
+        v[axes[lin]] = command[lin]
+        limited, allowed = rule.limit(v, kin.position(np.asarray(position, np.float64)))
+        if not np.isfinite(allowed).any():
+            return command
+        self.approach_limits += 1
+        out = np.array(command, dtype=np.float64)
+        out[lin] = limited[axes[lin]]
+        return out
 
     def check_state(self, state: RobotState, command: np.ndarray | None = None, labels: Sequence[str] = (),
                     mode: ControlMode | None = None) -> Decision:
