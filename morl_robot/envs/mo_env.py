@@ -105,7 +105,8 @@ def open_policy_env(contract: PolicyContract, task_config: str | os.PathLike[str
 #: How contact is controlled: ``compliant`` (the default: force-limited admittance in the robot
 #: backend, the safety rules' approach-speed limit, the peg held along the hole's axis) or ``stiff``
 #: (the stack before them: resolved rate only, no approach limit, the peg held at its start
-#: orientation), kept so the figures measured before can be re-checked as a baseline.
+#: orientation, the peg scene's pyramidal friction cone), kept so the figures measured before can be
+#: re-checked as a baseline.
 CONTACT_CONTROLS = ("compliant", "stiff")
 
 
@@ -127,6 +128,10 @@ def set_contact_control(env: Any, control: str) -> None:
     robot = base.robot
     if isinstance(robot, MujocoRobot) and robot._cartesian is not None and robot._cartesian.compliant:
         robot.set_compliant(False)
+    if isinstance(robot, MujocoRobot) and base.task.robot_name == "sawyer":
+        import mujoco
+
+        robot.model.opt.cone = mujoco.mjtCone.mjCONE_PYRAMIDAL  # the peg scene's friction cone until issue 32
     if hasattr(base.task.config, "orientation_goal"):
         base.task.config.orientation_goal = "start"
 
