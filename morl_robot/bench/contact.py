@@ -42,6 +42,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--no-progress", action="store_true", help="no progress bars")
 
 
+def _policy_name(path: str) -> str:
+    """A row's name for an ONNX file: its stem, or ``<run>/<stem>`` for a run's ``policy.onnx``."""
+    p = Path(path)
+    return f"{p.parent.parent.name}/{p.parent.name}" if p.stem == "policy" else p.stem
+
+
 def _rows(args: argparse.Namespace) -> list[dict[str, Any]]:
     rows: list[dict[str, Any]] = []
     if not args.no_builtin:
@@ -53,7 +59,7 @@ def _rows(args: argparse.Namespace) -> list[dict[str, Any]]:
         preference = [float(x) for x in pref.split(",")] if pref else None
         if not Path(path).exists():
             raise UsageError(f"--policy {spec}: no such file")
-        name = Path(path).stem if preference is None else f"{Path(path).stem} @ {pref}"
+        name = _policy_name(path) if preference is None else f"{_policy_name(path)} @ {pref}"
         rows.append({"name": name, "source": path, "safety": True, "preference": preference})
     controls = ("compliant", "stiff") if args.stiff else ("compliant",)
     return [{**row, "control": c} for c in controls for row in rows]
