@@ -43,9 +43,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def _policy_name(path: str) -> str:
-    """A row's name for an ONNX file: its stem, or ``<run>/<stem>`` for a run's ``policy.onnx``."""
-    p = Path(path)
-    return f"{p.parent.parent.name}/{p.parent.name}" if p.stem == "policy" else p.stem
+    """A row's name for an ONNX file: its path without ``results/`` and ``.onnx`` (and without a run's
+    ``/policy``), e.g. ``demo/seed0``, ``baseline_stiff/demo/seed0``, ``sawyer_front/policies/eps…``."""
+    name = str(Path(path).with_suffix(""))
+    name = name.split("results/", 1)[-1]
+    return name[: -len("/policy")] if name.endswith("/policy") else name
 
 
 def _rows(args: argparse.Namespace) -> list[dict[str, Any]]:
