@@ -110,8 +110,13 @@ def test_pressing_the_block_succeeds():
 
 
 def test_force_threshold_terminates_peg_episode():
-    """Driving the peg down onto the fixture next to the hole exceeds the force threshold."""
+    """Driving the peg down onto the fixture next to the hole exceeds the force threshold, when the
+    arm executes the command stiffly (contact control 'stiff'; the compliant controller stops
+    pressing below it, tests/test_compliance.py)."""
+    from morl_robot.envs.mo_env import set_contact_control
+
     env = MORobotEnv("sawyer_peg_in_hole", overrides={"force_threshold": 15.0, "episode_duration": 20.0})
+    set_contact_control(env, "stiff")
     env.reset(seed=0)
     hole = env.robot.landmark("hole_top")[:3]
     reason = None

@@ -151,9 +151,11 @@ def test_the_force_block_of_an_evaluation():
 
 
 def test_pressing_down_crosses_the_threshold_and_the_rate_counts_it():
-    """Driving the peg straight down, without the safety rules, ends an episode above the task's 30 N
-    threshold: the force block counts at least the episodes the task ended on force."""
-    ev = evaluate_policy(lambda obs: np.array([0.0, 0.0, -1.0]), SAWYER, episodes=2, seed=0, safety=False)
+    """Driving the peg straight down, without the safety rules and executed stiffly (contact control
+    'stiff'), ends an episode above the task's 30 N threshold: the force block counts at least the
+    episodes the task ended on force."""
+    ev = evaluate_policy(lambda obs: np.array([0.0, 0.0, -1.0]), SAWYER, episodes=2, seed=0, safety=False,
+                         contact_control="stiff")
     data = ev.to_json()
     ended = data["terminations"].get("force_threshold", 0)
     assert ended >= 1 and data["force"]["threshold"]["count"] >= ended
