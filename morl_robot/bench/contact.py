@@ -83,7 +83,7 @@ def _line(row: dict[str, Any]) -> str:
     s = row["summary"]
     f, ins = s["force"], s["insertion"]
     pk = f["peak"]
-    return (f"{row['name'][:44]:44} {row['control']:9} {ins['rate']:6.0%} [{ins['ci_low']:.0%},{ins['ci_high']:.0%}]"
+    return (f"{row['name'][-44:]:44} {row['control']:9} {ins['rate']:6.0%} [{ins['ci_low']:.0%},{ins['ci_high']:.0%}]"
             f"  {f['threshold']['count']:3d}/{s['episodes']:<3d} {f['collision']['count']:3d}/{s['episodes']:<3d}"
             f"  {pk['p50']['value']:6.1f} {pk['p90']['value']:6.1f} {pk['p99']['value']:6.1f} {pk['max']:6.1f}")
 
