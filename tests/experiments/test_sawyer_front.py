@@ -87,22 +87,27 @@ CLONE_LR = RESULTS.parent / "sawyer_front_clone_lr"
 # `evaluate --contact-control stiff`.
 
 
-def _committed_runs() -> list[tuple[Path, dict]]:
-    """Per committed front: its first run and its best (the README's headline policy)."""
+COMPLIANT_FRONT = RESULTS.parent / "sawyer_front_compliant"  # retrained under the compliant control
+
+
+def _committed_runs() -> list[tuple[Path, dict, str]]:
+    """Per committed front: its first run and its best (the README's headline policy), with the
+    contact control it was measured under."""
     out = []
-    for root in (RESULTS, WORST_CASE, CLONE_LR):
+    for root, control in ((RESULTS, "stiff"), (WORST_CASE, "stiff"), (CLONE_LR, "stiff"), (COMPLIANT_FRONT, "compliant")):
         runs = [r for r in json.loads((root / "results.json").read_text())["runs"] if r["finished"]]
         best = max(runs, key=lambda r: r["eval"]["success_rate"])
-        out += [(root, r) for r in ([runs[0], best] if best is not runs[0] else [runs[0]])]
+        out += [(root, r, control) for r in ([runs[0], best] if best is not runs[0] else [runs[0]])]
     return out
 
 
-@pytest.mark.parametrize("root,run", _committed_runs(), ids=lambda x: x.name if isinstance(x, Path) else
-                         Path(x["policy"]).stem)
-def test_committed_front_policies_reproduce_their_figures(root, run, capsys):
+@pytest.mark.parametrize("root,run,control", _committed_runs(),
+                         ids=lambda x: x.name if isinstance(x, Path) else Path(x["policy"]).stem if isinstance(x, dict)
+                         else x)
+def test_committed_front_policies_reproduce_their_figures(root, run, control, capsys):
     ev = run["eval"]
-    argv = ["evaluate", "--contact-control", "stiff", str(root / run["policy"]), "--episodes", str(ev["episodes"]), "--seed", str(ev["seed"]),
-            "--json"]
+    argv = ["evaluate", "--contact-control", control, str(root / run["policy"]), "--episodes", str(ev["episodes"]),
+            "--seed", str(ev["seed"]), "--json"]
     assert main(argv) == 0
     got = json.loads(capsys.readouterr().out)
     for name, stats in ev["objectives"].items():
