@@ -3,6 +3,7 @@ execution in both backends, and the safety layer's approach-speed limit near the
 from __future__ import annotations
 
 import dataclasses
+from pathlib import Path
 
 import mujoco
 import numpy as np
@@ -362,3 +363,41 @@ def test_the_inner_layer_applies_the_approach_limit_on_the_newest_reading():
     assert inner.approach_limits > 0
     assert rec.state.ee_pose[2] < env.task._hole[2] + 0.003  # it did arrive, slowly
     assert 1.0 < peak < 30.0  # physics-rate peak (without the inner layer: ~500 N)
+
+
+def _contact_commands() -> list[str]:
+    """The morl-robot command lines of docs/contact_control.md and README "Contact safety"."""
+    import re
+
+    root = Path(__file__).resolve().parents[1]
+    lines = (root / "docs" / "contact_control.md").read_text().splitlines()
+    readme = (root / "README.md").read_text()
+    section = readme[readme.index("## Contact safety"):readme.index("### Contact: measured")]
+    lines += section.splitlines()
+    out = []
+    for line in lines:
+        line = line.split("#")[0].strip()
+        m = re.match(r"^(?:\.venv/bin/)?morl-robot (.+)$", line)
+        if m:
+            out.append(m.group(1))
+    return out
+
+
+@pytest.mark.parametrize("command", _contact_commands())
+def test_the_contact_docs_commands_run_through_the_real_parser(command, capsys):
+    """Every command the contact docs show, through the CLI's own parser, on a one-episode budget."""
+    import shlex
+
+    from morl_robot.cli import build_parser
+
+    argv = shlex.split(command) + ["--episodes", "1", "--no-progress"]
+    if argv[0] == "bench":
+        argv += ["--no-builtin", "--policy", str(Path(__file__).resolve().parents[1] / "results/demo/seed0/policy.onnx")]
+    args = build_parser().parse_args(argv)
+    assert args.func(args) in (0, None)
+    assert "sawyer_peg_in_hole" in capsys.readouterr().out
+
+
+def test_there_are_contact_commands_to_check():
+    commands = _contact_commands()
+    assert any(c.startswith("evaluate press") for c in commands) and any(c.startswith("bench contact") for c in commands)
