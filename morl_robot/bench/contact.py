@@ -47,7 +47,7 @@ def _policy_name(path: str) -> str:
     ``/policy``), e.g. ``demo/seed0``, ``baseline_stiff/demo/seed0``, ``sawyer_front/policies/eps…``."""
     name = str(Path(path).with_suffix(""))
     name = name.split("results/", 1)[-1]
-    return name[: -len("/policy")] if name.endswith("/policy") else name
+    return name.removesuffix("/policy")
 
 
 def _rows(args: argparse.Namespace) -> list[dict[str, Any]]:

@@ -67,6 +67,8 @@ def _force_rows(before: dict[str, Any], after: dict[str, Any]) -> list[tuple[str
     """Rows of the per-episode peak force distribution (p50/p90 with their bootstrap CIs, max) and
     the rates above the task's force threshold and the safety collision level (count/episodes, %,
     Wilson CI), from the ``force`` blocks of two EVAL objects (none: no rows)."""
+    from morl_robot.evaluation.protocol import rate_ci, rate_value
+
     fb, fa = before.get("force"), after.get("force")
     if fb is None or fa is None:
         return []
@@ -76,8 +78,7 @@ def _force_rows(before: dict[str, Any], after: dict[str, Any]) -> list[tuple[str
         return f"{v['value']:.1f} [{v['ci_low']:.1f}, {v['ci_high']:.1f}]"
 
     def rate(b: dict[str, Any]) -> str:
-        return (f"{b['count']}/{b['episodes']} = {100 * b['rate']:.0f} % "
-                f"[{100 * b['ci_low']:.0f}, {100 * b['ci_high']:.0f}]")
+        return f"{rate_value(b, 0)} {rate_ci(b, 0)}"
 
     rows = [(f"peak force {key} (N)", pct(fb, key), pct(fa, key)) for key in ("p50", "p90")]
     rows.append(("peak force max (N)", f"{fb['peak']['max']:.1f}", f"{fa['peak']['max']:.1f}"))

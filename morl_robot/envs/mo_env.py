@@ -126,12 +126,11 @@ def set_contact_control(env: Any, control: str) -> None:
     if not isinstance(base, MORobotEnv):
         raise UsageError(f"contact control 'stiff' needs a MuJoCo task environment, got {type(env).__name__}")
     robot = base.robot
-    if isinstance(robot, MujocoRobot) and robot._cartesian is not None and robot._cartesian.compliant:
-        robot.set_compliant(False)
-    if isinstance(robot, MujocoRobot) and base.task.robot_name == "sawyer":
+    if isinstance(robot, MujocoRobot):
         import mujoco
 
-        robot.model.opt.cone = mujoco.mjtCone.mjCONE_PYRAMIDAL  # the peg scene's friction cone until issue 32
+        robot.set_compliant(False)
+        robot.model.opt.cone = mujoco.mjtCone.mjCONE_PYRAMIDAL  # MuJoCo's default, every scene's until issue 32
     if hasattr(base.task.config, "orientation_goal"):
         base.task.config.orientation_goal = "start"
 

@@ -251,10 +251,19 @@ def force_summary(peaks: Sequence[float] | np.ndarray, levels: ForceLevels | Non
     return out
 
 
-def format_rate(block: dict[str, Any]) -> str:
+def rate_value(block: dict[str, Any], digits: int = 1) -> str:
+    """An :func:`exceedance` block's rate as a person reads it: ``2/100 = 2.0 %``."""
+    return f"{block['count']}/{block['episodes']} = {100 * block['rate']:.{digits}f} %"
+
+
+def rate_ci(block: dict[str, Any], digits: int = 1) -> str:
+    """An :func:`exceedance` block's 95 % Wilson interval in percent: ``[0.6, 7.0]``."""
+    return f"[{100 * block['ci_low']:.{digits}f}, {100 * block['ci_high']:.{digits}f}]"
+
+
+def format_rate(block: dict[str, Any], digits: int = 1) -> str:
     """An :func:`exceedance` block as a person reads it: ``2/100 = 2.0 % [0.6, 7.0] %``."""
-    return (f"{block['count']}/{block['episodes']} = {100 * block['rate']:.1f} % "
-            f"[{100 * block['ci_low']:.1f}, {100 * block['ci_high']:.1f}] %")
+    return f"{rate_value(block, digits)} {rate_ci(block, digits)} %"
 
 
 @dataclass
@@ -384,8 +393,7 @@ def _force_rows(force: dict[str, Any]) -> list[str]:
         b = force[key]
         if b is not None:
             where = f" ({b['source'].split(':', 1)[0]})" if key == "collision" and b.get("source") else ""
-            rows.append(f"| episodes {what} {b['level']:g} N{where} | {b['count']}/{b['episodes']} = "
-                        f"{100 * b['rate']:.1f} % | [{100 * b['ci_low']:.1f}, {100 * b['ci_high']:.1f}] % |")
+            rows.append(f"| episodes {what} {b['level']:g} N{where} | {rate_value(b)} | {rate_ci(b)} % |")
     return rows
 
 

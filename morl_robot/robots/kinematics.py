@@ -193,18 +193,13 @@ class CartesianController:
         """Solve this control period's resolved-rate step for ``twist`` (6,) at ``data``'s kinematics
         (as :meth:`joint_velocities`) and keep it, with the DLS pseudo-inverse's linear columns
         (J, 3), for :meth:`tick`.  Returns the reference joint velocities (J,)."""
-        c = self.config
-        twist = np.minimum(np.maximum(twist, self._twist_floor), self.twist_limit)
-        mujoco.mj_jacSite(self.model, data, self._jacp, self._jacr, self.site)
+        self._qdot_ref = self.joint_velocities(data, twist)  # fills self._jac at data's kinematics
         jac = self._jac[:, self.dadr]  # (6, J)
-        q = data.qpos[self.qadr]
-        self._qdot_ref = resolved_rate(jac, twist, q, self.lower, self.upper, self.velocity_limit, self.dt,
-                                       c.damping, c.joint_limit_margin)
         # Jᵀ (J Jᵀ + λ² I)⁻¹ applied to the three unit linear velocities: (J, 3)
         jjt = jac @ jac.T
-        jjt.flat[:: jjt.shape[0] + 1] += c.damping**2
+        jjt.flat[:: jjt.shape[0] + 1] += self.config.damping**2
         self._pinv_lin = jac.T @ np.linalg.solve(jjt, np.eye(6)[:, :3])
-        self._v_ref = twist[:3].copy()
+        self._v_ref = np.minimum(np.maximum(twist[:3], self._twist_floor[:3]), self.twist_limit[:3])
         self.period_peak = 0.0
         return self._qdot_ref
 
