@@ -2,12 +2,17 @@
 versus in-process, and the experience transitions per second the learner node ingests.
 
 * **in-process** — ``MORobotEnv`` stepped in a loop by the ONNX policy (onnxruntime, exploring).
-* **graph** — ``robot_node`` (lockstep) → ``task_step`` → ``policy_server`` (the same ONNX
-  policy, mode train: it samples and publishes experience) → ``command`` → ``safety_monitor`` →
+* **graph** — the actor pipeline of a training session, built by
+  :func:`~morl_robot.session.graph.train_nodes` from ``config/sessions/train.yaml`` exactly as
+  ``morl-robot train`` and ``train.launch.py`` build it (one per-step actor, the learner left
+  out): ``robot_node`` (lockstep) → ``task_step`` → ``policy_server`` (the same ONNX policy, mode
+  train: it samples and publishes experience) → ``command`` → ``safety_monitor`` →
   ``command_safe`` → ``robot_node``: three DDS hops and three processes per step.  Also measured
   without the monitor (``command`` remapped straight to ``command_safe``) to show its cost.
-* **ingest** — a ``learner_node`` fed experience chunks from the probe as fast as it accepts them;
-  transitions/s from its ``env_steps`` diagnostics.
+  The benchmark sets no node parameter of its own, so it cannot drift from the session (it did:
+  a hand-built monitor without the task's action labels held every command).
+* **ingest** — the session's ``learner_node`` fed experience chunks from the probe as fast as it
+  accepts them; transitions/s from its ``env_steps`` diagnostics.
 
 Goal (issue 4): the graph keeps at least 50 % of the in-process rate.
 """
@@ -33,6 +38,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--chunk-size", type=int, default=64, help="ingest: transitions per chunk")
     parser.add_argument("--skip-ingest", action="store_true")
     parser.add_argument("--skip-monitor-free", action="store_true", help="skip the graph run without the monitor")
+    parser.add_argument("--warmup", type=int, default=200, help="graph: lockstep steps before measuring")
 
 
 def _export_policy(task_name: str, path: Path) -> None:
@@ -76,26 +82,55 @@ def in_process_rate(task_name: str, policy_path: Path, steps: int, seed: int = 0
         env.close()
 
 
-def graph_rate(task_name: str, policy_path: Path, duration: float, with_monitor: bool, log_dir: Path) -> float:
-    """Lockstep env steps/s counted on ``task_step`` over ``duration`` s (after a warm-up)."""
+def bench_session(task_name: str, policy_path: Path | None = None) -> Any:
+    """The training session this benchmark measures: ``config/sessions/train.yaml`` (what
+    ``morl-robot train`` and ``train.launch.py`` start) with one per-step actor in ``/bench``, no
+    step budget, its policy server acting the ONNX policy at ``policy_path`` from the start."""
+    from morl_robot.session.config import load_session_config
+
+    overrides: dict[str, Any] = {"task": task_name, "actors": 1, "actors_kind": "per-step", "namespace": "bench",
+                                 "total_steps": 0}
+    if policy_path is not None:
+        overrides["policy_server"] = {"policy": str(policy_path)}
+    return load_session_config("train", overrides)
+
+
+def graph_specs(cfg: Any, out_dir: Path, with_monitor: bool) -> tuple[list[Any], str]:
+    """(node specs, actor namespace) of the measured graph: the actor pipeline of
+    :func:`~morl_robot.session.graph.train_nodes` (robot node, safety monitor, policy server, with
+    the parameters the session builder gives them), without the learner; ``with_monitor=False``
+    also leaves out the monitor and remaps the policy server's ``command`` to ``command_safe``."""
+    from morl_robot.session.graph import train_nodes
+
+    specs = [s for s in train_nodes(cfg, out_dir) if s.executable != "learner_node"]
+    if not with_monitor:
+        specs = [s for s in specs if s.executable != "safety_monitor"]
+        for s in specs:
+            if s.executable == "policy_server":
+                s.remappings["command"] = "command_safe"
+    namespaces = {s.namespace for s in specs}
+    if len(namespaces) != 1:
+        raise RuntimeError(f"bench graph: expected one actor namespace, the session builder gave {sorted(namespaces)}")
+    return specs, namespaces.pop()
+
+
+def _log_tails(runner: Any, lines: int = 8) -> str:
+    return "".join(f"\n----- {p.spec.name} ({p.log_path}) -----\n" + "\n".join(p.log_text().splitlines()[-lines:])
+                   for p in runner.group.processes)
+
+
+def graph_rate(task_name: str, policy_path: Path, duration: float, with_monitor: bool, log_dir: Path,
+               warmup: int = 200, timeout: float = 120.0) -> float:
+    """Lockstep env steps/s counted on ``task_step`` over ``duration`` s, after ``warmup`` steps.
+    A loop that does not reach ``warmup`` steps within ``timeout`` s is a :class:`GraphStalled`
+    with the end of every node's log (a monitor holding every command says so there)."""
     from std_msgs.msg import Float64MultiArray
 
+    from morl_robot.errors import GraphStalled
     from morl_robot.nodes import wire
-    from morl_robot.session.processes import NodeSpec
     from morl_robot.session.runner import SessionRunner
-    from morl_robot.tasks.registry import load_task
 
-    ns = "/bench"
-    robot = load_task(task_name).robot_name
-    specs = [NodeSpec("robot_node", "robot_node", ns, {"task": task_name, "timing": "lockstep",
-                                                        "end_episode_on_estop": True})]
-    if with_monitor:
-        specs.append(NodeSpec("safety_monitor", "safety_monitor", ns, {"robot": robot, "watchdogs": False}))
-        server_remap: dict[str, str] = {}
-    else:
-        server_remap = {"command": "command_safe"}
-    specs.append(NodeSpec("policy_server", "policy_server", ns,
-                          {"mode": "train", "timing": "lockstep", "policy": str(policy_path)}, server_remap))
+    specs, ns = graph_specs(bench_session(task_name, policy_path), log_dir / "run", with_monitor)
     runner = SessionRunner(specs, log_dir)
     try:
         runner.start()
@@ -104,8 +139,16 @@ def graph_rate(task_name: str, policy_path: Path, duration: float, with_monitor:
                                callback=lambda m: count.__setitem__(0, count[0] + 1))
         if with_monitor:
             runner.release_safety([ns])
-        runner.probe.wait_for(lambda: count[0] > 200, 120, "the lockstep loop to run")
-        runner.check_alive()
+
+        def running() -> bool:
+            runner.check_alive()
+            return count[0] > warmup
+
+        try:
+            runner.probe.wait_for(running, timeout, "the lockstep loop to run")
+        except TimeoutError as exc:
+            raise GraphStalled(f"bench graph: {exc} ({count[0]} of {warmup} warm-up steps); "
+                               f"node logs:{_log_tails(runner)}") from None
         runner.probe.received.get(f"{ns}/task_step", []).clear()
         c0, t0 = count[0], time.monotonic()
         time.sleep(duration)
@@ -123,7 +166,7 @@ def ingest_rate(task_name: str, chunk_size: int, duration: float, log_dir: Path)
 
     from morl_robot.envs.mo_env import MORobotEnv
     from morl_robot.nodes import wire
-    from morl_robot.session.processes import NodeSpec
+    from morl_robot.session.graph import train_nodes
     from morl_robot.session.runner import SessionRunner
 
     env = MORobotEnv(task_name)
@@ -133,9 +176,10 @@ def ingest_rate(task_name: str, chunk_size: int, duration: float, log_dir: Path)
     rng = np.random.default_rng(0)
     o, d, k = len(obs_labels), len(act_labels), len(objectives)
     out = Path(tempfile.mkdtemp(prefix="bench_ingest_"))
-    ns = "/bench"
-    runner = SessionRunner([NodeSpec("learner_node", "learner_node", ns, {"task": task_name, "out_dir": str(out)})],
-                           log_dir)
+    # the session's learner node, as train_nodes gives it (its experience topic is <ns>/experience)
+    learner = [s for s in train_nodes(bench_session(task_name), out) if s.executable == "learner_node"]
+    ns = learner[0].namespace
+    runner = SessionRunner(learner, log_dir)
     try:
         runner.start()
         status: dict[str, str] = {}
@@ -188,25 +232,29 @@ def ingest_rate(task_name: str, chunk_size: int, duration: float, log_dir: Path)
 
 
 def run(args: argparse.Namespace) -> int:
+    from morl_robot.errors import UsageError
+
+    if args.repeats < 1 or args.steps < 1 or args.chunk_size < 1 or args.warmup < 0 or not args.duration > 0:
+        raise UsageError("--repeats, --steps and --chunk-size must be >= 1, --warmup >= 0 and --duration > 0")
     work = Path(tempfile.mkdtemp(prefix="bench_graph_"))
     policy_path = work / "policy.onnx"
     _export_policy(args.task, policy_path)
-    print(f"bench graph: task {args.task}, {args.repeats} repeats, graph runs of {args.duration:.0f} s; "
-          f"logs in {work}")
+    print(f"bench graph: task {args.task}, {args.repeats} repeats, graph runs of {args.duration:g} s; "
+          f"logs in {work}", flush=True)
     inproc = [in_process_rate(args.task, policy_path, args.steps, seed=i) for i in range(args.repeats)]
     print(f"  in-process (env + onnxruntime policy):     median {statistics.median(inproc):8.1f} steps/s  "
-          f"{[round(x) for x in inproc]}")
+          f"{[round(x) for x in inproc]}", flush=True)
     results: dict[str, float] = {}
     variants = [("graph (robot → policy → monitor → robot)", True)]
     if not args.skip_monitor_free:
         variants.append(("graph without the safety monitor", False))
     for label, monitor in variants:
-        rates = [graph_rate(args.task, policy_path, args.duration, monitor, work / f"logs_{int(monitor)}_{i}")
-                 for i in range(args.repeats)]
+        rates = [graph_rate(args.task, policy_path, args.duration, monitor, work / f"logs_{int(monitor)}_{i}",
+                            args.warmup) for i in range(args.repeats)]
         results[label] = statistics.median(rates)
         ratio = results[label] / statistics.median(inproc)
         print(f"  {label:42s} median {results[label]:8.1f} steps/s  {[round(x) for x in rates]}  "
-              f"= {ratio:.0%} of in-process (goal ≥ 50 %)")
+              f"= {ratio:.0%} of in-process (goal ≥ 50 %)", flush=True)
     if not args.skip_ingest:
         ingest, updates = ingest_rate(args.task, args.chunk_size, args.duration, work / "logs_ingest")
         print(f"  learner_node ingest: {ingest:8.1f} transitions/s in chunks of {args.chunk_size} "
