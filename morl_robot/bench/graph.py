@@ -165,6 +165,7 @@ def ingest_rate(task_name: str, chunk_size: int, duration: float, log_dir: Path)
     from std_msgs.msg import Float64MultiArray
 
     from morl_robot.envs.mo_env import MORobotEnv
+    from morl_robot.errors import GraphStalled
     from morl_robot.nodes import wire
     from morl_robot.session.graph import train_nodes
     from morl_robot.session.runner import SessionRunner
@@ -182,13 +183,14 @@ def ingest_rate(task_name: str, chunk_size: int, duration: float, log_dir: Path)
     runner = SessionRunner(learner, log_dir)
     try:
         runner.start()
-        status: dict[str, str] = {}
+        samples: list[tuple[float, float, float]] = []  # (arrival, env_steps, updates) per learner diagnostic
 
         def on_diag(msg: Any) -> None:
             for s in msg.status:
                 if "learner" in s.name:
-                    status.clear()
-                    status.update({kv.key: kv.value for kv in s.values})
+                    values = {kv.key: kv.value for kv in s.values}
+                    samples.append((time.monotonic(), float(values.get("env_steps", 0) or 0),
+                                    float(values.get("updates", 0) or 0)))
 
         runner.probe.subscribe("/diagnostics", DiagnosticArray, wire.EVENT_QOS, callback=on_diag)
         pub = runner.probe.publisher(f"{ns}/experience", Float64MultiArray, wire.EXPERIENCE_QOS)
@@ -209,24 +211,24 @@ def ingest_rate(task_name: str, chunk_size: int, duration: float, log_dir: Path)
             step += chunk_size
             return wire.labelled_table(rows, columns)
 
-        def sample() -> tuple[float, float, float]:
-            return time.monotonic(), float(status.get("env_steps", 0)), float(status.get("updates", 0))
+        def ingesting() -> list[tuple[float, float, float]]:
+            return [x for x in samples if x[1] > 0]
 
-        runner.probe.wait_for(lambda: bool(status), 60, "learner diagnostics")
+        runner.probe.wait_for(lambda: bool(samples), 60, "learner diagnostics")
+        # measured between the first and the last diagnostics that arrive while chunks are sent
+        # (at least two: on a short --duration, publishing goes on until the learner reported twice)
         t_end = time.monotonic() + duration
-        first = None
-        while time.monotonic() < t_end:
+        t_cap = t_end + 60.0
+        while time.monotonic() < t_end or (len(ingesting()) < 2 and time.monotonic() < t_cap):
             pub.publish(chunk())
-            if first is None and float(status.get("env_steps", 0)) > 0:
-                first = sample()
             time.sleep(0.001)
-        time.sleep(1.5)  # let the last diagnostics arrive
-        last = sample()
         runner.check_alive()
-        if first is None:
-            return 0.0, 0.0
-        dt = last[0] - first[0]
-        return (last[1] - first[1]) / dt, (last[2] - first[2]) / dt
+        seen = ingesting()
+        if len(seen) < 2:
+            raise GraphStalled(f"bench graph: the learner node did not report ingested experience twice in "
+                               f"{duration + 60:.0f} s of chunks; log in {log_dir}")
+        (t0, e0, u0), (t1, e1, u1) = seen[0], seen[-1]
+        return (e1 - e0) / (t1 - t0), (u1 - u0) / (t1 - t0)
     finally:
         runner.stop()
 
