@@ -66,6 +66,7 @@ from morl_robot.serving.runtime import (
 )
 from morl_robot.session.config import PolicyServerSettings
 from morl_robot.tasks.base import scale_action
+from morl_robot.throttle import RateLimitedLog
 
 #: Hold reasons (counters ``held_<reason>``).
 HOLD_REASONS = ("no_model", "missing_input", "bad_layout", "non_finite_input", "non_finite_output")
@@ -151,6 +152,7 @@ class PolicyServerCore:
         self.settings = settings
         self._send_command, self._send_heartbeat, self._log = send_command, send_heartbeat, log
         self._show_preference, self._clock = show_preference, clock
+        self._bad_input = RateLimitedLog(log, clock=clock)
         self.policy: OnnxPolicy | None = None
         self.active = False
         self.rng = np.random.default_rng(settings.seed)
@@ -171,6 +173,7 @@ class PolicyServerCore:
         self._demonstrating = False  # the demonstrator acts the current episode
         self._clone_after: int | None = None  # after the demonstrations: act only with a newer version
         self.holding = ""  # current hold reason ("" = serving)
+        self.fault = ""  # the policy fault that stops the heartbeat until the policy acts again ("" = none)
         self.last_error = ""
         self.inference: deque[float] = deque(maxlen=2000)  # s per forward pass
         self.latency: deque[float] = deque(maxlen=2000)  # s from receiving a step to sending its command
@@ -243,6 +246,8 @@ class PolicyServerCore:
         """Send nothing for this step or tick; count the reason, log it when it changes."""
         self.counters["held"] += 1
         self.counters[f"held_{reason}"] += 1
+        if reason in POLICY_FAULTS:
+            self.fault = why  # kept through other holds (a stale input) until the policy acts finitely again
         if why != self.last_error:
             self._log("warning" if reason in ("no_model", "missing_input") else "error", f"holding ({reason}): {why}")
         self.holding, self.last_error = reason, why
@@ -277,8 +282,10 @@ class PolicyServerCore:
 
     def _heartbeat(self) -> None:
         """Liveness while a model is loaded and not at fault: missing or non-finite sensor input
-        (which the monitor sees itself) keeps it, a broken policy stops it."""
-        if self.policy is not None and self.holding not in POLICY_FAULTS:
+        (which the monitor sees itself) keeps it, a broken policy stops it until it acts finitely
+        again (or another model is installed), whatever holds come between, so the monitor's
+        heartbeat watchdog latches its stop."""
+        if self.policy is not None and not self.fault:
             self._send_heartbeat(self.policy.version)
 
     # --- back-pressure -------------------------------------------------------------------------
@@ -359,9 +366,9 @@ class PolicyServerCore:
                         and policy.preference is not None else np.zeros(0, np.float32))
             self.writer.acted(Pending(ts.observation, out.action, out.log_prob, version, ts.episode, ts.step,
                                       features.astype(np.float64)))
-        if self.holding:
-            self._log("info", f"serving again (was holding: {self.holding})")
-            self.holding = ""
+        if self.holding or self.fault:
+            self._log("info", f"serving again (was holding: {self.holding or 'policy fault'})")
+            self.holding = self.fault = ""
 
     # --- demonstrations ------------------------------------------------------------------------
     def _demonstrates(self, ts: TaskStep, policy: OnnxPolicy) -> bool:
@@ -427,7 +434,7 @@ class PolicyServerCore:
             self.reject(source, f"parameter preference: {exc}")
             return False
         old = self.policy.version if self.policy is not None else None
-        self.policy = candidate
+        self.policy, self.fault = candidate, ""  # a new model is not at the old one's fault
         self.counters["reloads"] += 1
         self._log("info", f"policy version {candidate.version} from {source} now serving (was {old})")
         return True
@@ -476,7 +483,7 @@ class PolicyServerCore:
             self.counters["rejected_preferences"] += 1
             why = ("mode train samples a preference per episode (log-uniform in the policy's ranges); "
                    "the preference parameter applies to mode deploy")
-            self._log("error", f"refused preference from the {source}: {why}")
+            self._bad_input("preference", "error", f"refused preference from the {source}: {why}")
             return False, why
         if policy is None:
             return True, "no model yet: checked when one loads"
@@ -488,7 +495,7 @@ class PolicyServerCore:
                 return True, "no preference"  # an unconditioned model and the empty default
             self.counters["rejected_preferences"] += 1
             self.last_error = str(exc)
-            self._log("error", f"refused {exc}")
+            self._bad_input("preference", "error", f"refused {exc}")
             return False, str(exc)
         assert policy.preferences is not None and policy.preference is not None
         old = policy.preference
@@ -514,8 +521,10 @@ class PolicyServerCore:
             return None
 
     def ignore_preference(self, why: str) -> None:
+        """An invalid ``preference`` message: counted; logged at most once a second (a flood of
+        them is one line a second with the count, :class:`RateLimitedLog`)."""
         self.counters["rejected_preferences"] += 1
-        self._log("error", f"ignored preference message: {why}")
+        self._bad_input("preference", "error", f"ignored preference message: {why}")
 
     # --- diagnostics ---------------------------------------------------------------------------
     def status(self) -> tuple[str, str, dict[str, Any]]:

@@ -366,7 +366,7 @@ class _Recorder:
     def on_command(self, msg: Any) -> None:
         from morl_robot.nodes import wire
 
-        values, _, _ = wire.split_step_key(*wire.read_labelled(msg))
+        values = wire.split_command(*wire.read_labelled(msg)).values
         with self.lock:
             self.commands.append((time.monotonic(), values))
 

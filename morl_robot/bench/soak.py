@@ -113,7 +113,7 @@ class _Watch:
     def on_safe(self, msg: Any) -> None:
         from morl_robot.nodes import wire
 
-        values, _, _ = wire.split_step_key(*wire.read_labelled(msg))
+        values = wire.split_command(*wire.read_labelled(msg)).values
         with self.lock:
             self.safe.append((time.time(), values))
             if self.estop and np.any(np.abs(values) > 1e-9):
@@ -147,7 +147,7 @@ def run(args: argparse.Namespace) -> int:
     from morl_robot.nodes import wire
     from morl_robot.serving.runtime import OnnxPolicy
     from morl_robot.session.config import load_session_config
-    from morl_robot.session.graph import deploy_nodes
+    from morl_robot.session.graph import deploy_nodes, session_of
     from morl_robot.session.runner import SessionRunner
 
     if args.minutes <= 0 or args.gap <= 0:
@@ -161,6 +161,7 @@ def run(args: argparse.Namespace) -> int:
     ns = "/" + cfg.namespace.strip("/")
     specs = deploy_nodes(cfg)
     server_spec = next(s for s in specs if s.executable == "policy_server")
+    token = wire.session_token(session_of(specs))  # the flood comes from inside the session (the policy's)
     runner = SessionRunner(specs, out / "logs", args.domain_id)
     watch = _Watch()
     rng = np.random.default_rng(args.seed)
@@ -215,7 +216,7 @@ def run(args: argparse.Namespace) -> int:
                 labels = list(contract.action_labels)
                 high = np.asarray(contract.action_high)
                 for k in range(int(rng.integers(100, 400))):
-                    command_pub.publish(wire.labelled_array(high * (1 if k % 2 else -1), labels))
+                    command_pub.publish(wire.command_message(high * (1 if k % 2 else -1), labels, session=token))
             elif kind == "node_restart":
                 live = [q for q in runner.group.processes if q.spec.executable == "policy_server" and q.alive]
                 live[-1].send_signal(signal.SIGKILL)

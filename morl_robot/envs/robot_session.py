@@ -58,7 +58,7 @@ if TYPE_CHECKING:
     from morl_robot.session.config import RobotNodeSettings
 
 COUNTERS = ("steps", "holds", "episodes", "rejected_commands", "stale_commands", "faults", "safety_stops",
-            "inner_holds", "estop_waits")
+            "inner_holds", "estop_waits", "foreign_commands", "release_restarts")
 
 
 @dataclass
@@ -196,6 +196,13 @@ class RobotSession:
             return
         self._step(values, labels)
 
+    def foreign(self, why: str) -> None:
+        """A ``command_safe`` of another session (or of none): never executed; counted, logged once."""
+        self.counters["foreign_commands"] += 1
+        if why != self.last_error:
+            self.out.log("warning", f"ignored {why}")
+        self.last_error = why
+
     def reject(self, why: str) -> None:
         """A command that cannot be executed (malformed, wrong labels…): counted, logged once."""
         self.counters["rejected_commands"] += 1
@@ -222,13 +229,24 @@ class RobotSession:
 
     def set_estop(self, engaged: bool) -> None:
         """The monitor's latched e-stop.  Its release re-sends a lockstep step 0 at once: the
-        commands answering it met the e-stop and were not executed (:meth:`on_command`)."""
+        commands answering it met the e-stop and were not executed (:meth:`on_command`).  The first
+        release of the start-up e-stop starts the policy on a fresh episode: a (real-time) episode
+        that ran on held while latched is ended (termination ``reset``) and the next one starts, so
+        no policy acts on a history of held-still frames in the middle of an episode
+        (``release_restarts``)."""
         released = self.estop and not engaged
+        first_release = released and not self._released_once
         self.estop = bool(engaged)
         self._released_once = self._released_once or not engaged
-        if released and self.active and self.lockstep and not self.paused and self.runner.last is not None \
-                and self.runner.last.step == 0:
-            self._publish(self.runner.last, announce=False)
+        last = self.runner.last
+        if first_release and self.active and self.runner.env is not None and last is not None and last.step > 0:
+            self.counters["release_restarts"] += 1
+            if not last.done:
+                self._publish(self.runner.end_episode("reset", terminated=False))
+            self._start_episode()
+            return
+        if released and self.active and self.lockstep and not self.paused and last is not None and last.step == 0:
+            self._publish(last, announce=False)
 
     def released(self, success: bool) -> None:
         """The monitor answered a release request: on success re-send step 0 at once (the actor's

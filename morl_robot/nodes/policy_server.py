@@ -207,14 +207,16 @@ class PolicyServer(ManagedNode):
 
     # --- what the core sends -------------------------------------------------------------------
     def _send_command(self, command: np.ndarray, contract: PolicyContract, key: tuple[int, int] | None) -> None:
-        """``wire.labelled_array(command, action_labels)`` with the layout built once per contract;
-        in lockstep the key of the answered task_step is appended (``wire.STEP_KEY_LABEL``)."""
-        layout = self._command_layout
+        """``wire.command_message(command, action_labels, key, session)`` with the layout built once
+        per contract: in lockstep the key of the answered task_step is appended
+        (``wire.STEP_KEY_LABEL``), in a session its id last (``wire.SESSION_LABEL``)."""
+        layout, session = self._command_layout, self.session_token
         if layout is None or layout[0] is not contract or layout[1] != (key is not None):
-            labels = tuple(contract.action_labels) + ((wire.STEP_KEY_LABEL,) if key is not None else ())
+            labels = wire.command_labels(contract.action_labels, key is not None, session)
             layout = self._command_layout = (contract, key is not None,
                                              wire.labelled_array(np.zeros(len(labels)), labels).layout)
-        data = command.tolist() + ([wire.step_key(*key)] if key is not None else [])
+        data = (command.tolist() + ([wire.step_key(*key)] if key is not None else [])
+                + ([session] if session is not None else []))
         self._pub_command.publish(Float64MultiArray(layout=layout[2], data=data))
 
     def _send_heartbeat(self, version: int) -> None:
@@ -282,11 +284,10 @@ class PolicyServer(ManagedNode):
             return
         self._preference_source = "topic"
         try:
-            result = self.set_parameters([Parameter("preference", value=[float(x) for x in eps])])[0]
+            self.set_parameters([Parameter("preference", value=[float(x) for x in eps])])
         finally:
             self._preference_source = "parameter"
-        if not result.successful:
-            self.get_logger().error(f"ignored preference message: {result.reason}")
+        # a refusal was counted and logged (rate-limited) by the core's parameter check
 
     def _srv_reload(self, request: Trigger.Request, response: Trigger.Response) -> Trigger.Response:
         with self._lock:

@@ -47,6 +47,7 @@ from std_srvs.srv import SetBool, Trigger
 
 from morl_robot.envs.robot_session import RobotOutputs, RobotSession, open_runner
 from morl_robot.envs.task_runner import StepRecord
+from morl_robot.errors import MorlRobotError
 from morl_robot.nodes import wire
 from morl_robot.nodes.base import (
     DiagnosticsPublisher,
@@ -121,6 +122,9 @@ class RobotNode(ManagedNode):
                 self.create_service(Trigger, "~/reset_world", self._srv_reset_world),
                 self.create_service(SetBool, "~/set_pause", self._srv_set_pause),
                 self.create_service(Trigger, "~/step_simulation", self._srv_step),
+                # a force gauge's push on a body (the safety test's fingertip press)
+                self.create_subscription(WrenchStamped, "~/external_wrench", self._on_external_wrench,
+                                         wire.COMMAND_QOS),
             ]
         self._diagnostics = DiagnosticsPublisher(self, f"{self.get_name()}: robot", self.core.status,
                                                  hardware_id=robot.spec.name)
@@ -158,12 +162,26 @@ class RobotNode(ManagedNode):
         if self.core is None:
             return
         try:
-            values, labels = wire.read_labelled(msg)
-            values, labels, key = wire.split_step_key(values, labels)
+            cmd = wire.split_command(*wire.read_labelled(msg))
         except wire.WireError as exc:
             self.core.reject(f"malformed command: {exc}")
             return
-        self.core.on_command(values, labels, key)
+        own = self.session_token
+        if own is not None and cmd.session != own:  # another session's monitor (or none): never executed
+            theirs = "no session id" if cmd.session is None else f"session {wire.session_name(cmd.session)}"
+            self.core.foreign(f"command_safe of {theirs} on {self.get_namespace()}: this robot executes only "
+                              f"session {self.settings.session}'s")
+            return
+        self.core.on_command(cmd.values, cmd.labels, cmd.key)
+
+    def _on_external_wrench(self, msg: WrenchStamped) -> None:
+        """Sim only: push body ``header.frame_id`` with the message's wrench (world frame, N and
+        N·m, at its centre of mass) until the next message or a reset; zeros release it."""
+        f, t = msg.wrench.force, msg.wrench.torque
+        try:
+            self._robot.apply_external_force(msg.header.frame_id, [f.x, f.y, f.z], [t.x, t.y, t.z])
+        except MorlRobotError as exc:
+            self.get_logger().error(f"~/external_wrench ignored: {exc}", throttle_duration_sec=1.0)
 
     def _on_estop(self, msg: Bool) -> None:
         if self.core is not None:

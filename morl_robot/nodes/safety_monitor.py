@@ -12,7 +12,9 @@ state machine live there).  Topics and QoS come from :mod:`morl_robot.nodes.wire
   (one ``DiagnosticStatus`` per violation as it begins: name = rule; values rule, key, level,
   value, threshold, unit, response, sensor_stamp, decided_at and command_published_at — when the
   hold command it caused went out, ``nan`` if none), ``/diagnostics`` (state and counters once a
-  second; ``last_trip_latency`` = sensor stamp → hold command published of the newest trip);
+  second; ``last_trip_latency`` = sensor stamp → hold command published of the newest trip;
+  missed deadlines by cause — ``host_deadline_misses``, ``host_delay_p50_ms``/``_max_ms``,
+  ``deadline_misses/<cause>``, ``deadline_miss_log`` — see :class:`~morl_robot.safety.monitor.DeadlineMiss`);
 * services: ``safety/reset`` (release; refused with the reason while violating) and
   ``safety/trigger`` (engage), both ``std_srvs/Trigger``.
 
@@ -41,7 +43,6 @@ import sys
 import time
 from typing import Any
 
-import numpy as np
 from diagnostic_msgs.msg import DiagnosticStatus
 from geometry_msgs.msg import WrenchStamped
 from rclpy.service import Service
@@ -56,6 +57,7 @@ from morl_robot.nodes.base import (
     DiagnosticsPublisher,
     ManagedNode,
     diagnostic_status,
+    log_at,
     run_node,
     steady_timer,
     uses_sim_time,
@@ -63,6 +65,7 @@ from morl_robot.nodes.base import (
 from morl_robot.safety.monitor import Outcome, SafetyMonitor, build_monitor
 from morl_robot.safety.rules import Response, Violation
 from morl_robot.session.config import SafetyMonitorSettings
+from morl_robot.throttle import RateLimitedLog
 
 
 def _seconds(stamp: Any) -> float:
@@ -86,6 +89,8 @@ class SafetyMonitorNode(ManagedNode):
         self._pub_estop: Any = None
         self._last_trip_latency = math.nan
         self._sim_time = uses_sim_time(self)
+        self._foreign_commands = 0
+        self._bad_input = RateLimitedLog(lambda level, message: log_at(self.get_logger(), level, message))
 
     @staticmethod
     def _now() -> float:
@@ -129,6 +134,9 @@ class SafetyMonitorNode(ManagedNode):
         self._publish_estop()
         for rule, why in self.monitor.opted_out.items():
             self.get_logger().warning(f"required rule '{rule}' left out by {self.monitor.source}: {why}")
+        for wk in self.monitor.weakened:  # each opted out with its reason (morl_robot/safety/weakening.py)
+            self.get_logger().warning(f"weakened on purpose by {self.monitor.source}: {wk.describe()}; "
+                                      f"reason: {wk.reason}")
         self.get_logger().info(
             f"{spec.name}: {len(self.monitor.describe_rules())} thresholds from {self.monitor.source}; "
             f"watchdogs {'on' if self._watchdogs else 'off (lockstep profile)'}; e-stop engaged until safety/reset")
@@ -164,8 +172,9 @@ class SafetyMonitorNode(ManagedNode):
         self.monitor = None
 
     def close(self) -> None:
-        """Process exit (run_node): engage and publish the e-stop, so the last word is 'stopped'."""
-        if self.monitor is not None:
+        """Process exit (run_node): engage and publish the e-stop, so the last word is 'stopped'
+        (not when giving way to an earlier session: its robot listens on the same names)."""
+        if self.monitor is not None and not self.refused:
             self.monitor.trigger("safety monitor shutting down", self._now())
             self._publish_estop()
 
@@ -176,10 +185,8 @@ class SafetyMonitorNode(ManagedNode):
         the checked command answered, passed on with it."""
         published_at = math.nan
         if outcome.command is not None and self._active and (not unsolicited or self._watchdogs):
-            values, labels = outcome.command.values, outcome.command.labels
-            if key is not None:
-                values, labels = np.append(values, key), (*labels, wire.STEP_KEY_LABEL)
-            self._pub_command.publish(wire.labelled_array(values, labels))
+            self._pub_command.publish(wire.command_message(outcome.command.values, outcome.command.labels, key,
+                                                           self.session_token))
             published_at = self._now()
         self._publish_estop()
         stops = []
@@ -207,7 +214,7 @@ class SafetyMonitorNode(ManagedNode):
             "rule": v.rule, "key": v.key, "level": v.level, "value": f"{v.value:.9g}",
             "threshold": f"{v.threshold:.9g}", "unit": v.unit, "response": v.response.label,
             "sensor_stamp": _fmt_time(v.sensor_stamp), "decided_at": _fmt_time(v.decided_at),
-            "command_published_at": _fmt_time(published_at)})
+            "command_published_at": _fmt_time(published_at), "detail": v.detail})
 
     # --- callbacks -----------------------------------------------------------------------------
     def _on_command(self, msg: Float64MultiArray) -> None:
@@ -216,11 +223,20 @@ class SafetyMonitorNode(ManagedNode):
         now = self._now()
         key = None
         try:
-            values, labels = wire.read_labelled(msg)
-            values, labels, key = wire.split_step_key(values, labels)
+            cmd = wire.split_command(*wire.read_labelled(msg))
+            values, labels, key = cmd.values, cmd.labels, cmd.key
         except wire.WireError as exc:
-            self.get_logger().error(f"malformed command, holding: {exc}", throttle_duration_sec=1.0)
+            self._bad_input("malformed_command", "error", f"malformed command, holding: {exc}")
             values, labels = [math.nan], ("?",)
+        else:
+            own = self.session_token
+            if own is not None and cmd.session != own:  # another session's policy (or none): not ours to check
+                self._foreign_commands += 1
+                theirs = "no session id" if cmd.session is None else f"session {wire.session_name(cmd.session)}"
+                self._bad_input("foreign_command", "warning",
+                                f"ignored a command of {theirs} on {self.get_namespace()}: this monitor checks "
+                                f"only session {self.settings.session}'s commands")
+                return
         if key is not None and wire.step_of_key(key) == 0:
             self.monitor.new_episode()  # step 0: a (simulated) reset has put the robot at rest
         # a lockstep command stands for one control period of simulated time; others for the wall
@@ -257,7 +273,8 @@ class SafetyMonitorNode(ManagedNode):
 
     def _on_timer(self) -> None:
         if self.monitor is not None:
-            self._handle(self.monitor.check_watchdogs(self._now()), unsolicited=True)
+            # with its period: a check that runs late is the host's delay, and says so
+            self._handle(self.monitor.check_watchdogs(self._now(), self.settings.check_period), unsolicited=True)
 
     # --- services ------------------------------------------------------------------------------
     def _srv_reset(self, request: Trigger.Request, response: Trigger.Response) -> Trigger.Response:
@@ -286,8 +303,10 @@ class SafetyMonitorNode(ManagedNode):
         active = m.active_violations()
         values.update({"estop": m.estopped, "holding": m.holding, "accelerating": m.accelerating,
                        "active_violations": len(active), "watchdogs": self._watchdogs,
+                       "foreign_commands": self._foreign_commands,
                        "last_trip_latency": self._last_trip_latency})
         values.update({f"opt_out/{rule}": why for rule, why in m.opted_out.items()})
+        values.update(m.deadline_miss_values())  # missed deadlines by cause, host delays p50/max
         cause = m.estop_cause
         if cause is not None:
             return "error", f"e-stop: {cause.describe()}", values

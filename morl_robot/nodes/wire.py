@@ -88,16 +88,22 @@ TOPICS: tuple[Topic, ...] = (
           "JSON episode event: {event: start|end, episode, steps, termination, returns{objective: value}}"),
     Topic("command", "std_msgs/msg/Float64MultiArray", "COMMAND_QOS", "policy_server",
           "command in robot units (control mode's units), labels = action or command component names "
-          "(lockstep: + 'answers_task_step', the key of the task_step answered)"),
+          "(lockstep: + 'answers_task_step', the key of the task_step answered; in a session: + 'session', "
+          "the session's id, last)"),
     Topic("command_safe", "std_msgs/msg/Float64MultiArray", "COMMAND_QOS", "safety_monitor",
-          "the checked command the robot node executes (same layout as command, key passed through)"),
+          "the checked command the robot node executes (same layout as command, key passed through, "
+          "'session' = the monitor's session: the robot node executes only its own session's)"),
+    Topic("session", "std_msgs/msg/String", "LATCHED_QOS", "every node of a session",
+          "JSON announcement {session, started, node, pid, host}: a second session on the same names "
+          "gives way to the first (its nodes exit naming it)"),
     Topic("heartbeat", "std_msgs/msg/Header", "COMMAND_QOS", "policy_server",
           "policy liveness at the control rate; frame_id = model version"),
     Topic("safety/estop", "std_msgs/msg/Bool", "LATCHED_QOS", "safety_monitor",
           "true while the latched e-stop is engaged"),
     Topic("safety/violations", "diagnostic_msgs/msg/DiagnosticStatus", "EVENT_QOS", "safety_monitor",
           "one violation as it begins: name = rule; values rule, key, level, value, threshold, unit, response, "
-          "sensor_stamp, decided_at, command_published_at"),
+          "sensor_stamp, decided_at, command_published_at, detail (e.g. 'host scheduling delay X ms: …' when the "
+          "monitor's own watchdog check ran late)"),
     Topic("experience", "std_msgs/msg/Float64MultiArray", "EXPERIENCE_QOS", "policy_server (train), vector_actor",
           "experience chunk, a table: rows = transitions, columns = EXPERIENCE_COLUMNS + fields "
           "(+ the machine columns of a reward-machine task)"),
@@ -109,6 +115,10 @@ TOPICS: tuple[Topic, ...] = (
     Topic("preference", "std_msgs/msg/Float64MultiArray", "COMMAND_QOS", "operator (policy_server subscribes)",
           "ε-conditioned policy: the preference ε_k to act under, one per objective; labels (optional) = the "
           "objective names; checked against the contract's ranges, an invalid one is logged and ignored"),
+    Topic("~/external_wrench", "geometry_msgs/msg/WrenchStamped", "COMMAND_QOS",
+          "safety-test probe (robot_node (sim) subscribes)",
+          "sim only, a force gauge: push the body named in header.frame_id with this force (N) and torque (N·m), "
+          "world frame, at its centre of mass, until the next message or a reset; zeros release it"),
     Topic("/clock", "rosgraph_msgs/msg/Clock", "CLOCK_QOS", "robot_node (sim)", "simulation time"),
     Topic("/diagnostics", "diagnostic_msgs/msg/DiagnosticArray", "EVENT_QOS", "every node",
           "status, rates, latencies, counters (key/value)"),
@@ -130,6 +140,67 @@ TASK_STEP_HEADER = ("episode", "step", "terminated", "truncated", "stamp")
 #: robot node executes exactly one command per step (a re-sent step answered twice, or an answer
 #: that comes late, is recognised as stale instead of being executed as the next step's command).
 STEP_KEY_LABEL = "answers_task_step"
+
+
+#: A session's commands carry its id as their last element (after the step key), so a monitor
+#: accepts only its own policy server's commands and a robot node executes only its own monitor's
+#: ``command_safe`` (:func:`split_command`).
+SESSION_LABEL = "session"
+
+
+def session_token(session: str) -> float:
+    """The wire value of a session id (12 hex digits: 48 bits, exact as a float); 0.0 for ""."""
+    return float(int(session, 16)) if session else 0.0
+
+
+def new_session_id() -> str:
+    """A fresh session id: 12 random hex digits."""
+    import secrets
+
+    return secrets.token_hex(6)
+
+
+def session_name(token: float) -> str:
+    """The session id a wire value stands for."""
+    return f"{int(token):012x}"
+
+
+@dataclass(frozen=True)
+class Command:
+    """A command as it travels: values and labels of the command itself, the lockstep key of
+    the task step it answers (or None) and the session token it carries (or None)."""
+
+    values: np.ndarray
+    labels: tuple[str, ...]
+    key: float | None = None
+    session: float | None = None
+
+
+def split_command(values: np.ndarray, labels: Sequence[str]) -> Command:
+    """A ``command`` / ``command_safe`` vector split into :class:`Command` (the trailing
+    ``session`` element, then the ``answers_task_step`` element, removed if present)."""
+    labels = tuple(labels)
+    values = np.asarray(values)
+    session = None
+    if labels and labels[-1] == SESSION_LABEL:
+        values, labels, session = values[:-1], labels[:-1], float(values[-1])
+    values, labels, key = split_step_key(values, labels)
+    return Command(values, labels, key, session)
+
+
+def command_labels(labels: Sequence[str], keyed: bool, session: float | None) -> tuple[str, ...]:
+    """The labels of a command with the given trailer (see :func:`split_command`)."""
+    return (tuple(labels) + ((STEP_KEY_LABEL,) if keyed else ())
+            + ((SESSION_LABEL,) if session is not None else ()))
+
+
+def command_message(values: np.ndarray | Sequence[float], labels: Sequence[str], key: float | None = None,
+                    session: float | None = None) -> Float64MultiArray:
+    """The ``command`` / ``command_safe`` message of ``values`` with its trailer."""
+    data = np.asarray(values, dtype=np.float64).reshape(-1)
+    trailer = ([key] if key is not None else []) + ([session] if session is not None else [])
+    return labelled_array(np.concatenate([data, trailer]) if trailer else data,
+                          command_labels(labels, key is not None, session))
 
 
 def step_key(episode: int, step: int) -> float:

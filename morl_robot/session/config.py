@@ -36,6 +36,12 @@ class ManagedNodeSettings:
     """What every lifecycle node has."""
 
     autostart: bool = True  # walk to active on start-up; false: wait in unconfigured for `ros2 lifecycle set`
+    session: str = ""  # session id (12 hex digits, set by the session builder): commands must carry it; "" = none (a node started by hand)
+    session_started: float = 0.0  # s since the epoch when the session started (the first session on a name keeps it)
+
+    def validate(self) -> None:
+        if self.session and (len(self.session) != 12 or any(c not in "0123456789abcdef" for c in self.session)):
+            fail("", "session", f"must be 12 lowercase hex digits (a session id) or empty, got {self.session!r}")
 
 
 @dataclass
@@ -59,6 +65,7 @@ class RobotNodeSettings(ManagedNodeSettings):
     state_timeout: float = 5.0  # s (hardware): wait for the first driver state at configure
 
     def validate(self) -> None:
+        super().validate()
         if self.reward_machine and not self.task:
             fail("", "reward_machine", "needs a task (the reward machine's events are labelled on the task's readings)")
         if self.backend == "hardware" and self.timing == "lockstep":
@@ -80,6 +87,7 @@ class SafetyMonitorSettings(ManagedNodeSettings):
     diagnostics_period: float = 1.0  # s
 
     def validate(self) -> None:
+        super().validate()
         _positive(self, "check_period")
         _positive(self, "diagnostics_period")
 
@@ -104,6 +112,7 @@ class PolicyServerSettings(ManagedNodeSettings):
     demonstration_noise: float = 0.2  # train: σ of the demonstrator's Gaussian action noise (normalised action units)
 
     def validate(self) -> None:
+        super().validate()
         if self.demonstrations < 0:
             fail("", "demonstrations", f"must be >= 0 episodes, got {self.demonstrations}")
         if self.demonstrations and self.mode != "train":
@@ -141,6 +150,7 @@ class LearnerNodeSettings(ManagedNodeSettings):
     observation_normalization: bool = True
 
     def validate(self) -> None:
+        super().validate()
         for name, low in (("total_steps", 0), ("snapshot_every", 1)):
             value = getattr(self, name)
             if not low <= value <= MAX_STEPS:
@@ -187,6 +197,7 @@ class VectorActorSettings(ManagedNodeSettings):
     diagnostics_period: float = 1.0  # s
 
     def validate(self) -> None:
+        super().validate()
         if self.envs < 1:
             fail("", "envs", f"must be a whole number >= 1, got {self.envs}")
         if self.chunk_size < 1:

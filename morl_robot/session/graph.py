@@ -19,6 +19,7 @@ One function per session kind, used by the CLI (as processes) and by the launch 
 from __future__ import annotations
 
 import os
+import time
 from typing import TYPE_CHECKING, Any
 
 from morl_robot.session.config import SessionConfig, node_parameters
@@ -174,9 +175,24 @@ def session_nodes(kind: str, cfg: SessionConfig, out_dir: str | os.PathLike[str]
     raise ValueError(f"unknown session kind '{kind}'; known: train, deploy, safety_test")
 
 
-def with_clock(cfg: SessionConfig, nodes: list[NodeSpec]) -> list[NodeSpec]:
+def with_clock(cfg: SessionConfig, nodes: list[NodeSpec], session: str | None = None) -> list[NodeSpec]:
     """Every node's ``use_sim_time`` parameter set from the session (``--use-sim-time``,
-    ``use_sim_time:=true``): all nodes of a graph follow one clock."""
+    ``use_sim_time:=true``): all nodes of a graph follow one clock.  Every managed node also gets
+    the graph's session id (``session``, a fresh one unless given) and start time: its commands
+    carry the id, and a second session on the same names gives way (``nodes.base.SessionGuard``)."""
+    from morl_robot.nodes.wire import new_session_id
+    from morl_robot.session.config import NODE_SETTINGS, ManagedNodeSettings
+
+    session = session or new_session_id()
+    started = time.time()
     for spec in nodes:
         spec.parameters["use_sim_time"] = bool(cfg.use_sim_time)
+        if issubclass(NODE_SETTINGS.get(spec.executable, object), ManagedNodeSettings):
+            spec.parameters["session"] = session
+            spec.parameters["session_started"] = started
     return nodes
+
+
+def session_of(nodes: list[NodeSpec]) -> str:
+    """The session id the graph's nodes were given (:func:`with_clock`)."""
+    return next(str(s.parameters["session"]) for s in nodes if s.parameters.get("session"))
