@@ -1,11 +1,15 @@
 """``morl-robot export RUN_DIR [--out policy.onnx]``: the newest readable checkpoint of a training
 run as an ONNX policy (normaliser and action scaling in the graph, contract in the metadata);
-prints where it went and what it is."""
+prints where it went and what it is.  An ``--out`` that cannot be written (read-only folder, a
+name too long, a file where a folder should be, disk full) or that is not a regular file is one
+line naming it and the OS error, exit status 2; an existing file there is then left as it was."""
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -28,24 +32,45 @@ def run(args: argparse.Namespace) -> int:
     from morl_robot.serving.runtime import OnnxPolicy
 
     run_dir = Path(args.run_dir)
-    if not run_dir.exists():
+    try:
+        found = run_dir.exists()
+    except OSError as exc:  # e.g. a name too long
+        raise UsageError(f"RUN_DIR: '{run_dir}': {exc.strerror}") from None
+    if not found:
         raise UsageError(f"RUN_DIR: '{run_dir}' does not exist")
     out = Path(args.out) if args.out else (run_dir if run_dir.is_dir() else run_dir.parent) / "policy.onnx"
-    if out.is_dir():
-        raise UsageError(f"--out: '{out}' is a directory; give a file name such as {out / 'policy.onnx'}")
+    with _output(out):
+        if out.is_dir():
+            raise UsageError(f"--out: '{out}' is a directory; give a file name such as {out / 'policy.onnx'}")
+        if out.exists() and not out.is_file():
+            raise UsageError(f"--out: '{out}' exists and is not a regular file (a device, a pipe…); give a file name")
+        exists = out.exists()
     t0 = time.perf_counter()
     path, policy, contract, normalizer = load_run_policy(run_dir)
-    if out.exists() and not args.force:
+    if exists and not args.force:
         _refuse_downgrade(out, contract, path)
-    export_policy(policy, contract, out, normalizer=normalizer)
+    export_policy(policy, contract, out, normalizer=normalizer)  # a WriteError naming out if it cannot be written
     seconds = time.perf_counter() - t0
     OnnxPolicy.from_file(out, expected=contract)  # the file loads and runs as the server will load it
+    with _output(out):
+        size = out.stat().st_size
     if args.json:
-        print(json.dumps({"path": str(out), "bytes": out.stat().st_size, "seconds": round(seconds, 3),
+        print(json.dumps({"path": str(out), "bytes": size, "seconds": round(seconds, 3),
                           "contract": contract.__dict__}, ensure_ascii=False))
     else:
-        print(f"wrote {out} ({out.stat().st_size / 1e3:.0f} kB, {seconds:.2f} s): {contract.summary()}")
+        print(f"wrote {out} ({size / 1e3:.0f} kB, {seconds:.2f} s): {contract.summary()}")
     return 0
+
+
+@contextlib.contextmanager
+def _output(out: Path) -> Iterator[None]:
+    """An ``OSError`` on the output path (e.g. a name too long to even look up) as one line naming it."""
+    from morl_robot.learning.run_lock import write_error
+
+    try:
+        yield
+    except OSError as exc:
+        raise write_error(out, exc) from None
 
 
 def _refuse_downgrade(out: Path, contract: Any, checkpoint: Path) -> None:

@@ -7,6 +7,14 @@ the learner's ``/diagnostics``; Ctrl-C stops every node cleanly (the learner wri
 checkpoint; running the same command again resumes).  ``--out`` receives checkpoints,
 ``metrics.csv``, TensorBoard logs, plots, ``policy.onnx``, ``session.yaml`` and ``logs/``.
 
+Before any node starts and before anything in ``--out`` changes, the run is checked: the
+configs, and for an existing run the resume (task, robot, reward machine, observation and action
+labels, learner and normaliser: the learner's own restore check, reading only) — a refused resume
+is one line and exit status 2, the run directory byte-identical.  A file that cannot be written
+(read-only folder, name too long, disk full) is one line naming it and the OS error, never a
+traceback; a learner that fails (e.g. cannot write ``policy.onnx``) makes the command exit
+non-zero with the learner's first error line, never "done".
+
 ``--actors-kind vectorized`` (simulated training) runs each actor as one ``vector_actor`` process
 stepping ``--envs`` environments with one batched policy forward, the safety rules inside its loop.
 
@@ -16,9 +24,12 @@ with the same ``ROS_DOMAIN_ID`` and ``--discovery subnet``.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import dataclasses
+import re
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -100,15 +111,73 @@ def merge_violations(previous: dict[str, Any] | None, session: dict[str, Any], i
     return {**total, "sessions": sessions}
 
 
-def _check_before_start(cfg: Any) -> None:
+def _check_before_start(cfg: Any, out: Path | None = None) -> None:
     """The task (and its reward machine) and the learner YAML the learner node will load, checked
-    here first (the learner's own construction: objectives, ``replay.crm`` against the reward machine)."""
+    here first (the learner's own construction: objectives, ``replay.crm`` against the reward
+    machine); with ``out``, the resume the learner would make from its newest checkpoint, read
+    only (:meth:`~morl_robot.learning.session.LearnerSession.check_resume`): a refused one is a
+    :class:`UsageError` and nothing in ``out`` has changed."""
     from morl_robot.learning.session import session_for_task
 
     if not cfg.task:
         raise UsageError("training needs a task (--task)")
-    session_for_task(cfg.task, cfg.learner_node.task_config, cfg.learner_node.config,
-                     reward_machine=cfg.reward_machine)
+    node = cfg.learner_node
+    session = session_for_task(cfg.task, node.task_config, node.config, seed=cfg.seed, run_dir=out,
+                               reward_machine=cfg.reward_machine, normalize_observations=node.observation_normalization,
+                               normalization_setting="learner_node.observation_normalization")
+    if out is None:
+        return
+    preflight_resume(session, out)
+
+
+def preflight_resume(session: Any, out: Path) -> Path | None:
+    """The learner's restore check for ``session`` over the run directory ``out``, reading only
+    (the experience ingest included, as the learner node builds it); returns the checkpoint it
+    would resume from (None: a new run).  A refused resume is a :class:`UsageError` naming the
+    checkpoint and the first difference."""
+    from morl_robot.errors import MorlRobotError
+    from morl_robot.learning.run_lock import WriteError
+    from morl_robot.nodes import wire
+
+    c = session.contract
+    session.accept_experience(wire.experience_columns(c.input_labels, c.action_labels, c.objective_names,
+                                                      wire.machine_columns(session.propositions)))
+    try:
+        with _writing(out):  # e.g. a name too long to even look up
+            return session.check_resume()
+    except MorlRobotError as exc:
+        if isinstance(exc, WriteError):
+            raise
+        raise UsageError(f"--out {out}: refusing to resume this run: {exc} (nothing in it was changed; train "
+                         "it with its own task and configuration, or choose another --out)") from None
+
+
+@contextlib.contextmanager
+def _writing(path: Path) -> Iterator[None]:
+    """An ``OSError`` while writing ``path`` as one line naming it (exit status 2), not a traceback."""
+    from morl_robot.learning.run_lock import write_error
+
+    try:
+        yield
+    except OSError as exc:
+        raise write_error(path, exc) from None
+
+
+#: a node log's error lines: rclpy's ``[ERROR] [t] [name]: msg``, run_node's ``error: msg``.
+_ERROR_LINE = re.compile(r"^\s*(?:\[(?:ERROR|FATAL)\]\s*(?:\[[^\]]*\]\s*)*:?\s*|error(?: while closing)?:\s*)(?P<msg>.+)$")
+
+
+def first_error_line(log_text: str) -> str:
+    """The first error a node logged (rclpy ``[ERROR]``/``[FATAL]`` or ``error: …``), else the
+    last line of a traceback, else the last line of the log ("" for an empty log)."""
+    lines = [line.rstrip() for line in log_text.splitlines() if line.strip()]
+    for line in lines:
+        m = _ERROR_LINE.match(line)
+        if m:
+            return m.group("msg").strip()
+    if any(line.startswith("Traceback") for line in lines):
+        return lines[-1].strip()
+    return lines[-1].strip() if lines else ""
 
 
 def run(args: argparse.Namespace) -> int:
@@ -126,8 +195,12 @@ def run(args: argparse.Namespace) -> int:
     if args.envs is not None:
         overrides["vector_actor"] = {"envs": args.envs}
     cfg = load_session_config(args.config, overrides)
-    _check_before_start(cfg)  # every config read and checked before any node starts: rc 2 and one line
+    if not cfg.task:
+        raise UsageError("training needs a task (--task)")
     out = Path(args.out or f"runs/{cfg.task}").resolve()
+    # every config read and checked, and a resume checked against the run, before any node starts
+    # and before anything in the run directory changes: rc 2 and one line
+    _check_before_start(cfg, out if args.role != "actors" else None)
     from morl_robot.learning.run_lock import RunLock
 
     lock = RunLock.acquire(out, "morl-robot train")  # refused while another run writes there
@@ -140,16 +213,21 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _run_locked(args: argparse.Namespace, cfg: Any, out: Path) -> int:
+    from morl_robot.evaluation.records import (
+        read_json,
+        write_bytes_atomic,
+        write_json_atomic,
+    )
     from morl_robot.session.graph import SESSION_SEED_STRIDE, train_nodes
     from morl_robot.session.runner import SessionRunner
 
-    (out / "session.yaml").write_text(yaml.safe_dump(dataclasses.asdict(cfg), sort_keys=False))
-    from morl_robot.evaluation.records import read_json, write_json_atomic
-
+    with _writing(out / "session.yaml"):
+        write_bytes_atomic(out / "session.yaml", yaml.safe_dump(dataclasses.asdict(cfg), sort_keys=False).encode())
     history = read_json(out / "sessions.json") if (out / "sessions.json").is_file() else []
     index = len(history)  # 0: a new run; k: the k-th resumption (the actors' seeds move on)
     history.append({"session": index, "started": time.time(), "total_steps": cfg.total_steps, "seed": cfg.seed})
-    write_json_atomic(out / "sessions.json", history)
+    with _writing(out / "sessions.json"):
+        write_json_atomic(out / "sessions.json", history)
     specs = train_nodes(cfg, out, session_index=index)
     if args.role == "learner":
         specs = [s for s in specs if s.executable == "learner_node"]
@@ -165,6 +243,8 @@ def _run_locked(args: argparse.Namespace, cfg: Any, out: Path) -> int:
     ns = "/" + cfg.namespace.strip("/")
     actor_ns = sorted({s.namespace for s in specs if s.executable in ("robot_node", "vector_actor")})
     monitored = sorted({s.namespace for s in specs if s.executable == "safety_monitor"})
+    with _writing(out / "logs"):
+        (out / "logs").mkdir(exist_ok=True)
     runner = SessionRunner(specs, out / "logs", args.domain_id, localhost=args.discovery == "localhost")
     print(f"training {cfg.task} on {cfg.backend} with {len(actor_ns)} actor(s) here (role {args.role}); "
           f"ROS_DOMAIN_ID={runner.domain_id}; run directory {out}", file=sys.stderr)
@@ -218,7 +298,8 @@ def _run_locked(args: argparse.Namespace, cfg: Any, out: Path) -> int:
         from morl_robot.evaluation.records import write_json_atomic
 
         path = out / "safety_violations.json"
-        write_json_atomic(path, merge_violations(read_json(path) if path.is_file() else None, violations, index))
+        with _writing(path):
+            write_json_atomic(path, merge_violations(read_json(path) if path.is_file() else None, violations, index))
         if violations["total"]:
             print(f"safety violations: {violations['by_rule']}", file=sys.stderr)
     if not finished:
@@ -226,7 +307,10 @@ def _run_locked(args: argparse.Namespace, cfg: Any, out: Path) -> int:
               f"from the checkpoint in {out}", file=sys.stderr)
         return 130
     if has_learner and learner_rc not in (0, None):
-        print(f"the learner exited with status {learner_rc}; see {out / 'logs' / 'learner_node.log'}", file=sys.stderr)
+        log = runner.process("learner_node").log_text()
+        why = first_error_line(log) or "no error logged"
+        print(f"morl-robot train: error: the learner exited with status {learner_rc}: {why} "
+              f"(log {out / 'logs' / 'learner_node.log'})", file=sys.stderr)
         return 1
     artefacts = sorted(str(p.relative_to(out)) for p in out.rglob("*") if p.is_file() and "logs" not in p.parts)
     print(f"done: {out}\n  " + "\n  ".join(artefacts[:30]))

@@ -15,6 +15,7 @@ Every function writes the file and returns its path; nothing is shown on screen.
 """
 from __future__ import annotations
 
+import contextlib
 import csv
 import itertools
 import os
@@ -44,12 +45,22 @@ def _colour(index: int) -> str:
 
 
 def _save(fig: plt.Figure, path: str | os.PathLike[str]) -> Path:
+    """Write ``fig`` to ``path`` atomically; an ``OSError`` is a
+    :class:`~morl_robot.learning.run_lock.WriteError` naming ``path`` (the figure is closed either way)."""
+    from morl_robot.learning.run_lock import write_error
+
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f".{path.stem}.tmp{path.suffix}")
-    fig.savefig(tmp, dpi=120, bbox_inches="tight")
-    plt.close(fig)
-    os.replace(tmp, path)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fig.savefig(tmp, dpi=120, bbox_inches="tight")
+        os.replace(tmp, path)
+    except OSError as exc:
+        with contextlib.suppress(OSError):
+            tmp.unlink(missing_ok=True)
+        raise write_error(path, exc) from None
+    finally:
+        plt.close(fig)
     return path
 
 

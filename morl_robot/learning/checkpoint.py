@@ -182,12 +182,15 @@ def quarantine(path: Path) -> str:
 
 
 def load_latest(directory: str | os.PathLike[str], fallback: bool = True, *, move_aside: bool = False,
-                log: Callable[[str], None] | None = None) -> tuple[Path, dict[str, Any]] | None:
+                log: Callable[[str], None] | None = None,
+                on_skip: Callable[[Path, CheckpointError], None] | None = None) -> tuple[Path, dict[str, Any]] | None:
     """The newest readable checkpoint in ``directory`` as ``(path, payload)``, or None if there is none.
 
     With ``fallback`` a corrupt newest file is reported (``log``, default a ``RuntimeWarning``)
     naming it, and the previous one is tried; with ``move_aside`` each corrupt file is also renamed
-    ``*.corrupt`` (:func:`quarantine`).  Without ``fallback`` the :class:`CheckpointError` is raised.
+    ``*.corrupt`` (:func:`quarantine`); ``on_skip(path, error)`` instead of the report leaves the
+    decision to the caller (nothing is written: e.g. only once the resume is known to be accepted).
+    Without ``fallback`` the :class:`CheckpointError` is raised.
     If there are checkpoints but none is readable, :class:`CheckpointError` names them all (never
     a silent fresh start over a run's history).
     """
@@ -203,6 +206,9 @@ def load_latest(directory: str | os.PathLike[str], fallback: bool = True, *, mov
             if not fallback:
                 raise
             errors.append(str(exc))
+            if on_skip is not None:
+                on_skip(path, exc)
+                continue
             moved = f"; {quarantine(path)}" if move_aside else ""
             report(f"skipping unreadable checkpoint: {exc}{moved}")
     if errors:

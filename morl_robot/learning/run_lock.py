@@ -10,6 +10,9 @@ writer is refused with that description.  A lock file left by a holder that is g
 it is taken over and :attr:`RunLock.stale` names whose it was, for the caller to log.  A child
 started by the holder (the learner node of a ``morl-robot train`` session) may share its
 parent's lock (``allow_parent``).
+
+A file of a run (or an export's output) that cannot be written is a :class:`WriteError` naming
+the file and the OS error (:func:`write_error`): one line, never a traceback or a silent success.
 """
 from __future__ import annotations
 
@@ -30,6 +33,23 @@ class RunDirectoryBusy(MorlRobotError):
     """Another live process is writing into the run directory."""
 
 
+class WriteError(MorlRobotError):
+    """A file could not be written (disk full, read-only folder, name too long…); the message names
+    the file and the OS error."""
+
+
+def write_error(path: str | os.PathLike[str], exc: OSError) -> WriteError:
+    """``cannot write PATH: [Errno N] reason`` for an ``OSError`` met while writing ``path`` (the
+    folder or file the OS refused is added when it is not ``path`` or its temporary sibling)."""
+    reason = f"[Errno {exc.errno}] {exc.strerror}" if exc.errno is not None and exc.strerror else str(exc)
+    where = ""
+    if exc.filename is not None:
+        failed = Path(os.fsdecode(exc.filename))
+        if failed != Path(path) and failed.parent != Path(path).parent:
+            where = f" ({failed})"
+    return WriteError(f"cannot write {path}: {reason}{where}")
+
+
 def _describe(info: dict[str, Any]) -> str:
     started = info.get("started")
     when = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(started)) if isinstance(started, (int, float)) else "?"
@@ -44,11 +64,15 @@ class RunLock:
 
     @classmethod
     def acquire(cls, run_dir: str | os.PathLike[str], owner: str, allow_parent: bool = False) -> RunLock:
-        """Lock ``run_dir`` (created if missing) for ``owner`` or raise :class:`RunDirectoryBusy`."""
+        """Lock ``run_dir`` (created if missing) for ``owner`` or raise :class:`RunDirectoryBusy`
+        (:class:`WriteError` if the lock file cannot be made there)."""
         folder = Path(run_dir)
-        folder.mkdir(parents=True, exist_ok=True)
         path = folder / LOCK_NAME
-        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            folder.mkdir(parents=True, exist_ok=True)
+            fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+        except OSError as exc:  # read-only, a file in the way, a name too long: one line naming it
+            raise write_error(path, exc) from None
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:

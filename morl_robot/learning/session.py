@@ -7,9 +7,14 @@ owns everything of a learner run that is not acting, so the in-process loop
 (:mod:`morl_robot.nodes.learner_node`, which only translates messages to these calls) behave alike:
 
 * **restore** (:meth:`start`): the newest readable checkpoint of ``<run>/checkpoints``; an
-  unreadable newer one is named in the log, moved aside to ``*.corrupt`` and the previous one is
-  used (:func:`~morl_robot.learning.checkpoint.load_latest` with ``move_aside``); if none is
-  readable the start fails naming them (the next start begins a new run).
+  unreadable newer one is named in the log and the previous one is used
+  (:func:`~morl_robot.learning.checkpoint.load_latest`); if none is readable the start fails
+  naming them.  Nothing in the run directory changes before the restore is checked (contract:
+  task, robot, reward machine…; the normaliser setting; the learner's and replay's shapes): a
+  refused resume leaves it byte-identical, and :meth:`finish` of a session that never started
+  writes nothing.  Only then are the skipped unreadable checkpoints moved aside to ``*.corrupt``
+  and the metric logs opened.  :meth:`check_resume` is the same check alone (the CLI's
+  preflight, before any node starts).
 * **experience**: one transition (:meth:`add_transition`, the in-process actor) or one decoded
   chunk of a distributed actor (:meth:`add_chunk`, through
   :class:`~morl_robot.learning.ingest.ExperienceIngest`); both count inserts in the
@@ -53,12 +58,17 @@ owns everything of a learner run that is not acting, so the in-process loop
   ``total_steps``) and :meth:`diagnostics` (statistics, ingest rates, a recent rejection).
 * **end of run** (:meth:`finish`): the final checkpoint and, with a contract, ``policy.onnx`` and
   ``plots/`` (learning curves and the Pareto front of the newest training episodes).
+* **writes that fail** (disk full, a read-only folder…): a :class:`~morl_robot.learning.run_lock.WriteError`
+  naming the file and the OS error — from the metric logs at once (experience is not taken as
+  "rejected" for it), from :meth:`finish` after every other artefact was tried — never a run that
+  ends as if it had written everything.
 
 Counters (``env_steps``, ``updates``, ``episodes``, ``policy_version``, ``chunks``) are part of
 every checkpoint; a resumed session continues them.  No ROS here.
 """
 from __future__ import annotations
 
+import contextlib
 import copy
 import dataclasses
 import logging
@@ -66,7 +76,7 @@ import math
 import time
 import uuid
 import warnings
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -77,7 +87,9 @@ from morl_robot.acting.experience import DEMONSTRATION_VERSION
 from morl_robot.errors import ConfigError, MorlRobotError, WireError
 from morl_robot.learning.checkpoint import (
     CheckpointError,
+    checkpoint_path,
     load_latest,
+    quarantine,
     run_checkpoint_dir,
     save_checkpoint,
 )
@@ -88,6 +100,7 @@ from morl_robot.learning.metrics import MetricsLogger
 from morl_robot.learning.networks import ActionSpec
 from morl_robot.learning.normalization import RunningNormalizer
 from morl_robot.learning.replay import SampleToInsertRatio, SequenceReplay
+from morl_robot.learning.run_lock import WriteError, write_error
 from morl_robot.learning.termination import WorstCaseTermination, worst_case_termination
 
 if TYPE_CHECKING:  # pragma: no cover - typing only
@@ -230,6 +243,7 @@ class LearnerSession:
         self._snapshot_updates = 0
         self._last_checkpoint_steps = 0
         self._finished = False
+        self._started = False  # start() passed its restore check: the run directory may be written
         self.on_allowance, self.clock = on_allowance, clock
         self.seed = int(seed)
         if config.training.demonstrations.episodes and demonstrator is None:
@@ -260,17 +274,48 @@ class LearnerSession:
     # --- restore ---------------------------------------------------------------------------------
     def start(self) -> Path | None:
         """Resume from the newest readable checkpoint (if any) and open the metric logs; returns
-        the checkpoint resumed from."""
+        the checkpoint resumed from.  The run directory is written only after the restore is
+        checked: unreadable checkpoints skipped on the way are then moved aside (``*.corrupt``)."""
         if self.run_dir is not None:
-            found = load_latest(self.checkpoint_dir, fallback=True, move_aside=True,
-                                log=lambda message: self.log("warning", message))
-            if found is not None:
-                self._restore(*found)
-            self.logger = MetricsLogger(self.run_dir, self.config.training.tensorboard,
-                                        resume_step=self.counters["env_steps"])
+            skipped = self._restore_newest()  # raises before any write if the run cannot be resumed
+            for path, message in skipped:
+                self.log("warning", f"skipping unreadable checkpoint: {message}; {quarantine(path)}")
+            try:
+                self.logger = MetricsLogger(self.run_dir, self.config.training.tensorboard,
+                                            resume_step=self.counters["env_steps"])
+            except OSError as exc:
+                raise write_error(self.run_dir / "metrics.csv", exc) from None
+        self._started = True
         self._snapshot_updates = self.learner.num_updates  # a checkpoint holds the weights of its version
         self._last_checkpoint_steps = self.counters["env_steps"]
         return self.resumed_from
+
+    def check_resume(self) -> Path | None:
+        """The resume :meth:`start` would make, checked without writing anything: the newest
+        readable checkpoint restored into this session (contract — task, robot, reward machine,
+        labels —, normaliser setting, learner, replay and ingest shapes); returns it (None: a new
+        run).  Raises what :meth:`start` would (:class:`~morl_robot.serving.contract.ContractError`,
+        :class:`ConfigError`, :class:`CheckpointError`, also when every checkpoint is unreadable).
+        The session is left restored but not started: a preflight's throwaway (the CLI's)."""
+        if self.run_dir is None:
+            return None
+        self._restore_newest()
+        return self.resumed_from
+
+    def _restore_newest(self) -> list[tuple[Path, str]]:
+        """Restore the newest readable checkpoint (reading only); returns the unreadable newer ones
+        skipped, with why.  If there are checkpoints but none is readable, a
+        :class:`CheckpointError` names them all (never a silent fresh start over a run's history)."""
+        skipped: list[tuple[Path, str]] = []
+        try:
+            found = load_latest(self.checkpoint_dir, fallback=True,
+                                on_skip=lambda path, exc: skipped.append((path, str(exc))))
+        except CheckpointError as exc:
+            raise CheckpointError(f"{exc}; nothing was changed: move the unreadable checkpoints aside to start a "
+                                  "new run in this directory, or choose another one") from None
+        if found is not None:
+            self._restore(*found)
+        return skipped
 
     def _restore(self, path: Path, payload: dict[str, Any]) -> None:
         from morl_robot.serving.contract import ContractError, PolicyContract
@@ -346,9 +391,10 @@ class LearnerSession:
         self.counters["demonstration_episodes"] += int(demonstration)
         self.last_returns = np.asarray(returns)
         if self.logger is not None:
-            self.logger.log_episode(self.counters["env_steps"],
-                                    {f"return/{n}": float(v) for n, v in zip(self.objective_names, returns)},
-                                    termination, extra)
+            with self._writing("episodes.csv"):
+                self.logger.log_episode(self.counters["env_steps"],
+                                        {f"return/{n}": float(v) for n, v in zip(self.objective_names, returns)},
+                                        termination, extra)
 
     def add_chunk(self, chunk: Any) -> IngestResult:
         """A decoded experience chunk of a distributed actor (:meth:`accept_experience` first);
@@ -382,8 +428,9 @@ class LearnerSession:
         """A deterministic evaluation's mean returns ``[K]`` at the current env steps (``eval.csv``)."""
         self.evaluations.append((self.counters["env_steps"], returns))
         if self.logger is not None:
-            self.logger.log_eval(self.counters["env_steps"],
-                                 {f"return/{n}": float(v) for n, v in zip(self.objective_names, returns)})
+            with self._writing("eval.csv"):
+                self.logger.log_eval(self.counters["env_steps"],
+                                     {f"return/{n}": float(v) for n, v in zip(self.objective_names, returns)})
 
     # --- updates owed ----------------------------------------------------------------------------
     def updates_owed(self) -> int:
@@ -516,7 +563,16 @@ class LearnerSession:
             if self.ingest is not None:
                 extra.update({f"actor/{a}/transitions": float(n["transitions"])
                               for a, n in self.ingest.actor_counts().items()})
-            self.logger.log_update(self.learner.num_updates, steps, {**stats, **extra})
+            with self._writing("metrics.csv"):
+                self.logger.log_update(self.learner.num_updates, steps, {**stats, **extra})
+
+    @contextlib.contextmanager
+    def _writing(self, name: str) -> Iterator[None]:
+        """An ``OSError`` while writing ``RUN_DIR/name`` as a :class:`WriteError` naming it."""
+        try:
+            yield
+        except OSError as exc:
+            raise write_error((self.run_dir or Path()) / name, exc) from None
 
     def _crm_statistics(self) -> dict[str, float]:
         """With CRM: ``replay_inserts`` (what the samples-per-insert ratio counted: the real steps
@@ -605,11 +661,15 @@ class LearnerSession:
             "ingest": self.ingest.state_dict() if self.ingest is not None else None,
             "evaluations": [(s, torch.as_tensor(r)) for s, r in self.evaluations],
         }
-        path = save_checkpoint(self.checkpoint_dir, self.counters["env_steps"], payload, keep=tcfg.keep_checkpoints)
+        try:
+            path = save_checkpoint(self.checkpoint_dir, self.counters["env_steps"], payload, keep=tcfg.keep_checkpoints)
+        except OSError as exc:
+            raise write_error(checkpoint_path(self.checkpoint_dir, self.counters["env_steps"]), exc) from None
         self._last_checkpoint_steps = self.counters["env_steps"]
         self.keep_snapshot()
         if self.logger is not None:
-            self.logger.flush()
+            with self._writing("tb"):
+                self.logger.flush()
         self.log("info", f"checkpoint {path.name}: {self.counters['env_steps']} env steps, "
                  f"{self.learner.num_updates} updates, policy version {self.counters['policy_version']}")
         return path
@@ -617,20 +677,33 @@ class LearnerSession:
     # --- end of run ------------------------------------------------------------------------------
     def finish(self, reason: str, publish: bool = True) -> None:
         """The final checkpoint and, with a contract, ``policy.onnx`` (and ``plots/``); once.
-        Each artefact that fails is logged and the others are still written."""
+        Each artefact that fails is logged and the others are still written; then the first
+        failure is raised (:class:`WriteError` naming the file and the OS error, or what the
+        artefact raised).  A session whose :meth:`start` did not pass writes nothing."""
         if self._finished:
             return
         self._finished = True
+        if self.run_dir is not None and not self._started:
+            self.log("info", f"{reason}: the run did not start (restore refused or failed): nothing written "
+                     f"to {self.run_dir}")
+            return
         steps: list[tuple[str, Callable[[], Any]]] = [("checkpoint", lambda: self.checkpoint(publish=publish))]
         if self.contract is not None and self.run_dir is not None:
             steps.append(("policy.onnx", lambda: self._export(self.run_dir / "policy.onnx")))
         if self.end_of_run_plots and self.run_dir is not None:
             steps.append(("plots", self._plots))
+        failures: list[Exception] = []
         for what, fn in steps:
             try:
                 fn()
+            except WriteError as exc:  # names the file and the OS error
+                failures.append(exc)
+                self.log("error", f"{reason}: {exc}")
             except Exception as exc:  # noqa: BLE001 - write whatever else can be written
+                failures.append(exc)
                 self.log("error", f"{reason}: could not write the {what}: {type(exc).__name__}: {exc}")
+        if failures:
+            raise failures[0]
         if self.run_dir is not None:
             self.log("info", f"{reason}: final artefacts in {self.run_dir}")
 
@@ -704,6 +777,8 @@ class LearnerSession:
                 ingest.reject(f"malformed experience chunk: {exc}")
                 raise
             self.add_chunk(chunk)  # the ingest counts its own rejections
+        except WriteError:
+            raise  # the run directory cannot be written: not the chunk's fault, and fatal
         except MorlRobotError as exc:
             self._last_rejection_time = now = self.clock()
             if now - self._last_rejection_log >= REJECTION_LOG_INTERVAL:

@@ -25,6 +25,12 @@ learner YAML, the session relabels it counterfactually (:func:`~morl_robot.learn
 Checkpoints every ``training.checkpoint_every`` env steps of the learner YAML (the one cadence
 key) and at shutdown (SIGINT/SIGTERM → :meth:`LearnerNode.close`); at ``total_steps`` the node
 finishes the updates owed, writes its final artefacts and exits.
+
+Nothing in the run directory is written before the session's restore check passes (a refused
+resume — another task, robot, reward machine or learner — fails ``configure`` and leaves the run
+as it was; only the lock file is taken).  A file of the run that cannot be written (disk full, a
+read-only folder…) ends the node with a non-zero status and one ``[ERROR]`` line naming the file
+and the OS error (the CLI shows that line).
 """
 from __future__ import annotations
 
@@ -41,7 +47,7 @@ from std_msgs.msg import (
     UInt8MultiArray,
 )
 
-from morl_robot.errors import ConfigError
+from morl_robot.errors import ConfigError, MorlRobotError
 from morl_robot.nodes import wire
 from morl_robot.nodes.base import (
     DiagnosticsPublisher,
@@ -61,6 +67,7 @@ class LearnerNode(ManagedNode):
         self.finished = self._active = False
         self._timers: list[Any] = []
         self._sub = self._pub_snapshot = self._pub_allowance = self._run_lock = self._diagnostics = None
+        self.failure: Exception | None = None  # what ended the run early (raised again by close: exit status)
 
     # --- lifecycle -----------------------------------------------------------------------------
     def configure(self) -> None:
@@ -114,34 +121,59 @@ class LearnerNode(ManagedNode):
         self._sub = self._diagnostics = None
 
     def cleanup(self) -> None:
-        """Write the final artefacts (checkpoint, policy.onnx, plots) and release the learner."""
-        if self.session is None:
-            return
-        self.session.finish("shutdown", publish=rclpy.ok(context=self.context))
-        self.session.close()
-        for pub in (self._pub_snapshot, self._pub_allowance):
-            if pub is not None:
-                self.destroy_publisher(pub)
-        self._pub_snapshot = self._pub_allowance = None
-        if self._run_lock is not None:
-            self._run_lock.release()
-        self.session = self._run_lock = None
+        """Write the final artefacts (checkpoint, policy.onnx, plots) and release the learner and
+        the run directory; raises the first artefact that could not be written (nothing is
+        written if the session never started: a refused resume)."""
+        try:
+            if self.session is not None:
+                self.session.finish("shutdown", publish=rclpy.ok(context=self.context))
+        finally:
+            if self.session is not None:
+                self.session.close()
+            for pub in (self._pub_snapshot, self._pub_allowance):
+                if pub is not None:
+                    self.destroy_publisher(pub)
+            self._pub_snapshot = self._pub_allowance = None
+            if self._run_lock is not None:
+                self._run_lock.release()
+            self.session = self._run_lock = None
 
     def close(self) -> None:
-        """Process exit (SIGINT/SIGTERM, or ``total_steps`` reached): final checkpoint and artefacts."""
+        """Process exit (SIGINT/SIGTERM, or ``total_steps`` reached): final checkpoint and artefacts.
+        Raises the failure that ended the run, or else the first artefact that could not be
+        written: the process exits non-zero."""
         if self._active:
             self.deactivate()
-        self.cleanup()
+        try:
+            self.cleanup()
+        except MorlRobotError as exc:
+            self.failure = self.failure or exc
+        if self.failure is not None:
+            failure, self.failure = self.failure, None
+            raise failure
 
     # --- messages ------------------------------------------------------------------------------
     def _on_experience(self, msg: Float64MultiArray) -> None:
         if self._active and not self.finished:
-            self.session.receive(lambda: wire.read_table(msg), wire.split_experience)
+            try:
+                self.session.receive(lambda: wire.read_table(msg), wire.split_experience)
+            except MorlRobotError as exc:  # e.g. episodes.csv or a checkpoint cannot be written
+                self._fail(exc)
 
     def _on_tick(self) -> None:
         if self._active and not self.finished:
             # finished: run_node stops spinning and calls close()
-            self.finished = self.session.tick(deadline=time.monotonic() + self.settings.update_budget)
+            try:
+                self.finished = self.session.tick(deadline=time.monotonic() + self.settings.update_budget)
+            except MorlRobotError as exc:  # e.g. metrics.csv or policy.onnx cannot be written
+                self._fail(exc)
+
+    def _fail(self, exc: Exception) -> None:
+        """End the run: log ``exc`` as one error line, stop spinning; :meth:`close` raises it again
+        (after writing what can still be written) so the process exits non-zero."""
+        self.failure = exc
+        self.finished = True
+        self._log("error", str(exc))
 
     def _publish_allowance(self, allowance: tuple[int, int, dict[int, int]]) -> None:
         if self._pub_allowance is not None:

@@ -144,10 +144,16 @@ def _torch_export(graph: nn.Module, contract: PolicyContract) -> bytes:
 
 
 def write_atomically(path: str | os.PathLike[str], data: bytes) -> Path:
-    """Write the model atomically (a server hot-reloading the file never sees a partial one)."""
+    """Write the model atomically (a server hot-reloading the file never sees a partial one); an
+    ``OSError`` (disk full, read-only folder, name too long…) is a
+    :class:`~morl_robot.learning.run_lock.WriteError` naming ``path`` (the old file, if any, stays)."""
     from morl_robot.evaluation.records import write_bytes_atomic
+    from morl_robot.learning.run_lock import write_error
 
-    return write_bytes_atomic(path, data)
+    try:
+        return write_bytes_atomic(path, data)
+    except OSError as exc:
+        raise write_error(path, exc) from None
 
 
 def export_policy(policy: nn.Module, contract: PolicyContract, path: str | os.PathLike[str] | None = None, *,
