@@ -89,6 +89,15 @@ class Robot(abc.ABC):
         ``scene`` sets named task-object joints (simulation; hardware needs a person or a
         fixture for that and says so)."""
 
+    def apply_external_force(self, body: str, force: np.ndarray, torque: np.ndarray | None = None) -> None:
+        """Simulation only: push the named body with an external wrench (force (3,) N and torque
+        (3,) N·m in the world frame, at the body's centre of mass) until changed; zeros remove it,
+        and a reset removes it.  What a force gauge pressed against the robot does on a test rig
+        (the safety test's fingertip press); on hardware a person holds the gauge, so a backend
+        that cannot push raises :class:`CommandError` saying so."""
+        raise CommandError(f"{type(self).__name__} cannot apply an external force to '{body}' (simulation "
+                           "only): on hardware, press the body with a force gauge by hand")
+
     def landmark(self, name: str) -> np.ndarray:
         """Pose (7,) [m, quaternion wxyz] of a named fixed landmark of the work cell (e.g. the
         hole of a peg-in-hole fixture) in the robot base frame: an MJCF site in simulation, a

@@ -27,7 +27,7 @@ from typing import Any
 import mujoco
 import numpy as np
 
-from morl_robot.errors import ConfigError, UnknownNameError
+from morl_robot.errors import CommandError, ConfigError, UnknownNameError
 from morl_robot.robots.base import Robot
 from morl_robot.robots.config import RobotConfig
 from morl_robot.robots.kinematics import CartesianController
@@ -252,6 +252,7 @@ class MujocoRobot(Robot):
             val = np.atleast_1d(np.asarray(value, dtype=float))
             d.qpos[adr : adr + len(val)] = val
         d.qvel[:] = 0.0
+        d.xfrc_applied[:] = 0.0  # a reset ends any external push (apply_external_force)
         mujoco.mj_forward(m, d)  # actuator lengths of the new configuration
         if self.control_mode in (ControlMode.POSITION, ControlMode.CARTESIAN_VELOCITY):
             d.ctrl[self._act] = self._actuator_positions()
@@ -269,6 +270,18 @@ class MujocoRobot(Robot):
             d.ctrl[self._act] = self._target
         self._tare()
         return self.read_state()
+
+    def apply_external_force(self, body: str, force: np.ndarray, torque: np.ndarray | None = None) -> None:
+        """MuJoCo's ``xfrc_applied`` on ``body`` (world frame, at its centre of mass): held through
+        every substep until changed or a reset."""
+        bid = mujoco.mj_name2id(self.model, mujoco.mjtObj.mjOBJ_BODY, body)
+        if bid < 0:
+            raise UnknownNameError(f"no body named '{body}' in {self.model_path}")
+        wrench = np.concatenate([np.asarray(force, dtype=float).reshape(-1),
+                                 np.zeros(3) if torque is None else np.asarray(torque, dtype=float).reshape(-1)])
+        if wrench.size != 6 or not np.all(np.isfinite(wrench)):
+            raise CommandError(f"external force on '{body}': expected finite force (3,) and torque (3,), got {wrench}")
+        self.data.xfrc_applied[bid] = wrench
 
     def landmark(self, name: str) -> np.ndarray:
         sid = site_id(self.model, name, str(self.model_path))

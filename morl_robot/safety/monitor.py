@@ -34,10 +34,10 @@ from __future__ import annotations
 
 import math
 import os
-from collections import Counter
-from collections.abc import Sequence
-from dataclasses import dataclass
-from typing import NamedTuple
+from collections import Counter, deque
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, replace
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -65,6 +65,55 @@ from morl_robot.safety.rules import (
     slow_down,
     staleness,
 )
+
+#: A watchdog check that runs this much (s) later than its period was delayed by the host's
+#: scheduling: a deadline it then finds missed is reported as the monitor's own delay.
+LATE_CHECK_TOLERANCE = 0.01
+#: Causes of a missed deadline (:class:`DeadlineMiss`); the first three measured a host delay.
+MISS_CAUSES = ("monitor_late", "published_late", "delivered_late", "unexplained")
+HOST_CAUSES = MISS_CAUSES[:3]
+
+
+@dataclass
+class DeadlineMiss:
+    """One missed deadline (``stale.<stream>``) and what the monitor measured of its cause:
+
+    * ``monitor_late`` — this monitor's own watchdog check ran ``delay`` s late (the host did not
+      schedule the monitor's process): the stream may have been fresh, its messages waiting;
+    * ``published_late`` — the stream's next message carried a stamp ``delay`` s after the one
+      before: its publisher (the robot node, a driver) sent nothing in between (a late or stalled
+      process, a paused simulation, a dead sensor);
+    * ``delivered_late`` — the next message arrived ``delay`` s after its stamp: published in
+      time, delivered or processed late;
+    * ``unexplained`` — the stream has not recovered yet, or its stamps cannot tell (a stream
+      dated by its arrival, e.g. under ``use_sim_time``).
+    """
+
+    stream: str
+    cause: str
+    delay: float  # s (nan: unexplained)
+    age: float  # s, the newest processed message's age when the miss was found
+    at: float  # monitor clock when the miss was found
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"stream": self.stream, "cause": self.cause, "delay_ms": round(self.delay * 1e3, 1),
+                "age_ms": round(self.age * 1e3, 1), "at": round(self.at, 3)}
+
+
+def summarise_misses(misses: Iterable[DeadlineMiss | dict[str, Any]]) -> dict[str, Any]:
+    """Counts and delays of missed deadlines, flat (``/diagnostics`` values, reports):
+    ``deadline_misses``, ``host_deadline_misses`` (a host delay was measured) with
+    ``host_delay_p50_ms`` / ``host_delay_max_ms``, and per cause ``deadline_misses/<cause>``."""
+    rows = [m.as_dict() if isinstance(m, DeadlineMiss) else m for m in misses]
+    out: dict[str, Any] = {"deadline_misses": len(rows)}
+    host = [float(r["delay_ms"]) for r in rows if r["cause"] in HOST_CAUSES]
+    out["host_deadline_misses"] = len(host)
+    out["host_delay_p50_ms"] = float(np.median(host)) if host else math.nan
+    out["host_delay_max_ms"] = max(host) if host else math.nan
+    for cause in MISS_CAUSES:
+        out[f"deadline_misses/{cause}"] = sum(r["cause"] == cause for r in rows)
+    return out
+
 
 #: Rules whose ``clamp`` response is a directional clamp rather than slowing down.
 DIRECTIONAL = ("workspace", "joints.position")
@@ -164,6 +213,11 @@ class SafetyMonitor:
         self._prev_time: float | None = None  # clock of the previous command (per-unit-time rate limits)
         self._elapsed = 0.0  # time the command being checked follows the previous one (s)
         self.counters: Counter[str] = Counter()
+        # watchdog timing: a deadline missed because this host scheduled a process late says so
+        self._last_check: float | None = None
+        self._check_period = 0.0
+        self._misses: deque[DeadlineMiss] = deque(maxlen=1000)  # the newest missed deadlines
+        self._unexplained: dict[str, DeadlineMiss] = {}  # stream -> its miss, until it recovers
 
     # --- commands ---------------------------------------------------------------------------
     def plan(self, labels: Sequence[str]) -> CommandPlan:
@@ -500,6 +554,9 @@ class SafetyMonitor:
         return Outcome(None, [])
 
     def _fresh(self, stream: str, stamp: float, now: float) -> None:
+        miss = self._unexplained.pop(stream, None)
+        if miss is not None:  # the stream recovers from a missed deadline: its stamps tell why
+            self._explain(miss, stamp, self._last_stamp.get(stream, math.nan), now)
         self._last_rx[stream] = now
         self._last_stamp[stream] = stamp
         active = self._active["watchdog"]
@@ -508,12 +565,22 @@ class SafetyMonitor:
             del active[key]
             self._refresh_holding()
 
-    def check_watchdogs(self, now: float) -> Outcome:
+    def check_watchdogs(self, now: float, period: float | None = None) -> Outcome:
         """Deadlines: a sensor stream is overdue ``deadline`` s after its last message (or after
-        start-up if none came); heartbeat and command streams once they have started."""
+        start-up if none came); heartbeat and command streams once they have started.
+
+        ``period``: the nominal time between checks (the node's timer; remembered).  A check that
+        comes more than :data:`LATE_CHECK_TOLERANCE` after it is due was delayed by the host: a
+        deadline it finds missed is a ``monitor_late`` :class:`DeadlineMiss` and its violation says
+        ``host scheduling delay X ms`` (the stream's messages may have been waiting unprocessed)."""
+        if period is not None:
+            self._check_period = float(period)
+        late = 0.0 if self._last_check is None else now - self._last_check - self._check_period
+        self._last_check = now
         if not self.watchdogs:
             return Outcome(None, [])
         found = []
+        active = self._active["watchdog"]
         for stream, (deadline, response) in self.rules.deadlines.items():
             last = self._last_rx.get(stream)
             if last is None:
@@ -522,8 +589,51 @@ class SafetyMonitor:
                 last = self._started
             v = staleness(stream, now - last, deadline, response, self._last_stamp.get(stream, math.nan), now)
             if v is not None:
-                found.append(v)
+                onset = active.get(v.ident)
+                found.append(replace(v, detail=onset.detail) if onset is not None else self._miss(v, late))
         return self._sensor_update("watchdog", found, now)
+
+    def _miss(self, v: Violation, late: float) -> Violation:
+        """A deadline found missed: recorded, and said to be the host's when this check ran late."""
+        if late >= LATE_CHECK_TOLERANCE:
+            self._record(DeadlineMiss(v.key, "monitor_late", late, v.value, v.decided_at))
+            return replace(v, detail=(
+                f"host scheduling delay {late * 1e3:.0f} ms: this monitor's watchdog check ran {late * 1e3:.0f} ms "
+                f"late, and the newest {v.key} it had processed was {v.value * 1e3:.0f} ms old (deadline "
+                f"{v.threshold * 1e3:.0f} ms; newer messages may have been waiting)"))
+        miss = DeadlineMiss(v.key, "unexplained", math.nan, v.value, v.decided_at)
+        self._record(miss)
+        self._unexplained[v.key] = miss
+        return v
+
+    def _record(self, miss: DeadlineMiss) -> None:
+        self._misses.append(miss)
+        self.counters["deadline_misses"] += 1
+
+    @staticmethod
+    def _explain(miss: DeadlineMiss, stamp: float, previous: float, now: float) -> None:
+        """Classify a miss when its stream recovers: the new message's stamp is old (delivered
+        late), or it jumped from the previous one (published late); a stream dated by its arrival
+        (stamp = now) cannot tell."""
+        if not math.isfinite(stamp) or stamp == now:
+            return
+        if now - stamp >= LATE_CHECK_TOLERANCE:
+            miss.cause, miss.delay = "delivered_late", now - stamp
+        elif math.isfinite(previous) and stamp - previous >= LATE_CHECK_TOLERANCE:
+            miss.cause, miss.delay = "published_late", stamp - previous
+
+    @property
+    def deadline_misses(self) -> list[DeadlineMiss]:
+        """The newest missed deadlines (up to 1000), oldest first."""
+        return list(self._misses)
+
+    def deadline_miss_values(self, log: int = 50) -> dict[str, Any]:
+        """:func:`summarise_misses` of the missed deadlines, and ``deadline_miss_log``: the newest
+        ``log`` of them as JSON (``/diagnostics``)."""
+        import json
+
+        return {**summarise_misses(self._misses),
+                "deadline_miss_log": json.dumps([m.as_dict() for m in list(self._misses)[-log:]])}
 
     def _sensor_update(self, stream: str, found: list[Violation], now: float) -> Outcome:
         """Replace ``stream``'s active violations; latch / hold as needed; report the new ones."""
