@@ -49,6 +49,7 @@ from morl_robot.safety.rules import (
     approach_limit,
     two_levels,
 )
+from morl_robot.safety.weakening import check_weakenings
 
 #: Sensor streams the rules read (and the watchdogs watch from start-up).
 SENSOR_STREAMS = ("joint_states", "wrench", "tactile")
@@ -352,4 +353,5 @@ def load_rules(robot_or_config: str | os.PathLike[str]) -> CompiledRules:
             fail(source, "workspace.site", f"the model of robot '{config.robot}' has no site "
                                            f"'{config.workspace.site}'")
     check_required_rules(config, robot.spec, source)  # no rule its sensors allow may be missing silently
+    check_weakenings(config, robot.spec, source)  # nor weakened past its limits without a reason
     return compile_rules(config, robot.spec, kin, source)

@@ -15,7 +15,9 @@ libfranka ``Robot::setCollisionBehavior``) and after the soft/hard joint limits 
 the milder one.
 
 Unknown keys, unknown units, negative limits, ``contact > collision`` and ``soft > hard`` are
-:class:`~morl_robot.errors.ConfigError` naming the file and the key.
+:class:`~morl_robot.errors.ConfigError` naming the file and the key.  A required rule left out, or
+a setting weaker than the robot's own limits or the default responses
+(:mod:`morl_robot.safety.weakening`), needs an ``opt_out`` entry with the reason.
 """
 from __future__ import annotations
 
@@ -256,8 +258,10 @@ class SafetyConfig:
     workspace: Workspace | None = None
     approach: Approach | None = None
     watchdogs: Watchdogs | None = None
-    #: Rules deliberately left out, each with the reason (logged by the monitor at start-up and listed
-    #: in its rules): keys of REQUIRED_RULES, e.g. ``opt_out: {wrench: "F/T sensor removed for …"}``.
+    #: Rules deliberately left out and settings deliberately weakened, each with the reason (logged by
+    #: the monitor at start-up): keys of REQUIRED_RULES, e.g. ``opt_out: {wrench: "F/T sensor removed
+    #: for …"}``, or keys of weakened settings (:mod:`morl_robot.safety.weakening`), e.g.
+    #: ``opt_out: {joints.velocity.hard: "the servos overshoot …"}``.
     opt_out: dict[str, str] = field(default_factory=dict)
 
     # --- checks naming the key ------------------------------------------------------------
@@ -292,8 +296,10 @@ class SafetyConfig:
         if self.approach is not None:
             _approach(self.approach, self.workspace)
         for key, why in self.opt_out.items():
-            if key not in REQUIRED_RULES:
-                fail("", f"opt_out.{key}", f"not a required rule; allowed: {', '.join(REQUIRED_RULES)}")
+            if key not in REQUIRED_RULES and key.split(".")[0] not in WEAKENABLE_SECTIONS:
+                fail("", f"opt_out.{key}", f"not a required rule nor a weakened setting; allowed: "
+                                           f"{', '.join(REQUIRED_RULES)} (a rule left out) or the key of a "
+                                           "weakened setting (e.g. watchdogs.on_stale_sensor)")
             if not isinstance(why, str) or not why.strip():
                 fail("", f"opt_out.{key}", "give the reason the rule is left out (a non-empty text)")
         w = self.watchdogs or Watchdogs()
@@ -310,6 +316,10 @@ REQUIRED_RULES: dict[str, str] = {
     "wrench": "wrist force/torque thresholds (robots with an F/T sensor)",
     "tactile": "touch-sensor force thresholds (robots with tactile sensors)",
 }
+
+
+#: Sections whose settings may be weakened on purpose (``opt_out`` keys ``<section>.<…>``).
+WEAKENABLE_SECTIONS: tuple[str, ...] = ("command", "joints", "wrench", "tactile", "workspace", "watchdogs")
 
 
 def missing_rules(config: SafetyConfig, spec: Any) -> list[str]:

@@ -54,6 +54,7 @@ from morl_robot.safety.compiled import (
     CompiledRules,
     load_rules,
 )
+from morl_robot.safety.config import REQUIRED_RULES
 from morl_robot.safety.rules import (
     Response,
     RuleLimit,
@@ -65,6 +66,7 @@ from morl_robot.safety.rules import (
     slow_down,
     staleness,
 )
+from morl_robot.safety.weakening import Weakening, weakenings
 
 #: A watchdog check that runs this much (s) later than its period was delayed by the host's
 #: scheduling: a deadline it then finds missed is reported as the monitor's own delay.
@@ -769,7 +771,13 @@ class SafetyMonitor:
     @property
     def opted_out(self) -> dict[str, str]:
         """Required rules the configuration leaves out on purpose, with the reasons given."""
-        return dict(self.config.opt_out)
+        return {k: why for k, why in self.config.opt_out.items() if k in REQUIRED_RULES}
+
+    @property
+    def weakened(self) -> list[Weakening]:
+        """Settings weaker than the robot's limits or the default responses, each opted out with
+        its reason (:mod:`morl_robot.safety.weakening`; the node logs them at start-up)."""
+        return weakenings(self.config, self.spec)
 
 
 def build_monitor(robot_or_config: str | os.PathLike[str], control_mode: str | None = None, watchdogs: bool = True,

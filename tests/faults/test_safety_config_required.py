@@ -18,8 +18,8 @@ def _without(tmp_path, robot: str, section: str, opt_out: dict | None = None, wa
         data.pop(section)
     if watchdog:
         data["watchdogs"].pop(watchdog)
-    if opt_out is not None:
-        data["opt_out"] = opt_out
+    if opt_out is not None:  # (added to the shipped opt-outs of weakened settings)
+        data.setdefault("opt_out", {}).update(opt_out)
     path = tmp_path / f"{robot}.yaml"
     path.write_text(yaml.safe_dump(data))
     return path
