@@ -137,9 +137,6 @@ class SafetyMonitorNode(ManagedNode):
         for wk in self.monitor.weakened:  # each opted out with its reason (morl_robot/safety/weakening.py)
             self.get_logger().warning(f"weakened on purpose by {self.monitor.source}: {wk.describe()}; "
                                       f"reason: {wk.reason}")
-        for wk in self.monitor.weakened:  # each opted out with its reason (morl_robot/safety/weakening.py)
-            self.get_logger().warning(f"weakened on purpose by {self.monitor.source}: {wk.describe()}; "
-                                      f"reason: {wk.reason}")
         self.get_logger().info(
             f"{spec.name}: {len(self.monitor.describe_rules())} thresholds from {self.monitor.source}; "
             f"watchdogs {'on' if self._watchdogs else 'off (lockstep profile)'}; e-stop engaged until safety/reset")
