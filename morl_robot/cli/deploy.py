@@ -239,8 +239,7 @@ def run(args: argparse.Namespace) -> int:
                 raise GraphStalled(
                     f"no task step and no episode end for {now - progress[1]:.0f} s (--stall-timeout "
                     f"{args.stall_timeout:g}) after {len(ends)} of {args.episodes} episode(s); node logs in "
-                    f"{out / 'logs'}; " + (f"other sessions' nodes on this domain: {twins}; " if (
-                        twins := runner.duplicate_nodes()) else "") + "newest statuses: " + json.dumps(statuses))
+                    f"{out / 'logs'}; newest statuses: " + json.dumps(statuses))
             if time.monotonic() - last[0] >= 5.0:
                 last[0] = time.monotonic()
                 st = runner.probe.diagnostics("policy")
@@ -260,8 +259,11 @@ def run(args: argparse.Namespace) -> int:
         safety_status = runner.probe.diagnostics("safety")
     finally:
         runner.stop()
+    misses = deadline_misses(safety_status)
     if not args.episodes:
         print(json.dumps({"policy_server": server_status, "safety_monitor": safety_status}, indent=1))
+        if misses.get("deadline_misses"):
+            print(describe_deadline_misses(misses), file=sys.stderr)
         return 0 if finished else 130
     if not finished:
         return 130
@@ -285,6 +287,8 @@ def run(args: argparse.Namespace) -> int:
         "safety_monitor": safety_status,
         # e-stops the monitor engaged after the counted episodes began (it then holds the robot)
         "graph_estops": sum(engaged for t, engaged in _estop_states(estop) if counted_from < t <= finished_at),
+        # the monitor's missed deadlines, and how many a late process on this host explains
+        "deadline_misses": misses,
     }
     from morl_robot.evaluation.records import write_json_atomic
 
@@ -299,8 +303,42 @@ def run(args: argparse.Namespace) -> int:
         print(f"warning: the safety monitor e-stopped {report['graph_estops']} time(s) during the counted "
               "episodes and held the robot from then on: the graph's returns are not the policy's "
               f"(see {out / 'logs' / 'safety_monitor.log'})", file=sys.stderr)
+    if misses.get("deadline_misses"):
+        print(describe_deadline_misses(misses), file=sys.stderr)
     print(f"in-process: {source}\nreport: {out / 'deploy_report.json'}")
     return 0
+
+
+def deadline_misses(safety_status: dict[str, str]) -> dict[str, float]:
+    """The safety monitor's missed deadlines from its newest ``/diagnostics`` status
+    (:func:`~morl_robot.safety.monitor.summarise_misses`): counts by cause and the p50/max of the
+    host delays measured; empty when the status has none."""
+    out: dict[str, float] = {}
+    for key, value in safety_status.items():
+        if key in ("deadline_misses", "host_deadline_misses", "host_delay_p50_ms", "host_delay_max_ms") \
+                or key.startswith("deadline_misses/"):
+            try:
+                out[key] = float(value)
+            except ValueError:
+                continue
+    return out
+
+
+def describe_deadline_misses(m: dict[str, float]) -> str:
+    """One line: the missed deadlines, how many were this host's scheduling (which process) and
+    the delays measured, and how many are unexplained (a stream that stopped)."""
+    def n(cause: str) -> int:
+        return int(m.get(f"deadline_misses/{cause}", 0))
+
+    host = int(m.get("host_deadline_misses", 0))
+    line = f"safety monitor: {int(m.get('deadline_misses', 0))} missed deadline(s) (stale sensor / heartbeat / command)"
+    if host:
+        line += (f"; {host} from host scheduling delays — monitor's own check late {n('monitor_late')}, "
+                 f"published late {n('published_late')}, delivered late {n('delivered_late')} — delay p50 "
+                 f"{m.get('host_delay_p50_ms', float('nan')):.0f} ms, max {m.get('host_delay_max_ms', float('nan')):.0f} ms")
+    if n("unexplained"):
+        line += f"; {n('unexplained')} unexplained (no host delay measured: the stream stopped)"
+    return line
 
 
 def _estop_states(received: list[tuple[float, Any]]) -> list[tuple[float, bool]]:

@@ -11,7 +11,6 @@ from __future__ import annotations
 import contextlib
 import os
 import signal
-import sys
 import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
@@ -26,6 +25,18 @@ from morl_robot.session.processes import (
     pick_domain_id,
     ros_env,
 )
+
+
+def first_error_line(log: str) -> str:
+    """The first error a node logged (rclpy's ``[ERROR]`` / ``[FATAL]`` lines, or ``error: …``
+    from its process), without the logger's prefix; "" if none."""
+    for line in log.splitlines():
+        if line.startswith("error: "):
+            return line[len("error: "):].strip()
+        for tag in ("[ERROR]", "[FATAL]"):
+            if tag in line:
+                return line.split("]: ", 1)[-1].strip() if "]: " in line else line.strip()
+    return ""
 
 
 class NodeDiedError(MorlRobotError):
@@ -114,6 +125,14 @@ class SessionRunner:
             self.group.start(spec)
         with _stop_signals_deferred():
             self.probe = GraphProbe(self.domain_id, name=f"morl_robot_cli_{os.getpid()}")
+        self.probe.check = self.check_failed  # every wait on the graph ends at once when a node fails
+
+    def check_failed(self) -> None:
+        """:meth:`check_alive` for nodes that exited with an error of their own (status > 0: a
+        configure that failed, a crash), with the end of the node's log; a node that finished
+        (0) or was stopped by a signal (< 0, e.g. a benchmark's injected fault) is left to
+        :meth:`wait`."""
+        self.check_alive(lambda p: (p.returncode or 0) <= 0)
 
     def process(self, executable: str, namespace: str | None = None) -> NodeProcess:
         for p in self.group.processes:
@@ -124,32 +143,23 @@ class SessionRunner:
     def check_alive(self, allowed_to_exit: Callable[[NodeProcess], bool] = lambda p: False) -> None:
         for p in self.group.dead():
             if not allowed_to_exit(p):
-                tail = "\n".join(p.log_text().splitlines()[-15:])
+                text = p.log_text()
+                tail = "\n".join(text.splitlines()[-15:])
+                first = first_error_line(text)
                 raise NodeDiedError(
-                    f"{p.spec.namespace.rstrip('/')}/{p.spec.name} exited with status {p.returncode}; "
-                    f"log {p.log_path}:\n{tail}"
+                    f"{p.spec.namespace.rstrip('/')}/{p.spec.name} exited with status {p.returncode}"
+                    + (f": {first}" if first else "") + f"\nlog {p.log_path}, last lines:\n{tail}"
                 )
 
     def release_safety(self, namespaces: Sequence[str], timeout: float = 60.0,
                        allowed_to_exit: Callable[[NodeProcess], bool] = lambda p: False) -> None:
-        """Ask each namespace's safety monitor to release its start-up e-stop (``safety/reset``);
-        then warn if another session's nodes share this domain (:meth:`duplicate_nodes`).  A node
-        that exits meanwhile is an error unless ``allowed_to_exit`` (as in :meth:`wait`: a learner
-        that reached its total_steps on a tiny budget may finish before the release is through)."""
+        """Ask each namespace's safety monitor to release its start-up e-stop (``safety/reset``).
+        A node that exits meanwhile is an error unless ``allowed_to_exit`` (as in :meth:`wait`: a
+        learner that reached its total_steps on a tiny budget may finish before the release is
+        through).  (Another session on the same names: this session's nodes give way at start,
+        naming it, ``nodes.base.SessionGuard``.)"""
         for ns in namespaces:
             release_estop(self.probe, ns, timeout, lambda: self.check_alive(allowed_to_exit))
-        twins = self.duplicate_nodes()
-        if twins:
-            print(f"warning: ROS_DOMAIN_ID={self.domain_id} also has {', '.join(twins)} of another session (or of "
-                  "one that just died): their messages mix with this session's; use another --domain-id",
-                  file=sys.stderr)
-
-    def duplicate_nodes(self) -> list[str]:
-        """Full names of this session's nodes that the graph lists more than once: another
-        session's nodes with the same names on the same domain (as far as discovery knows yet)."""
-        listed = [f"{ns.rstrip('/')}/{name}" for name, ns in self.probe.node.get_node_names_and_namespaces()]
-        ours = {f"{spec.namespace.rstrip('/')}/{spec.name}" for spec in self.specs}
-        return sorted(n for n in ours if listed.count(n) > 1)
 
     def wait(self, done: Callable[[], bool], tick: Callable[[], None] | None = None, period: float = 0.2,
              allowed_to_exit: Callable[[NodeProcess], bool] = lambda p: False) -> bool:

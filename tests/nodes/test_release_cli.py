@@ -54,36 +54,3 @@ def test_release_cli_says_when_no_monitor_answers(domain_id):
     done = _release(domain_id, "nobody", "3", ros_env(domain_id))
     assert done.returncode == 1, done.stderr
     assert "not released" in done.stderr
-
-
-@pytest.mark.ros
-def test_a_session_on_a_domain_another_session_uses_names_the_shared_nodes(ros_session, tmp_path):
-    """Two sessions with the same node names on one ROS_DOMAIN_ID hear each other's messages (a
-    deploy check would count the other's episodes): the runner lists the nodes the graph has twice."""
-    from morl_robot.bench.graph import _export_policy
-    from morl_robot.session.runner import SessionRunner
-
-    s = ros_session
-    policy = tmp_path / "policy.onnx"
-    _export_policy("sawyer_peg_in_hole", policy)
-    cfg = load_session_config("deploy", {"namespace": "dup", "policy": str(policy)})
-    server = [spec for spec in deploy_nodes(cfg) if spec.executable == "policy_server"]
-    s.group.start(server[0])
-    runner = SessionRunner(server, tmp_path / "second", s.domain_id)
-    try:
-        runner.start()
-        runner.probe.wait_for(lambda: runner.duplicate_nodes() == ["/dup/policy_server"], 60,
-                              "the second session to see the first one's policy server")
-    finally:
-        runner.stop()
-    alone = SessionRunner(server, tmp_path / "third", s.domain_id)
-    s.group.stop()
-    # (a session alone on its domain has no twins: the first one stopped cleanly)
-    try:
-        alone.start()
-        alone.probe.wait_for(lambda: "/dup/policy_server" in
-                             [f"{ns}/{n}" for n, ns in alone.probe.node.get_node_names_and_namespaces()], 60,
-                             "the policy server to come up")
-        assert alone.duplicate_nodes() == []
-    finally:
-        alone.stop()
