@@ -6,6 +6,14 @@ commanding, ``deactivate`` stops commanding (the robot holds), ``cleanup`` relea
 With the parameter ``autostart`` (default true) a node walks itself to *active* on start-up, as a
 lifecycle manager would; with ``autostart:=false`` it waits in *unconfigured* for ``ros2
 lifecycle set``.
+
+A failed transition logs ``<transition> failed: <reason>``.  With ``autostart`` a node that cannot
+configure or activate is a failed start: the process exits with status 2 and that line is its last
+error (a session's CLI sees the exit at once and shows the log's end; an unconfigured monitor
+never stays up looking alive).  A node walked by a lifecycle manager (``autostart:=false``: the
+safety test's later phases) stays alive in *unconfigured* when its configure fails, as ROS
+lifecycle nodes do: the manager gets the failed transition and decides (the safety-test probe
+stops with an error).
 """
 from __future__ import annotations
 

@@ -29,6 +29,9 @@ class GraphProbe:
         self.received: dict[str, list[tuple[float, Any]]] = {}
         self._clients: dict[tuple[str, Any], Any] = {}
         self._subscriptions: dict[str, Any] = {}
+        #: Called on every poll of a wait (:meth:`wait_for`, and so every wait and call here); it
+        #: raises to end the wait at once (the CLI's session runner: a node of the session failed).
+        self.check: Callable[[], None] | None = None
         self._thread = threading.Thread(target=self._spin, daemon=True)
         self._running = True
         self._thread.start()
@@ -71,6 +74,8 @@ class GraphProbe:
         while time.monotonic() < deadline:
             if predicate():
                 return
+            if self.check is not None:
+                self.check()
             time.sleep(0.02)
         raise TimeoutError(f"timed out after {timeout:.1f} s waiting for {what}")
 
@@ -88,8 +93,10 @@ class GraphProbe:
             client = self._clients.get(key)
             if client is None:
                 client = self._clients[key] = self.node.create_client(srv_type, service)
-        if not client.wait_for_service(timeout_sec=timeout):
-            raise TimeoutError(f"service {service} not available after {timeout:.0f} s")
+        try:  # (polled, not client.wait_for_service: every poll runs self.check)
+            self.wait_for(client.service_is_ready, timeout, f"service {service}")
+        except TimeoutError:
+            raise TimeoutError(f"service {service} not available after {timeout:.0f} s") from None
         future = client.call_async(request if request is not None else srv_type.Request())
         self.wait_for(future.done, timeout, f"a response from {service}")
         return future.result()
