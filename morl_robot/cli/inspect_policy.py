@@ -1,7 +1,8 @@
 """``morl-robot inspect policy.onnx [--json]``: print the contract an ONNX policy carries —
 robot, task, control mode and rate, every observation and action component with its unit (and
 the action's robot-unit limits), objectives with ε_k or weights, run id, code version — and the
-graph's signature."""
+graph's signature.  A contract whose robot, control mode or control rate is not its task's (as
+configured here) is refused: rc 2 and one line naming the field, both values and the file."""
 from __future__ import annotations
 
 import argparse
@@ -68,6 +69,7 @@ def format_info(info: ModelInfo) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
+    from morl_robot.serving.contract import ContractError
     from morl_robot.serving.runtime import PolicyLoadError, inspect_model
 
     path = Path(args.policy)
@@ -75,8 +77,11 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError(f"POLICY: '{path}' is not a file")
     try:
         info = inspect_model(path.read_bytes())
+        info.contract.check_runs_on()  # its robot, control mode and rate are its task's (as every loader checks)
     except PolicyLoadError as exc:
         raise PolicyLoadError(f"{path}: {exc}") from None
+    except ContractError as exc:
+        raise ContractError(f"{path}: {exc}") from None
     if args.json:
         print(json.dumps({"path": str(path), "bytes": info.size_bytes, "sha256": info.sha256, "opset": info.opset,
                           "inputs": info.inputs, "outputs": info.outputs, "producer": info.producer,

@@ -1,5 +1,8 @@
 """The evaluation protocol every result in this project uses: a trained policy, acting
-deterministically (the mean action, as deployed), on a fixed list of episode seeds.
+deterministically, on a fixed list of episode seeds.  An ONNX policy acts with exactly what the
+policy server sends (:meth:`~morl_robot.serving.runtime.OnnxPolicy.served_action`: the one
+function that computes the served action; a model whose ``action`` output disagrees with it is
+refused by both), so a model is scored as it is deployed.
 
 A *learning result* is a measured outcome of a policy, not a training curve.  For one policy and
 one task, :func:`evaluate_policy` runs ``episodes`` episodes; episode ``i`` resets the
@@ -530,8 +533,11 @@ class LoadedPolicy:
 
 
 def onnx_policy(path: str | os.PathLike[str], preference: Sequence[float] | None = None) -> LoadedPolicy:
-    """An exported ONNX policy (normaliser and action scaling inside), acting deterministically; an
-    ε-conditioned one under ``preference`` (default: the centre of its box; checked against it)."""
+    """An exported ONNX policy (normaliser and action scaling inside), acting with what it serves
+    (:meth:`~morl_robot.serving.runtime.OnnxPolicy.served_action`); an ε-conditioned one under
+    ``preference`` (default: the centre of its box; checked against it).  Its contract is checked
+    against the task and robot it names (:meth:`PolicyContract.check_runs_on`, a
+    :class:`~morl_robot.serving.contract.ContractError` naming the field and the file)."""
     from morl_robot.serving.runtime import OnnxPolicy
 
     model = OnnxPolicy.from_file(path)
@@ -544,7 +550,7 @@ def onnx_policy(path: str | os.PathLike[str], preference: Sequence[float] | None
         where = ", preference " + ", ".join(f"{v:g}" for v in eps)
     elif getattr(model, "conditioned", False):
         where = ", preference " + ", ".join(f"{v:g}" for v in model.preference) + " (the centre)"
-    return LoadedPolicy(lambda obs: model.act(obs, deterministic=True).action, model.contract.task,
+    return LoadedPolicy(lambda obs: model.served_action(obs).action, model.contract.task,
                         f"{Path(path)} (version {model.contract.policy_version}{where})", model.contract,
                         model.contract.task_overrides())
 

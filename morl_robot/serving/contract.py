@@ -436,6 +436,49 @@ class PolicyContract:
             raise ContractError(f"policy contract mismatch in '{name}': running model has {_describe(a)}, "
                                 f"new model has {_describe(b)}{_first_difference(a, b)}")
 
+    # --- the task and robot it runs on ------------------------------------------------------------
+    def check_task(self, task: Task, source: str = "") -> None:
+        """Raise :class:`ContractError` naming the first of ``task``, ``robot``, ``control_mode`` and
+        ``control_rate`` in which this contract does not describe ``task`` (a built
+        :class:`~morl_robot.tasks.base.Task`, read from ``source``, its YAML): a policy runs in its
+        task's own mode and rate, so a contract that says otherwise is refused, not reinterpreted."""
+        where = f" ({source})" if source else ""
+        mode = ControlMode(task.control_mode).value
+        for name, want, have in (("task", task.name, self.task), ("robot", task.robot_name, self.robot),
+                                 ("control_mode", mode, self.control_mode)):
+            if have != want:
+                raise ContractError(f"contract field '{name}' is '{have}' but task '{task.name}'{where} has "
+                                    f"{name} '{want}'")
+        rate = float(task.control_rate)
+        if not math.isclose(self.control_rate, rate, rel_tol=1e-9):
+            raise ContractError(f"contract field 'control_rate' is {self.control_rate:g} Hz but task '{task.name}'"
+                                f"{where} runs at {rate:g} Hz (control_period {task.config.control_period:g} s)")
+
+    def check_runs_on(self, task_config: str | os.PathLike[str] | None = None) -> None:
+        """:meth:`check_task` against the task this contract names as it is run here (its YAML under
+        ``config/tasks/``, or ``task_config``, with :meth:`task_overrides`), then that its robot's
+        YAML (``config/robots/<robot>.yaml``) has its control mode.  :class:`ContractError` naming
+        the field, both values and the YAML (an unknown task or robot: the known ones)."""
+        from morl_robot.errors import UnknownNameError
+        from morl_robot.resources import resolve_config
+        from morl_robot.tasks.registry import TASKS, load_task
+
+        if self.task not in TASKS:
+            raise ContractError(f"contract field 'task' is '{self.task}': no such task here; known tasks: "
+                                f"{', '.join(TASKS)}")
+        source = resolve_config("tasks", task_config if task_config is not None else self.task)
+        self.check_task(load_task(self.task, source, self.task_overrides() or None), str(source))
+        from morl_robot.robots.config import load_robot_config
+
+        try:
+            robot_source = resolve_config("robots", self.robot)
+        except UnknownNameError as exc:  # pragma: no cover - the task check names the robot first
+            raise ContractError(f"contract field 'robot' is '{self.robot}': {exc}") from None
+        modes = [str(m) for m in load_robot_config(robot_source).control_modes]
+        if self.control_mode not in modes:
+            raise ContractError(f"contract field 'control_mode' is '{self.control_mode}' but robot '{self.robot}' "
+                                f"({robot_source}) has control modes {', '.join(modes)}")
+
     @property
     def input_labels(self) -> list[str]:
         """What the policy network sees, in order: the observation labels, then (ε-conditioned) the

@@ -8,7 +8,15 @@ loop wants predictable latency, not parallel speed-up on a 300×200 MLP) and war
 
 :meth:`OnnxPolicy.act` turns one raw observation (O,) into a :class:`PolicyOutput`:
 
-* deterministic (deployment): the graph's ``action`` (robot units) and ``clip(mean, −1, 1)``;
+* deterministic: :meth:`OnnxPolicy.served_action`, the one definition of what a deployed policy
+  sends and what ``evaluate`` scores: the normalised action ``a = clip(mean, −1, 1)`` and the
+  command ``low + (a + 1) / 2 · (high − low)`` in robot units (the contract's bounds; the map the
+  exported ``action`` output computes in float32 and the environment applies to ``a``, here in
+  float64, so the command the robot node receives normalises back to ``a``).  The graph's
+  ``action`` output must agree with that command (to float32 rounding, :data:`SERVED_RTOL`): a
+  model whose ``action`` says something else (5 m/s where its ``mean`` says 0.1) is neither served
+  nor evaluated — :class:`InconsistentOutput` at load (probe observations) and at every step, held
+  like a non-finite output;
 * exploring (an actor in training, MO-MPO's behaviour policy μ, Abdolmaleki et al. 2020):
   ``a = clip(mean + std · ξ, −1, 1)`` with ξ ~ N(0, I), and
   ``log μ(a|s) = Σ_d log N(a_d; mean_d, std_d)`` evaluated at the *clipped* sample — the same value
@@ -22,7 +30,8 @@ geometric centre) or one given to :meth:`OnnxPolicy.act`; either is checked agai
 ranges (:class:`~morl_robot.serving.contract.PreferenceError` naming the objective and its range,
 or the wrong length).  An unconditioned model refuses a preference.
 
-Non-finite model outputs raise :class:`NonFiniteOutput` and a non-finite observation
+Non-finite model outputs raise :class:`NonFiniteOutput` (an ``action`` output that disagrees with
+the served command, its subclass :class:`InconsistentOutput`) and a non-finite observation
 :class:`NonFiniteInput`, so a caller holds instead of sending garbage to a robot.
 """
 from __future__ import annotations
@@ -52,6 +61,18 @@ class PolicyLoadError(MorlRobotError, ValueError):
 
 class NonFiniteOutput(MorlRobotError, ValueError):
     """The model produced NaN or inf; the message names the output and the component."""
+
+
+class InconsistentOutput(NonFiniteOutput):
+    """The model's ``action`` output is not its contract's scaling of its ``mean`` (a tampered or
+    mis-exported graph): unusable as a non-finite output is; the message names the component."""
+
+
+#: How far (relative to ``1 + |low| + |high|`` per component) the graph's ``action`` may be from the
+#: served command before the model is refused: float32 rounding of the export's map is ~1e-7.
+SERVED_RTOL = 1e-5
+#: Observations a model is probed with at load (:meth:`OnnxPolicy.check_served`), besides zeros.
+PROBE_OBSERVATIONS = 4
 
 
 class NonFiniteInput(MorlRobotError, ValueError):
@@ -145,6 +166,7 @@ class OnnxPolicy:
         self.action_dim = len(info.contract.action_labels)
         self._low = np.asarray(info.contract.action_low, dtype=np.float64)
         self._high = np.asarray(info.contract.action_high, dtype=np.float64)
+        self._served_tol = SERVED_RTOL * (1.0 + np.abs(self._low) + np.abs(self._high))
         self._rng = np.random.default_rng()
         self._buf = np.zeros((1, self.obs_dim), dtype=np.float32)
         #: ε-conditioned: the preference input (names, ranges) and the preference ε [K] acted under
@@ -179,12 +201,18 @@ class OnnxPolicy:
         return self.info.sha256
 
     @classmethod
-    def from_bytes(cls, data: bytes, expected: PolicyContract | None = None) -> OnnxPolicy:
-        """Load, validate (against ``expected`` if given: :class:`ContractError` naming the field),
-        open a 1+1-thread CPU session and warm it up."""
+    def from_bytes(cls, data: bytes, expected: PolicyContract | None = None, *, check_task: bool = False,
+                   task_config: str | os.PathLike[str] | None = None) -> OnnxPolicy:
+        """Load, validate (against ``expected`` if given: :class:`ContractError` naming the field;
+        with ``check_task``, against the task and robot it names as run here, its YAML or
+        ``task_config``: :meth:`PolicyContract.check_runs_on`), open a 1+1-thread CPU session and
+        warm it up.  Bytes from a running learner are not checked against the task YAML by default
+        (the learner built the contract from the task it runs); a file is (:meth:`from_file`)."""
         import onnxruntime as ort
 
         info = inspect_model(data)
+        if check_task:
+            info.contract.check_runs_on(task_config)
         if expected is not None:
             expected.check_compatible(info.contract)
         opts = ort.SessionOptions()
@@ -199,10 +227,20 @@ class OnnxPolicy:
             raise PolicyLoadError(f"onnxruntime cannot load the model: {exc}") from None
         policy = cls(session, info)
         policy.warm_up()
+        try:
+            policy.check_served()
+        except InconsistentOutput as exc:
+            raise PolicyLoadError(str(exc)) from None
+        except NonFiniteOutput:
+            pass  # held at every step (NonFiniteOutput from act), as a model that turns non-finite later is
         return policy
 
     @classmethod
-    def from_file(cls, path: str | os.PathLike[str], expected: PolicyContract | None = None) -> OnnxPolicy:
+    def from_file(cls, path: str | os.PathLike[str], expected: PolicyContract | None = None, *,
+                  check_task: bool = True, task_config: str | os.PathLike[str] | None = None) -> OnnxPolicy:
+        """:meth:`from_bytes` of a model file, checked against the task and robot its contract names
+        (``check_task``, default on: ``inspect``, ``evaluate``, ``deploy`` and the policy server
+        refuse a contract whose robot, control mode or rate is not its task's); errors name the file."""
         try:
             data = Path(path).read_bytes()
         except FileNotFoundError:
@@ -210,7 +248,7 @@ class OnnxPolicy:
         except OSError as exc:
             raise PolicyLoadError(f"{path}: cannot read the model file: {exc}") from None
         try:
-            return cls.from_bytes(data, expected)
+            return cls.from_bytes(data, expected, check_task=check_task, task_config=task_config)
         except PolicyLoadError as exc:
             raise PolicyLoadError(f"{path}: {exc}") from None
         except ContractError as exc:
@@ -272,11 +310,46 @@ class OnnxPolicy:
         action, mean, log_std = self.infer(self._buf, pref)
         if deterministic:
             self._check_outputs(action=action, mean=mean)
-            a = np.clip(mean[0].astype(np.float64), -1.0, 1.0)
-            return PolicyOutput(command=action[0].astype(np.float64), action=a, log_prob=0.0)
+            return self._served(action[0], mean[0])
         self._check_outputs(mean=mean, log_std=log_std)
         a, log_prob = self._explore(mean, log_std, rng if rng is not None else self._rng)
         return PolicyOutput(command=scale_action(a[0], self._low, self._high), action=a[0], log_prob=float(log_prob[0]))
+
+    def served_action(self, observation: np.ndarray, preference: np.ndarray | None = None) -> PolicyOutput:
+        """What a deployed policy sends for one observation (O,), and what ``evaluate`` scores: the
+        normalised action ``clip(mean, −1, 1)`` (``action``) and its command in robot units
+        (``command``), which the graph's ``action`` output must agree with (else
+        :class:`InconsistentOutput`); see the module docstring.  The same as
+        ``act(observation, deterministic=True)``."""
+        return self.act(observation, deterministic=True, preference=preference)
+
+    def _served(self, action: np.ndarray, mean: np.ndarray) -> PolicyOutput:
+        """The served :class:`PolicyOutput` of one row of the graph's ``action`` and ``mean`` (D,)
+        float32: ``a = clip(mean, −1, 1)``, ``command = scale(a)``, checked against ``action``."""
+        a = np.clip(mean.astype(np.float64), -1.0, 1.0)
+        command = scale_action(a, self._low, self._high)
+        gap = np.abs(action.astype(np.float64) - command)
+        if np.any(gap > self._served_tol):
+            i = int(np.argmax(gap - self._served_tol))
+            raise InconsistentOutput(
+                f"model output 'action' is {float(action[i]):.6g} at index {i} ('{self.contract.action_labels[i]}', "
+                f"{self.contract.action_units[i]}) but its 'mean' {float(mean[i]):.6g} scaled to the contract's "
+                f"[{self._low[i]:g}, {self._high[i]:g}] is {command[i]:.6g} (policy version {self.version}): the "
+                "graph's action is not what its contract defines; refused rather than served or evaluated")
+        return PolicyOutput(command=command, action=a, log_prob=0.0)
+
+    def check_served(self, observations: np.ndarray | None = None) -> None:
+        """Probe the model (zeros and :data:`PROBE_OBSERVATIONS` seeded normal observations, or
+        ``observations`` [N, O]) for a served action its ``action`` output disagrees with:
+        :class:`InconsistentOutput` naming the component (a non-finite output: :class:`NonFiniteOutput`)."""
+        if observations is None:
+            rng = np.random.default_rng(0)
+            observations = np.vstack([np.zeros((1, self.obs_dim)), rng.normal(size=(PROBE_OBSERVATIONS, self.obs_dim))])
+        obs = np.asarray(observations, dtype=np.float32)
+        action, mean, _ = self.infer(obs)
+        self._check_outputs(action=action, mean=mean)
+        for row_action, row_mean in zip(action, mean):
+            self._served(row_action, row_mean)
 
     def explore_batch(self, observations: np.ndarray, rng: np.random.Generator,
                       preferences: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
