@@ -9,10 +9,19 @@ watches ``command_safe``, ``safety/estop``, ``safety/violations`` and the sensor
 
 * Sawyer: press the peg onto the fixture with force ramps at several approach speeds (wrench
   contact and collision levels); approach a joint limit (position mode: the soft-limit clamp).
-* Shadow Hand: press a fingertip onto the block (tactile collision level); approach a joint limit.
+* Shadow Hand: press a fingertip onto the block (the tactile contact level, its own motor), then
+  press it further with a force gauge until the tactile collision level trips: in simulation an
+  external force on the fingertip body (the robot node's ``~/external_wrench``, ramped at 20 N/s:
+  the finger's own motor reaches ~23 N, not 60 N); on hardware the probe asks the operator (on
+  stderr) to press the fingertip with a gauge and waits 60 s — nobody pressing leaves the rule
+  'not reached' (INCOMPLETE, exit 3); approach a joint limit.
 * Both: drop the sensor streams (the simulation is paused: stale-sensor e-stop), send NaN (e-stop),
   flood commands at 20x the control rate (the monitor answers each one within its rate limits),
   stop the heartbeat (e-stop).
+
+The report also counts the monitor's missed deadlines that no probe caused on purpose, split into
+those a late process on this host explains (the monitor's own watchdog check, the robot node's
+publishing, the delivery; with the delays' p50/max) and unexplained ones.
 
 Writes ``report.json``, ``report.md`` and a plot per force trace to ``--out``; exits 0 if every
 rule passed, 1 if any rule failed, 3 if the run is incomplete (a threshold the probes could not
@@ -85,6 +94,9 @@ class Harness:
         self.joints: list[tuple[float, dict[str, float]]] = []  # (stamp, positions by name)
         self.events: list[tuple[float, dict[str, str]]] = []  # (receive, violation values)
         self.estop = True
+        # wall-clock windows in which a probe stopped a stream on purpose (its missed deadlines are
+        # the probe's, not the host's)
+        self.deliberate: list[tuple[float, float]] = []
 
         def on_safe(m: Any) -> None:
             v = wire.split_command(*wire.read_labelled(m)).values
@@ -472,9 +484,11 @@ def probe_stale(h: Harness, monitor: Any, tol: float, check_period: float) -> li
     deadline, _, resp = _limit(monitor, "stale.joint_states", "deadline")
     h.restart()
     h.command, h.sending = np.zeros(len(h.labels)), False
+    t_paused = time.time()
     h.call(f"{h.ns}/robot_node/set_pause", SetBool, SetBool.Request(data=True))
     hit = h.wait_event(lambda e: e.get("rule", "").startswith("stale.") and e.get("rule") != "stale.command", 5.0)
     h.call(f"{h.ns}/robot_node/set_pause", SetBool, SetBool.Request(data=False))
+    h.deliberate.append((t_paused, time.time() + 0.5))
     c = RuleCheck("sensor streams dropped (simulation paused)", "stale.joint_states", "deadline", resp, deadline, "s",
                   latency_tolerance=check_period + tol)
     if hit is not None:
@@ -486,7 +500,7 @@ def probe_stale(h: Harness, monitor: Any, tol: float, check_period: float) -> li
         c.threshold_error = c.tripped_value - deadline
         c.threshold_tolerance = h.period + check_period  # deadline + one period
         c.latency = c.threshold_error  # beyond the deadline
-        c.detail = f"stream {e.get('key')}"
+        c.detail = f"stream {e.get('key')}" + (f"; {e['detail']}" if e.get("detail") else "")
     return [c.judge()]
 
 
@@ -574,10 +588,12 @@ def probe_heartbeat(h: Harness, monitor: Any, tol: float, check_period: float) -
     h.restart()
     h.command, h.sending = np.zeros(len(h.labels)) if "vx" in h.labels else h.command, "vx" in h.labels
     time.sleep(0.5)
+    t_stopped = time.time()
     h.heartbeat = False
     hit = h.wait_event(lambda e: e.get("rule") == "stale.heartbeat", deadline + 3.0)
     h.sending = False
     h.heartbeat = True
+    h.deliberate.append((t_stopped, time.time() + 0.5))
     c = RuleCheck("heartbeat stopped", "stale.heartbeat", "deadline", resp, deadline, "s",
                   latency_tolerance=check_period + tol)
     if hit is not None:
@@ -592,9 +608,10 @@ def probe_heartbeat(h: Harness, monitor: Any, tol: float, check_period: float) -
 
 # --- the session ---------------------------------------------------------------------------
 def _phase(probe: Any, root_ns: str, robot: str, control_mode: str, period: float, last: bool,
-           body: Callable[[Harness, Any], list[Any]]) -> list[Any]:
+           body: Callable[[Harness, Any], list[Any]], misses: list[dict[str, Any]] | None = None) -> list[Any]:
     """One phase on the graph: its robot node and monitor in ``root_ns/<control_mode>`` walked to
-    active, the probes run, the pair walked back to unconfigured unless it is the ``last``."""
+    active, the probes run, the pair walked back to unconfigured unless it is the ``last``.  The
+    monitor's missed deadlines that no probe caused on purpose are added to ``misses``."""
     from types import SimpleNamespace
 
     from morl_robot.safety.monitor import build_monitor
@@ -607,7 +624,10 @@ def _phase(probe: Any, root_ns: str, robot: str, control_mode: str, period: floa
     h = Harness(SimpleNamespace(probe=probe), ns, labels, 1.0 / period)
     try:
         probe.wait_for(lambda: len(h.joints) > 3, 60, f"{robot} joint_states in {ns}")
-        return body(h, monitor)
+        checks = body(h, monitor)
+        if misses is not None:
+            misses += _unprovoked_misses(probe, h)
+        return checks
     finally:
         h.close()
         if not last:  # the monitor first (it engages its e-stop), then the robot (it holds)
@@ -615,7 +635,26 @@ def _phase(probe: Any, root_ns: str, robot: str, control_mode: str, period: floa
                 probe.lifecycle(f"{ns}/{node}", "unconfigured")
 
 
-def _run_phases(probe: Any, cfg: Any, robot: str, bodies: dict[str, Callable[[Harness, Any], list[Any]]]) -> list[Any]:
+def _unprovoked_misses(probe: Any, h: Harness) -> list[dict[str, Any]]:
+    """The monitor's missed deadlines (its ``/diagnostics`` ``deadline_miss_log``) that the probes
+    did not cause: not a stream a probe stopped on purpose (the commands between probes, the
+    paused simulation, the stopped heartbeat), unless the monitor's own check ran late."""
+    import json
+
+    try:
+        log = json.loads(probe.next_diagnostics("safety", timeout=5.0).get("deadline_miss_log", "[]"))
+    except (TimeoutError, ValueError):
+        return []
+
+    def provoked(m: dict[str, Any]) -> bool:
+        return m["cause"] != "monitor_late" and (
+            m["stream"] == "command" or any(a <= m["at"] <= b for a, b in h.deliberate))
+
+    return [m for m in log if not provoked(m)]
+
+
+def _run_phases(probe: Any, cfg: Any, robot: str, bodies: dict[str, Callable[[Harness, Any], list[Any]]],
+                misses: list[dict[str, Any]] | None = None) -> list[Any]:
     from morl_robot.safety.testing import SAFETY_TEST_PHASES
 
     phases = SAFETY_TEST_PHASES[robot]
@@ -623,12 +662,13 @@ def _run_phases(probe: Any, cfg: Any, robot: str, bodies: dict[str, Callable[[Ha
     root = "/" + cfg.namespace.strip("/")
     checks: list[Any] = []
     for i, mode in enumerate(phases):
-        checks += _phase(probe, root, robot, mode, period, i == len(phases) - 1, bodies[mode])
+        checks += _phase(probe, root, robot, mode, period, i == len(phases) - 1, bodies[mode], misses)
     return checks
 
 
 def _probe_graph(args: argparse.Namespace, cfg: Any, robot: str, out: Path,
-                 bodies: dict[str, Callable[[Harness, Any], list[Any]]]) -> list[Any]:
+                 bodies: dict[str, Callable[[Harness, Any], list[Any]]],
+                 misses: list[dict[str, Any]] | None = None) -> list[Any]:
     """Start the safety-test graph and probe it, or (``--attach``) probe the graph that is already
     running on ``$ROS_DOMAIN_ID`` (``ros2 launch morl_robot safety_test.launch.py``)."""
     if args.attach:
@@ -640,7 +680,7 @@ def _probe_graph(args: argparse.Namespace, cfg: Any, robot: str, out: Path,
               file=sys.stderr)
         probe = GraphProbe(domain, name=f"morl_robot_safety_test_{os.getpid()}")
         try:
-            return _run_phases(probe, cfg, robot, bodies)
+            return _run_phases(probe, cfg, robot, bodies, misses)
         finally:
             probe.close()
     from morl_robot.session.graph import safety_test_nodes
@@ -649,13 +689,13 @@ def _probe_graph(args: argparse.Namespace, cfg: Any, robot: str, out: Path,
     runner = SessionRunner(safety_test_nodes(cfg), out / "logs", args.domain_id)
     try:
         runner.start()
-        return _run_phases(runner.probe, cfg, robot, bodies)
+        return _run_phases(runner.probe, cfg, robot, bodies, misses)
     finally:
         runner.stop()
 
 
 def run(args: argparse.Namespace) -> int:
-    from morl_robot.safety.testing import write_report
+    from morl_robot.safety.testing import deadline_miss_report, write_report
 
     robot = ROBOTS[args.robot]
     out = Path(args.out).resolve()
@@ -697,9 +737,11 @@ def run(args: argparse.Namespace) -> int:
             return found
 
         bodies = {"position": hand}
-    checks = _probe_graph(args, cfg, robot, out, bodies)
+    misses: list[dict[str, Any]] = []
+    checks = _probe_graph(args, cfg, robot, out, bodies, misses)
     report = write_report(checks, out, {"robot": robot, "backend": args.backend,
-                                        "latency_tolerance_s": tol, "ramp_speeds_m_s": speeds})
+                                        "latency_tolerance_s": tol, "ramp_speeds_m_s": speeds,
+                                        "deadline_misses": deadline_miss_report(misses)})
     for c in checks:
         lat = "" if math.isnan(c.latency) else f" latency {c.latency * 1e3:.1f} ms"
         val = "" if math.isnan(c.tripped_value) else f" tripped at {c.tripped_value:.4g}"

@@ -13,7 +13,9 @@ the tolerances:
   command on ``command_safe``; watchdogs: the deadline plus one check period plus that tolerance.
 
 It writes ``report.json`` (atomically), ``report.md`` and one plot per traced probe (the trace, the
-threshold, the trip point).
+threshold, the trip point), and counts the missed deadlines no probe caused on purpose: those a
+late process on this host explains (the monitor's own watchdog check, the robot node's publishing,
+the delivery) with the measured delays' p50/max, apart from unexplained ones.
 """
 from __future__ import annotations
 
@@ -138,6 +140,30 @@ def plot_trace(trace: Trace, threshold: float, trip_time: float | None, trip_val
     return path
 
 
+def deadline_miss_report(misses: list[dict[str, Any]]) -> dict[str, Any]:
+    """The missed deadlines the probes did not cause (the monitor's ``deadline_miss_log`` rows):
+    :func:`~morl_robot.safety.monitor.summarise_misses` (how many a late process on this host
+    explains, which process, the delays' p50/max) and the rows themselves."""
+    from morl_robot.safety.monitor import summarise_misses
+
+    return {**summarise_misses(misses), "log": list(misses)}
+
+
+def _deadline_miss_lines(m: dict[str, Any]) -> list[str]:
+    if not m:
+        return []
+    n = {cause: m.get(f"deadline_misses/{cause}", 0) for cause in
+         ("monitor_late", "published_late", "delivered_late", "unexplained")}
+    line = f"Missed deadlines the probes did not cause: {m.get('deadline_misses', 0)}"
+    if m.get("host_deadline_misses"):
+        line += (f"; {m['host_deadline_misses']} from host scheduling delays (the monitor's own check late "
+                 f"{n['monitor_late']}, published late {n['published_late']}, delivered late {n['delivered_late']}),"
+                 f" delay p50 {m['host_delay_p50_ms']:.0f} ms, max {m['host_delay_max_ms']:.0f} ms")
+    if n["unexplained"]:
+        line += f"; {n['unexplained']} unexplained (no host delay measured)"
+    return ["", line + "."]
+
+
 def write_report(checks: list[RuleCheck], out_dir: str | Path, meta: dict[str, Any]) -> dict[str, Any]:
     """``report.json`` and ``report.md`` in ``out_dir``; returns the report."""
     out = Path(out_dir)
@@ -166,6 +192,7 @@ def write_report(checks: list[RuleCheck], out_dir: str | Path, meta: dict[str, A
             f"{f(c.tripped_value)} | {f(c.threshold_error)} ({f(c.threshold_tolerance)}) | "
             f"{f(c.latency, 1e3, 3)} ms ({f(c.latency_tolerance, 1e3, 3)}) | "
             f"{c.status}{'' if c.passed else ': ' + c.detail} |")
+    lines += _deadline_miss_lines(meta.get("deadline_misses") or {})
     plots = {c.plot: c for c in checks if c.plot}  # checks sharing one trace show it once
     if plots:
         lines += ["", "## Traces", ""] + [f"![{c.probe}]({plot})" for plot, c in plots.items()]
