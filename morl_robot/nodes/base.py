@@ -248,6 +248,7 @@ class SessionGuard:
         self.node, self.session, self.started = node, session, started or time.time()
         self.since = time.monotonic()
         self.refused = ""
+        self.heard_self: float | None = None  # when this node's own announcement came back
         self._seen: set[str] = set()
         self.announcement = {"session": session, "started": self.started, "node": node.get_fully_qualified_name(),
                              "pid": os.getpid(), "host": socket.gethostname()}
@@ -262,8 +263,13 @@ class SessionGuard:
         return (float(theirs["started"]), str(theirs["session"])) < (float(ours["started"]), str(ours["session"]))
 
     def settled(self) -> bool:
-        """Listened long enough (:data:`SESSION_SETTLE`) and not refused: the names are this session's."""
-        return not self.refused and time.monotonic() - self.since >= SESSION_SETTLE
+        """Listened long enough and not refused: the names are this session's.  Long enough is
+        :data:`SESSION_SETTLE` s, and half of it after this node heard its own announcement back (a
+        process starved of CPU at start-up has its DDS threads starved too: the wait stretches
+        with it)."""
+        now = time.monotonic()
+        return (not self.refused and self.heard_self is not None and now - self.since >= SESSION_SETTLE
+                and now - self.heard_self >= SESSION_SETTLE / 2)
 
     def _on_announcement(self, msg: Any) -> None:
         try:
@@ -272,7 +278,11 @@ class SessionGuard:
             float(theirs["started"])
         except (ValueError, KeyError, TypeError):
             return
-        if other == self.session or other in self._seen or self.refused:
+        if other == self.session:
+            if self.heard_self is None and theirs.get("node") == self.announcement["node"]:
+                self.heard_self = time.monotonic()
+            return
+        if other in self._seen or self.refused:
             return
         self._seen.add(other)
         ns = self.node.get_namespace()
@@ -459,8 +469,12 @@ def run_node(make: Callable[[], Node], args: list[str] | None = None) -> int:
                 node.session_guard = SessionGuard(node, node.settings.session, node.settings.session_started)
                 while rclpy.ok() and not stop["flag"] and not node.session_guard.settled() and not node.refused:
                     executor.spin_once(timeout_sec=0.05)
-            if not node.refused:
-                node.start()
+            if node.refused:  # gave way before starting: nothing of this node's to close or write
+                print(f"error: {node.refused}", file=sys.stderr)
+                node.destroy_node()
+                node, rc = None, 2
+                return rc
+            node.start()
         while rclpy.ok() and not stop["flag"] and not getattr(node, "finished", False):
             executor.spin_once(timeout_sec=0.1)
             if getattr(node, "refused", ""):

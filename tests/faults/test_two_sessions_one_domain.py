@@ -142,3 +142,52 @@ def test_a_second_deploy_on_the_same_names_gives_way_naming_the_first(domain_id,
         first.terminate()
         first.wait(timeout=60)
         probe.close()
+
+
+@pytest.mark.ros
+def test_a_second_training_session_on_the_same_names_gives_way(domain_id, tmp_path):
+    """Two training sessions on one domain and namespace: the second gives way at start, naming
+    the first; the first trains on, its actor's robot moving under its own monitor only."""
+    from diagnostic_msgs.msg import DiagnosticArray
+
+    from morl_robot.nodes.probe import GraphProbe
+    from morl_robot.session.processes import ros_env
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+    from conftest import tiny_learner_yaml
+
+    env = ros_env(domain_id)
+    learner = tmp_path / "tiny.yaml"
+    learner.write_text(tiny_learner_yaml(4.0))
+    argv = ["train", "--task", "sawyer_peg_in_hole", "--learner-config", str(learner), "--no-progress",
+            "--domain-id", str(domain_id)]
+    probe = GraphProbe(domain_id, name="two_trainings_probe")
+    diags = probe.subscribe("/diagnostics", DiagnosticArray, wire.EVENT_QOS)
+
+    def robot_steps() -> int:
+        for _, msg in reversed(diags):
+            for status in msg.status:
+                if status.name.startswith("robot_node"):
+                    return int({kv.key: kv.value for kv in status.values}.get("steps", 0))
+        return 0
+
+    first = _popen([*argv, "--out", str(tmp_path / "one")], env, tmp_path / "one.err")
+    try:
+        def stepping() -> bool:
+            assert first.poll() is None, (tmp_path / "one.err").read_text()[-3000:]
+            return robot_steps() > 20
+
+        probe.wait_for(stepping, 180, "session 1's robot to step")
+        second = subprocess.run([sys.executable, "-m", "morl_robot.cli", *argv, "--steps", "100",
+                                 "--out", str(tmp_path / "two")],
+                                env=env, capture_output=True, text=True, timeout=180, check=False)
+        assert second.returncode != 0, second.stderr
+        assert "is already used by session" in second.stderr, second.stderr[-3000:]
+        before = robot_steps()
+        probe.wait_for(lambda: robot_steps() > before + 20, 60, "session 1's robot to step on")
+        assert first.poll() is None, (tmp_path / "one.err").read_text()[-3000:]
+        assert not (tmp_path / "two" / "policy.onnx").exists()
+    finally:
+        first.terminate()
+        first.wait(timeout=90)
+        probe.close()
