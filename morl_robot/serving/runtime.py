@@ -326,10 +326,10 @@ class OnnxPolicy:
     def _served(self, action: np.ndarray, mean: np.ndarray) -> PolicyOutput:
         """The served :class:`PolicyOutput` of one row of the graph's ``action`` and ``mean`` (D,)
         float32: ``a = clip(mean, −1, 1)``, ``command = scale(a)``, checked against ``action``."""
-        a = np.clip(mean.astype(np.float64), -1.0, 1.0)
+        a = np.minimum(np.maximum(mean.astype(np.float64), -1.0), 1.0)  # np.clip's result, ~3x cheaper
         command = scale_action(a, self._low, self._high)
-        gap = np.abs(action.astype(np.float64) - command)
-        if np.any(gap > self._served_tol):
+        gap = np.abs(action - command)
+        if (gap > self._served_tol).any():
             i = int(np.argmax(gap - self._served_tol))
             raise InconsistentOutput(
                 f"model output 'action' is {float(action[i]):.6g} at index {i} ('{self.contract.action_labels[i]}', "
