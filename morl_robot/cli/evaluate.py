@@ -17,6 +17,11 @@ a 95 % Wilson interval of about [0.6 %, 7 %]; with 10 episodes, 0 of 10 is still
 instead of the protocol, the policy's action error against the task's scripted controller along
 the controller's own trajectories.
 
+An ONNX policy acts with exactly what the policy server would send
+(:meth:`~morl_robot.serving.runtime.OnnxPolicy.served_action`); a model whose ``action`` output is
+not its contract's scaling of its ``mean``, or whose contract names another robot, control mode or
+rate than its task's, is refused (rc 2, one line naming the output or field and the file).
+
 A policy of a reward-machine task (its contract's ``reward_machine``) is evaluated in the product of
 its task and that machine, checked against this installation's machine files: the table lists the
 task's objectives and the machine's.  A policy with delta actions (contract ``action_mode``) acts on
