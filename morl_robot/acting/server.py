@@ -483,7 +483,7 @@ class PolicyServerCore:
             self.counters["rejected_preferences"] += 1
             why = ("mode train samples a preference per episode (log-uniform in the policy's ranges); "
                    "the preference parameter applies to mode deploy")
-            self._bad_input("preference", "error", f"refused preference from the {source}: {why}")
+            self._bad_input(f"preference/{source}", "error", f"refused preference from the {source}: {why}")
             return False, why
         if policy is None:
             return True, "no model yet: checked when one loads"
@@ -495,7 +495,7 @@ class PolicyServerCore:
                 return True, "no preference"  # an unconditioned model and the empty default
             self.counters["rejected_preferences"] += 1
             self.last_error = str(exc)
-            self._bad_input("preference", "error", f"refused {exc}")
+            self._bad_input(f"preference/{source}", "error", f"refused {exc}")
             return False, str(exc)
         assert policy.preferences is not None and policy.preference is not None
         old = policy.preference
@@ -524,7 +524,7 @@ class PolicyServerCore:
         """An invalid ``preference`` message: counted; logged at most once a second (a flood of
         them is one line a second with the count, :class:`RateLimitedLog`)."""
         self.counters["rejected_preferences"] += 1
-        self._bad_input("preference", "error", f"ignored preference message: {why}")
+        self._bad_input("preference/topic", "error", f"ignored preference message: {why}")
 
     # --- diagnostics ---------------------------------------------------------------------------
     def status(self) -> tuple[str, str, dict[str, Any]]:

@@ -24,7 +24,7 @@ def _exit(process, timeout: float = 120.0) -> int:
 @pytest.mark.parametrize("executable, params, words", [
     ("safety_monitor", {"robot": "sawyer", "watchdgs": False},
      ("error: parameters of /cfg/safety_monitor: unknown parameter 'watchdgs'; allowed: action_labels, autostart, "
-     "check_period, config, control_mode, diagnostics_period, robot, watchdogs")),
+     "check_period, config, control_mode, diagnostics_period, robot, session, session_started, watchdogs")),
     ("robot_node", {"robot": "sawyer", "seed": "abc"},
      "error: parameters of /cfg/robot_node: key 'seed': expected an integer, got str 'abc'"),
     ("policy_server", {"timing": "fast"},
