@@ -26,7 +26,6 @@ from __future__ import annotations
 import argparse
 import contextlib
 import dataclasses
-import re
 import sys
 import time
 from collections.abc import Iterator
@@ -163,23 +162,6 @@ def _writing(path: Path) -> Iterator[None]:
         raise write_error(path, exc) from None
 
 
-#: a node log's error lines: rclpy's ``[ERROR] [t] [name]: msg``, run_node's ``error: msg``.
-_ERROR_LINE = re.compile(r"^\s*(?:\[(?:ERROR|FATAL)\]\s*(?:\[[^\]]*\]\s*)*:?\s*|error(?: while closing)?:\s*)(?P<msg>.+)$")
-
-
-def first_error_line(log_text: str) -> str:
-    """The first error a node logged (rclpy ``[ERROR]``/``[FATAL]`` or ``error: …``), else the
-    last line of a traceback, else the last line of the log ("" for an empty log)."""
-    lines = [line.rstrip() for line in log_text.splitlines() if line.strip()]
-    for line in lines:
-        m = _ERROR_LINE.match(line)
-        if m:
-            return m.group("msg").strip()
-    if any(line.startswith("Traceback") for line in lines):
-        return lines[-1].strip()
-    return lines[-1].strip() if lines else ""
-
-
 def run(args: argparse.Namespace) -> int:
     from morl_robot.session.config import load_session_config
 
@@ -219,7 +201,7 @@ def _run_locked(args: argparse.Namespace, cfg: Any, out: Path) -> int:
         write_json_atomic,
     )
     from morl_robot.session.graph import SESSION_SEED_STRIDE, train_nodes
-    from morl_robot.session.runner import SessionRunner
+    from morl_robot.session.runner import SessionRunner, first_error_line
 
     with _writing(out / "session.yaml"):
         write_bytes_atomic(out / "session.yaml", yaml.safe_dump(dataclasses.asdict(cfg), sort_keys=False).encode())
@@ -308,7 +290,8 @@ def _run_locked(args: argparse.Namespace, cfg: Any, out: Path) -> int:
         return 130
     if has_learner and learner_rc not in (0, None):
         log = runner.process("learner_node").log_text()
-        why = first_error_line(log) or "no error logged"
+        lines = [line.strip() for line in log.splitlines() if line.strip()]
+        why = first_error_line(log) or (lines[-1] if lines else "no error logged")
         print(f"morl-robot train: error: the learner exited with status {learner_rc}: {why} "
               f"(log {out / 'logs' / 'learner_node.log'})", file=sys.stderr)
         return 1
