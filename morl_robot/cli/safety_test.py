@@ -138,6 +138,10 @@ class Harness:
         probe.subscribe(f"{ns}/joint_states", JointState, wire.SENSOR_QOS, on_joints)
         probe.subscribe(f"{ns}/safety/violations", DiagnosticStatus, wire.EVENT_QOS, on_event)
         probe.subscribe(f"{ns}/safety/estop", Bool, wire.LATCHED_QOS, on_estop)
+        # the force gauge (sim), made now: creating a publisher mid-probe stalled this process's
+        # heartbeat for ~0.5 s (a stale.heartbeat e-stop during the fingertip press)
+        self._pub_gauge = probe.publisher(f"{ns}/robot_node/external_wrench", WrenchStamped, wire.COMMAND_QOS)
+        self._gauge_matched = False
         self.command = np.zeros(len(labels))
         self.sending = False
         self.heartbeat = True
@@ -164,10 +168,9 @@ class Harness:
         ``force`` (N, world frame) until the next call; ``(0, 0, 0)`` releases it."""
         from geometry_msgs.msg import WrenchStamped
 
-        if getattr(self, "_pub_gauge", None) is None:
-            self._pub_gauge = self.runner.probe.publisher(f"{self.ns}/robot_node/external_wrench", WrenchStamped,
-                                                          self.wire.COMMAND_QOS)
+        if not self._gauge_matched:
             self.runner.probe.wait_for_subscribers(self._pub_gauge, 1, 20.0)  # a push sent unmatched is lost
+            self._gauge_matched = True
         msg = WrenchStamped()
         msg.header.frame_id = body
         now = time.time()
@@ -608,7 +611,8 @@ def probe_heartbeat(h: Harness, monitor: Any, tol: float, check_period: float) -
 
 # --- the session ---------------------------------------------------------------------------
 def _phase(probe: Any, root_ns: str, robot: str, control_mode: str, period: float, last: bool,
-           body: Callable[[Harness, Any], list[Any]], misses: list[dict[str, Any]] | None = None) -> list[Any]:
+           body: Callable[[Harness, Any], list[Any]], misses: list[dict[str, Any]] | None = None,
+           first: bool = False) -> list[Any]:
     """One phase on the graph: its robot node and monitor in ``root_ns/<control_mode>`` walked to
     active, the probes run, the pair walked back to unconfigured unless it is the ``last``.  The
     monitor's missed deadlines that no probe caused on purpose are added to ``misses``."""
@@ -620,7 +624,11 @@ def _phase(probe: Any, root_ns: str, robot: str, control_mode: str, period: floa
     monitor = build_monitor(robot, control_mode)
     labels = tuple(monitor.spec.command_labels(ControlMode(control_mode)))
     for node in ("robot_node", "safety_monitor"):
-        probe.lifecycle(f"{ns}/{node}", "active")
+        # the first pair starts itself (autostart): a transition sent meanwhile is refused and ends
+        # the node, so wait for it; drive it only if it stays down (an --attach run after an earlier
+        # probe walked it back)
+        if not (first and _wait_active(probe, f"{ns}/{node}")):
+            probe.lifecycle(f"{ns}/{node}", "active")
     h = Harness(SimpleNamespace(probe=probe), ns, labels, 1.0 / period)
     try:
         probe.wait_for(lambda: len(h.joints) > 3, 60, f"{robot} joint_states in {ns}")
@@ -633,6 +641,20 @@ def _phase(probe: Any, root_ns: str, robot: str, control_mode: str, period: floa
         if not last:  # the monitor first (it engages its e-stop), then the robot (it holds)
             for node in ("safety_monitor", "robot_node"):
                 probe.lifecycle(f"{ns}/{node}", "unconfigured")
+
+
+def _wait_active(probe: Any, node: str, timeout: float = 20.0) -> bool:
+    """Whether the managed node ``node`` (an autostarting one: the first phase's pair, which starts
+    once it has listened for another session on its names) reports itself active within ``timeout`` s."""
+    from lifecycle_msgs.msg import State
+    from lifecycle_msgs.srv import GetState
+
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if probe.call(f"{node}/get_state", GetState, timeout=60.0).current_state.id == State.PRIMARY_STATE_ACTIVE:
+            return True
+        time.sleep(0.2)
+    return False
 
 
 def _unprovoked_misses(probe: Any, h: Harness) -> list[dict[str, Any]]:
@@ -662,7 +684,7 @@ def _run_phases(probe: Any, cfg: Any, robot: str, bodies: dict[str, Callable[[Ha
     root = "/" + cfg.namespace.strip("/")
     checks: list[Any] = []
     for i, mode in enumerate(phases):
-        checks += _phase(probe, root, robot, mode, period, i == len(phases) - 1, bodies[mode], misses)
+        checks += _phase(probe, root, robot, mode, period, i == len(phases) - 1, bodies[mode], misses, first=i == 0)
     return checks
 
 

@@ -592,7 +592,11 @@ class SafetyMonitor:
             v = staleness(stream, now - last, deadline, response, self._last_stamp.get(stream, math.nan), now)
             if v is not None:
                 onset = active.get(v.ident)
-                found.append(replace(v, detail=onset.detail) if onset is not None else self._miss(v, late))
+                if onset is not None:
+                    v = replace(v, detail=onset.detail)
+                elif stream in self._last_rx:  # a stream that never began misses no deadline of its own
+                    v = self._miss(v, late)
+                found.append(v)
         return self._sensor_update("watchdog", found, now)
 
     def _miss(self, v: Violation, late: float) -> Violation:
