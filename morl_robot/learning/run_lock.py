@@ -46,7 +46,11 @@ def write_error(path: str | os.PathLike[str], exc: OSError) -> WriteError:
     if exc.filename is not None:
         failed = Path(os.fsdecode(exc.filename))
         if failed != Path(path) and failed.parent != Path(path).parent:
-            where = f" ({failed})"
+            try:
+                kind = " is not a folder" if failed.exists() and not failed.is_dir() else ""
+            except OSError:  # e.g. a name too long to look up
+                kind = ""
+            where = f" ({failed}{kind})"
     return WriteError(f"cannot write {path}: {reason}{where}")
 
 

@@ -129,7 +129,7 @@ def test_export_to_an_unwritable_path_is_one_line_and_status_2(where, trained_ru
         out, errno = tmp_path / f"{LONG}.onnx", "[Errno 36]"
     elif where == "file_as_folder":
         (tmp_path / "a_file").write_text("")
-        out, errno = tmp_path / "a_file" / "policy.onnx", "[Errno "
+        out, errno = tmp_path / "a_file" / "policy.onnx", "a_file is not a folder"
     else:
         out, errno = read_only_dir(tmp_path) / "policy.onnx", "[Errno "
     assert main(["export", str(trained_run), "--out", str(out)]) == 2
@@ -148,7 +148,7 @@ def test_train_into_an_unwritable_run_directory_is_one_line_and_status_2(where, 
         out, errno = tmp_path / LONG, "[Errno 36] File name too long"
     elif where == "file_as_folder":
         (tmp_path / "a_file").write_text("")
-        out, errno = tmp_path / "a_file" / "run", "[Errno "
+        out, errno = tmp_path / "a_file" / "run", "[Errno 20] Not a directory"
     else:
         out, errno = read_only_dir(tmp_path) / "run", "[Errno "
     assert main(["train", "--task", "sawyer_peg_in_hole", "--steps", "10", "--out", str(out), "--no-progress"]) == 2
