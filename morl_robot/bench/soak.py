@@ -17,6 +17,15 @@ injects faults through the live graph, one at a time, ``--gap`` seconds apart:
 * ``node_restart`` — the policy server is killed (SIGKILL) and started again (expected: a
   ``stale.heartbeat`` e-stop, then serving again after the reset).
 
+Once per soak, before the schedule:
+
+* ``second_session`` — a second deploy session (another session id, the same namespace and
+  domain) is started beside the running one (expected: each of its nodes gives way at start,
+  naming the running session; the running monitor does not trip);
+* ``refused_resume`` — a run of the task is resumed as another task, by the CLI and by the
+  learner's own start (expected: refused, the run directory byte-identical:
+  :func:`~morl_robot.bench.faults_resume.refused_resume_check`).
+
 After each fault the monitor is reset once the fault is over (``safety/reset``, refused while the
 cause persists).  Reported per fault kind: injected, detected, time to detect (injection → the
 monitor's decision, p50/p99; for staleness faults this includes the stream's deadline), and over the whole soak the commands that reached the robot while
@@ -40,6 +49,8 @@ from typing import Any
 import numpy as np
 
 FAULTS = ("sensor_dropout", "nan_burst", "latency_spike", "command_flood", "node_restart")
+#: Faults injected once per soak, before the schedule.
+ONCE = ("second_session", "refused_resume")
 EXPECTED = {"sensor_dropout": "stale.", "nan_burst": "wrench.non_finite", "command_flood": "command.rate",
             "node_restart": "stale.heartbeat", "latency_spike": None}
 
@@ -131,6 +142,49 @@ class _Watch:
             return [e for t, e in self.events if t >= after and e.get("response") == "estop"]
 
 
+def _second_session(specs: list[Any], env: dict[str, str], log_dir: Path, running: str, watch: _Watch,
+                    timeout: float = 60.0) -> dict[str, Any]:
+    """Start another deploy session's nodes on the running session's names; they must all give way
+    (exit status 2 naming ``running``) and the running monitor must not trip."""
+    from morl_robot.session.processes import ProcessGroup
+
+    group = ProcessGroup(env, log_dir)
+    t0 = time.time()
+    for spec in specs:
+        group.start(spec)
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline and any(p.alive for p in group.processes):
+        time.sleep(0.05)
+    took = time.time() - t0
+    codes = group.stop(10.0)
+    named = all(f"already used by session {running}" in p.log_text() for p in group.processes)
+    trips = watch.estop_events(t0)
+    # starting three node processes loads the host: a stale-stream trip the probe saw too (the stream
+    # really stalled past its deadline) is the host's, as for latency_spike; any other is the intruder's
+    overran = [e for e in trips if e.get("rule", "").startswith("stale.")
+               and watch.largest_gap(e["rule"].removeprefix("stale."), t0 - 0.5, time.time())
+               >= float(e.get("threshold", "inf"))]
+    return {"fault": "second_session", "injected_at": t0, "detected": named and all(c == 2 for c in codes.values()),
+            "rule": "session", "time_to_detect_s": took, "exit_codes": sorted({int(c or 0) for c in codes.values()}),
+            "trip_rules": sorted({e.get("rule", e["name"]) for e in trips}), "overran": bool(overran),
+            "false_trip": len(overran) < len(trips)}
+
+
+def _refused_resume(out: Path) -> dict[str, Any]:
+    """:func:`~morl_robot.bench.faults_resume.refused_resume_check` as a soak record."""
+    import shutil
+
+    from morl_robot.bench.faults_resume import refused_resume_check
+
+    t0 = time.time()
+    work = out / "refused_resume"
+    shutil.rmtree(work, ignore_errors=True)
+    work.mkdir(parents=True)
+    result = refused_resume_check(work)
+    return {"fault": "refused_resume", "injected_at": t0, "detected": bool(result["ok"]), "rule": "preflight",
+            "time_to_detect_s": time.time() - t0, "check": result}
+
+
 def _percentile_ms(values: list[float], q: float) -> float:
     return float(np.percentile(values, q) * 1e3) if values else math.nan
 
@@ -196,6 +250,15 @@ def run(args: argparse.Namespace) -> int:
                 time.sleep(0.3)
             return False
 
+        records.append(_second_session(deploy_nodes(cfg), runner.env, out / "logs" / "second_session",
+                                       session_of(specs), watch))
+        records.append(_refused_resume(out))
+        if watch.estop:
+            records[-1]["released"] = release()
+        for record in records:
+            print(f"  {record['fault']:15s} detected={record['detected']!s:5s} "
+                  f"{record.get('time_to_detect_s', math.nan) * 1e3:7.1f} ms  {record.get('rule') or ''}",
+                  file=sys.stderr)
         end = time.monotonic() + 60.0 * args.minutes
         while time.monotonic() < end:
             time.sleep(args.gap * rng.uniform(0.7, 1.3))
@@ -258,7 +321,7 @@ def run(args: argparse.Namespace) -> int:
     summary: dict[str, Any] = {"minutes": args.minutes, "seed": args.seed, "policy": str(policy),
                                "faults_injected": len(records), "unsafe_commands": watch.unsafe_commands,
                                "full_reversals_on_command_safe": reversals, "by_fault": {}}
-    for kind in FAULTS:
+    for kind in (*FAULTS, *ONCE):
         rows = [r for r in records if r["fault"] == kind]
         times = [r["time_to_detect_s"] for r in rows if "time_to_detect_s" in r]
         summary["by_fault"][kind] = {
@@ -271,7 +334,7 @@ def run(args: argparse.Namespace) -> int:
     write_json_atomic(out / "soak_report.json", summary)
     print(f"{'fault':16s} {'injected':>8s} {'detected':>8s} {'p50 ms':>8s} {'p99 ms':>8s}")
     for kind, s in summary["by_fault"].items():
-        det = s["detected"] if EXPECTED[kind] else f"{s.get('false_trips', 0)} false"
+        det = s["detected"] if EXPECTED.get(kind, kind) else f"{s.get('false_trips', 0)} false"
         print(f"{kind:16s} {s['injected']:8d} {det!s:>8s} {s['detect_p50_ms']:8.1f} {s['detect_p99_ms']:8.1f}")
     spikes = summary["by_fault"]["latency_spike"]
     if spikes["overran"]:

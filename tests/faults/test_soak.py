@@ -25,3 +25,9 @@ def test_a_short_soak_detects_its_faults_and_lets_no_unsafe_command_through(tmp_
         if kind != "latency_spike":
             assert row["detected"] == row["injected"], (kind, row)
     assert report["by_fault"]["latency_spike"].get("false_trips", 0) == 0
+    # once per soak: another session on the same names gives way without tripping this one's monitor,
+    # and a resume as another task is refused with the run directory untouched
+    assert report["by_fault"]["second_session"] == {**report["by_fault"]["second_session"], "injected": 1, "detected": 1}
+    assert report["by_fault"]["refused_resume"] == {**report["by_fault"]["refused_resume"], "injected": 1, "detected": 1}
+    second = next(r for r in report["records"] if r["fault"] == "second_session")
+    assert not second["false_trip"] and second["exit_codes"] == [2]
