@@ -54,7 +54,14 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--out", required=True, help="report directory")
     p.add_argument("--config", default="safety_test", help="session YAML (default config/sessions/safety_test.yaml)")
     p.add_argument("--latency-tolerance", type=float, default=0.02, help="s, sensor stamp → held command (default 0.02)")
-    p.add_argument("--ramp-speeds", default="0.005,0.01,0.02", help="Sawyer press speeds, m/s (comma-separated)")
+    p.add_argument("--approach-speeds", "--ramp-speeds", dest="approach_speeds", default="0.02,0.2",
+                   help="Sawyer: the speeds (m/s, comma-separated) at which the peg is driven down onto the fixture, "
+                        "one press each; the approach rule must slow each to its contact speed before the touch "
+                        "(default 0.02,0.2; --ramp-speeds is the old name)")
+    p.add_argument("--gauge-rate", type=float, default=20.0,
+                   help="N/s at which the force gauge presses (sim: the simulated gauge's ramp; hardware: the rate the "
+                        "operator is asked for) the Sawyer's peg / the Shadow's fingertip up to the collision level "
+                        "(default 20)")
     p.add_argument("--use-sim-time", action="store_true",
                    help="every node follows /clock from the simulated robot (ROS use_sim_time; the launch argument use_sim_time:=true)")
     p.add_argument("--namespace", default=None, help="ROS namespace of the graph (default: the session YAML's)")
@@ -93,6 +100,7 @@ class Harness:
         self.tactile: list[tuple[float, np.ndarray, tuple[str, ...]]] = []  # (receive, values, labels)
         self.joints: list[tuple[float, dict[str, float]]] = []  # (stamp, positions by name)
         self.events: list[tuple[float, dict[str, str]]] = []  # (receive, violation values)
+        self.sent: list[float] = []  # wall times at which commands were published (the newest 1000)
         self.estop = True
         # wall-clock windows in which a probe stopped a stream on purpose (its missed deadlines are
         # the probe's, not the host's)
@@ -181,6 +189,9 @@ class Harness:
     def publish(self, values: np.ndarray) -> float:
         t = time.time()
         self.pub_cmd.publish(self.wire.command_message(values, self.labels, session=self.session or None))
+        with self.lock:
+            self.sent.append(t)
+            del self.sent[:-1000]
         return t
 
     def close(self) -> None:
@@ -250,53 +261,109 @@ def _limit(monitor: Any, rule: str, level: str, key: str | None = None) -> tuple
 
 
 # --- probes ---------------------------------------------------------------------------------
-def probe_force_ramp(h: Harness, monitor: Any, speed: float, tol: float, out: Path) -> list[Any]:
-    """Sawyer: drive the peg down onto the fixture at ``speed`` until the collision level trips."""
+#: The Sawyer's force gauge: it pushes the tool (the peg and its plate, everything the wrist F/T
+#: sensor carries: body ``tool`` of sim/sawyer/sawyer.xml) straight up, toward the flange: the way
+#: the fixture pushes the peg back, and the one direction in which no surface of the cell takes the
+#: load off the sensor (the compliant controller yields to the push, so pushed down the peg would
+#: rest on the fixture).  It gives up at ``SAWYER_GAUGE_MAX`` N.
+SAWYER_GAUGE_BODY, SAWYER_GAUGE_DIRECTION, SAWYER_GAUGE_MAX = "tool", (0.0, 0.0, 1.0), 100.0
+#: m/s: while the gauge presses (simulation) the probe withdraws the peg this slowly, so the contact
+#: level's clamp (twists scaled by the monitor's ``slow_scale``) shows on ``command_safe``.
+WITHDRAW_SPEED = 0.01
+
+
+def probe_peg_press(h: Harness, monitor: Any, speed: float, tol: float, out: Path, backend: str = "sim",
+                    gauge_rate: float = 20.0, gauge_timeout: float = 60.0) -> list[Any]:
+    """Sawyer, as deployed (compliant force-limited control, the ``approach`` rule): drive the peg
+    down onto the fixture at ``speed`` m/s; the approach rule must slow it to its contact speed
+    before it arrives (``approach``).  The robot's own press then settles at the compliant
+    controller's force (below its 20 N limit; pressing down *lowers* the raw wrist reading, which
+    holds the tool's weight), so the wrench levels are reached as on a test rig: a force gauge
+    pushes the tool up until ``wrench.force_norm`` trips its contact and then its collision level.
+    In simulation the gauge is the robot node's ``~/external_wrench`` on ``SAWYER_GAUGE_BODY``,
+    ramped at ``gauge_rate`` N/s, while the probe withdraws the peg at ``WITHDRAW_SPEED`` (the
+    contact clamp must halve that); on hardware the operator presses the peg tip up with a gauge
+    within ``gauge_timeout`` s (instructions on stderr; the probe holds the arm still), and the
+    levels nobody reached are 'not reached'."""
     from morl_robot.safety.testing import RuleCheck, Trace, plot_trace
 
-    name = f"force ramp {speed:g} m/s"
+    name = f"peg press {speed:g} m/s + force gauge"
     contact, unit, contact_resp = _limit(monitor, "wrench.force_norm", "contact", "norm")
     collision, _, collision_resp = _limit(monitor, "wrench.force_norm", "collision", "norm")
     h.restart()
     iz = h.labels.index("vz")
-    # approach: down at 3 cm/s until the first touch (1 N above the resting reading), lift 6 mm,
-    # then the ramp proper at `speed` (the force then rises at speed × the contact's stiffness)
     with h.lock:
-        rest = float(np.linalg.norm(h.wrench[-1][2][:3])) if h.wrench else 0.0
-    cmd = np.zeros(len(h.labels))
-    cmd[iz] = -0.03
-    h.command, h.sending = cmd.copy(), True
-    t_approach = time.time()
+        rest = h.wrench[-1][2][:3].copy() if h.wrench else np.zeros(3)
+    checks: list[Any] = []
 
-    def touched() -> bool:
+    # 1. the approach and the robot's own press
+    cmd = np.zeros(len(h.labels))
+    cmd[iz] = -speed
+    t_approach = time.time()
+    h.command, h.sending = cmd.copy(), True
+    touch: list[float] = []  # receive time of the first touching sample
+
+    def touched() -> bool:  # 1 N of tared force (the raw norm falls as the peg presses: it held the weight)
         with h.lock:
-            return bool(h.wrench) and h.wrench[-1][0] > t_approach and \
-                float(np.linalg.norm(h.wrench[-1][2][:3])) > rest + 1.0
-    h.runner.probe.wait_for(touched, 30, "the peg to touch the fixture")
-    cmd[iz] = 0.03
-    h.command = cmd.copy()
-    time.sleep(0.3)
+            for stamp, rt, w in reversed(h.wrench):
+                if stamp <= t_approach:
+                    break
+                if float(np.linalg.norm(w[:3] - rest)) > 1.0:
+                    touch[:] = [rt]
+                    return True
+        return False
+    h.runner.probe.wait_for(touched, 0.25 / speed + 30, "the peg to touch the fixture")
+    time.sleep(1.0)  # the compliant press settles
+    with h.lock:
+        pressed = float(np.linalg.norm(h.wrench[-1][2][:3] - rest)) if h.wrench else math.nan
+        raw = float(np.linalg.norm(h.wrench[-1][2][:3])) if h.wrench else math.nan
+    press_detail = (f"the robot's own press settled at {pressed:.3g} N tared ({raw:.3g} N raw: the weight "
+                    f"reading {float(np.linalg.norm(rest)):.3g} N partly relieved)")
+    rule = monitor.rules.approach
+    if rule is not None:
+        checks.append(_approach_check(h, rule, name, speed, t_approach, touch[0], tol, press_detail))
     if h.estop:
-        raise RuntimeError("the approach touch already tripped the e-stop; lower its speed")
-    with h.lock:  # the report covers the ramp only
+        raise RuntimeError(f"the approach at {speed:g} m/s tripped the e-stop; see {out / 'logs'}")
+
+    # 2. the force gauge
+    with h.lock:  # the wrench checks cover the gauge press only
         h.events.clear()
         h.safe.clear()
-    t_start = time.time()
-    cmd[iz] = -speed
+    withdraw = WITHDRAW_SPEED if backend == "sim" else 0.0
+    cmd[iz] = withdraw
     h.command = cmd.copy()
-    hit = h.wait_event(lambda e: e.get("rule") == "wrench.force_norm" and e.get("level", "").startswith("collision"),
-                       timeout=0.25 / speed + 10)
+
+    def level_event(level: str) -> Callable[[dict[str, str]], bool]:
+        return lambda e: e.get("rule") == "wrench.force_norm" and e.get("level", "").startswith(level)
+
+    hit = None
+    if backend == "sim":
+        t0, pushed = time.monotonic(), 0.0
+        try:
+            while hit is None and pushed < SAWYER_GAUGE_MAX:
+                pushed = gauge_rate * (time.monotonic() - t0)
+                h.press(SAWYER_GAUGE_BODY, tuple(pushed * d for d in SAWYER_GAUGE_DIRECTION))
+                hit = h.wait_event(level_event("collision"), h.period)
+        finally:
+            h.press(SAWYER_GAUGE_BODY, (0.0, 0.0, 0.0))
+        gauge = (f"simulated force gauge on '{SAWYER_GAUGE_BODY}' (world {SAWYER_GAUGE_DIRECTION}), ramped at "
+                 f"{gauge_rate:g} N/s, {pushed:.3g} N applied at the end; the probe withdrew at {withdraw:g} m/s")
+    else:
+        print(f"\n*** Press the peg tip straight up (toward the flange) with a force gauge, slowly (about "
+              f"{gauge_rate:g} N/s), until the e-stop trips at {collision:g} N on the wrist sensor; waiting "
+              f"{gauge_timeout:g} s ***\n", file=sys.stderr, flush=True)
+        hit = h.wait_event(level_event("collision"), gauge_timeout)
+        gauge = "force gauge pressed by the operator (the arm held still)"
     h.sending = False
-    checks = []
     trace = Trace("‖F‖ wrist force", unit)
     with h.lock:
         for stamp, _, w in h.wrench:
-            if stamp >= t_start - 0.2:
+            if stamp >= t_approach - 0.2:
                 trace.add(stamp, float(np.linalg.norm(w[:3])))
+    scale = monitor.rules.slow_scale
     for level, threshold, resp in (("contact", contact, contact_resp), ("collision", collision, collision_resp)):
         c = RuleCheck(name, "wrench.force_norm", level, resp, threshold, unit, latency_tolerance=tol)
-        ev = h.wait_event(lambda e, lv=level: e.get("rule") == "wrench.force_norm" and e.get("level", "").startswith(lv),
-                          timeout=0.1)
+        ev = h.wait_event(level_event(level), 0.2)
         if ev is not None:
             _, e = ev
             c.tripped = True
@@ -309,17 +376,57 @@ def probe_force_ramp(h: Harness, monitor: Any, speed: float, tol: float, out: Pa
                 t_held = h.first_safe_after(stamp, lambda v: bool(np.all(np.abs(v) < 1e-12)))
             else:  # contact: the next command comes out slowed (clamp), one command period later at most
                 c.latency_tolerance = tol + h.period
-                t_held = h.first_safe_after(stamp, lambda v: abs(v[h.labels.index("vz")]) < speed - 1e-9)
+                t_held = h.first_safe_after(stamp, lambda v: v[iz] <= scale * withdraw + 1e-9)
             c.latency = (t_held - stamp) if t_held is not None else math.nan
-            c.detail = f"level {e.get('level')}"
+            c.detail = f"level {e.get('level')}; {gauge}"
+        else:
+            peak = max((v for t, v in zip(trace.times, trace.values) if t >= t_approach), default=0.0)
+            c.reachable = peak >= c.threshold
+            c.detail = ((f"the wrist read at most {peak:.3g} N ({gauge}); on hardware an operator presses the peg "
+                         f"with a force gauge past {c.threshold:g} N within the {gauge_timeout:g} s the probe waits")
+                        if not c.reachable else f"no violation event although the threshold was crossed ({gauge})")
         checks.append(c.judge())
-    trip = hit[1] if hit else None
-    plot = out / f"force_ramp_{speed:g}.png"
-    plot_trace(trace, collision, _event_float(trip, "sensor_stamp") if trip else None,
-               _event_float(trip, "value") if trip else None, f"Sawyer: {name}", plot, {"contact": contact})
+    plot = out / f"peg_press_{speed:g}.png"
+    plot_trace(trace, collision, _event_float(hit[1], "sensor_stamp") if hit else None,
+               _event_float(hit[1], "value") if hit else None, f"Sawyer: {name}", plot, {"contact": contact})
     for c in checks:
         c.plot = plot.name
     return checks
+
+
+def _approach_check(h: Harness, rule: Any, name: str, speed: float, t_approach: float, t_touch: float,
+                    tol: float, press_detail: str) -> Any:
+    """The ``approach`` rule on the way down: the monitor slowed the twist near the fixture
+    (its ``approach`` events) and the peg arrived no faster than the rule's contact speed (the
+    reached value: ``vz`` of the last ``command_safe`` before the touch).  Latency: the probe's
+    command → the first slowed ``command_safe`` (the clamp acts on the command it answers)."""
+    from morl_robot.safety.testing import RuleCheck
+
+    iz = h.labels.index("vz")
+    limit = rule.contact_speed
+    c = RuleCheck(name, "approach", "near", "clamp", limit, "m/s", latency_tolerance=tol)
+    with h.lock:
+        events = [(t, e) for t, e in h.events if t >= t_approach and e.get("rule") == "approach"]
+        answers = [(t, v) for t, v in h.safe if t_approach <= t <= t_touch]
+        sent = list(h.sent)
+    arrival = abs(answers[-1][1][iz]) if answers else math.nan
+    c.tripped_value = arrival
+    c.threshold_error = max(0.0, arrival - limit)
+    c.threshold_tolerance = 1e-6  # m/s: the clamp is exact
+    boxes = sorted({e.get("key", "?") for _, e in events})
+    if speed <= limit:  # nothing to slow down: the rule must stay out of the way
+        c.tripped = not math.isnan(arrival)
+        c.latency_tolerance = math.inf
+        c.detail = f"requested {speed:g} m/s, within the contact speed: not limited; {press_detail}"
+        return c.judge()
+    c.tripped = bool(events) and not math.isnan(arrival)
+    slowed = next((t for t, v in answers if abs(v[iz]) < speed - 1e-9), None)
+    if slowed is not None:
+        before = [t for t in sent if t <= slowed]
+        c.latency = slowed - before[-1] if before else math.nan
+    c.detail = (f"requested {speed:g} m/s, slowed near {', '.join(boxes) or 'nothing'}; arrived at "
+                f"{arrival * 1e3:.3g} mm/s; {press_detail}")
+    return c.judge()
 
 
 #: The Shadow fingertip press: the body the force gauge pushes, its direction (world frame: down onto
@@ -329,13 +436,13 @@ GAUGE_BODY, GAUGE_DIRECTION, GAUGE_RATE, GAUGE_MAX = "rh_ffdistal", (0.0, 0.0, -
 
 
 def probe_fingertip(h: Harness, monitor: Any, tol: float, out: Path, backend: str = "sim",
-                    gauge_timeout: float = 60.0) -> list[Any]:
+                    gauge_timeout: float = 60.0, gauge_rate: float = GAUGE_RATE) -> list[Any]:
     """Shadow Hand: flex the wrist and the first finger onto the block until the fingertip touches
     it at the tactile contact level (the block lies out of reach of the fingers alone:
     sim/shadow_hand/touch.xml), then press the fingertip onto it with a force gauge until the
     collision level trips.  The finger's own motor presses ~23 N at most, so the 60 N level needs
     the gauge, as on a test rig: in simulation an external force on the fingertip body
-    (``~/external_wrench``, ramped at ``GAUGE_RATE``); on hardware an operator presses the
+    (``~/external_wrench``, ramped at ``gauge_rate`` N/s); on hardware an operator presses the
     fingertip with a gauge within ``gauge_timeout`` s (instructions on stderr), and the rule is
     'not reached' if nobody does."""
     from morl_robot.safety.testing import RuleCheck, Trace, plot_trace
@@ -372,16 +479,16 @@ def probe_fingertip(h: Harness, monitor: Any, tol: float, out: Path, backend: st
         t0, pushed = time.monotonic(), 0.0
         try:
             while hit is None and pushed < GAUGE_MAX:
-                pushed = GAUGE_RATE * (time.monotonic() - t0)
+                pushed = gauge_rate * (time.monotonic() - t0)
                 h.press(GAUGE_BODY, tuple(pushed * d for d in GAUGE_DIRECTION))
                 hit = h.wait_event(tactile_event("collision"), h.period)
         finally:
             h.press(GAUGE_BODY, (0.0, 0.0, 0.0))
-        gauge = (f"simulated force gauge on {GAUGE_BODY} (world {GAUGE_DIRECTION}), ramped at {GAUGE_RATE:g} N/s, "
+        gauge = (f"simulated force gauge on {GAUGE_BODY} (world {GAUGE_DIRECTION}), ramped at {gauge_rate:g} N/s, "
                  f"{pushed:.3g} N applied at the end")
     elif hit is None:
         print(f"\n*** Press the first fingertip ({sensor}) straight onto its pad with a force gauge, slowly "
-              f"(about {GAUGE_RATE:g} N/s), until the e-stop trips at {threshold:g} N; waiting {gauge_timeout:g} s "
+              f"(about {gauge_rate:g} N/s), until the e-stop trips at {threshold:g} N; waiting {gauge_timeout:g} s "
               "***\n", file=sys.stderr, flush=True)
         hit = h.wait_event(tactile_event("collision"), gauge_timeout)
         gauge = "force gauge pressed by the operator"
@@ -726,9 +833,15 @@ def run(args: argparse.Namespace) -> int:
     if tol <= 0:
         raise UsageError(f"--latency-tolerance must be positive, got {tol}")
     try:
-        speeds = [float(s) for s in args.ramp_speeds.split(",") if s.strip()]
+        speeds = [float(s) for s in args.approach_speeds.split(",") if s.strip()]
     except ValueError:
-        raise UsageError(f"--ramp-speeds: expected comma-separated numbers, got {args.ramp_speeds!r}") from None
+        raise UsageError(f"--approach-speeds: expected comma-separated numbers (m/s), got {args.approach_speeds!r}") from None
+    if not speeds or not all(0 < s <= 0.2 for s in speeds):
+        raise UsageError(f"--approach-speeds: each speed must be in (0, 0.2] m/s (the Sawyer's linear speed limit), "
+                         f"got {args.approach_speeds!r}")
+    gauge_rate = float(args.gauge_rate)
+    if not (math.isfinite(gauge_rate) and gauge_rate > 0):
+        raise UsageError(f"--gauge-rate must be a positive number of N/s, got {args.gauge_rate}")
     from morl_robot.session.config import load_session_config
 
     cfg = load_session_config(args.config, {"robot": robot, "task": "", "backend": args.backend,
@@ -739,7 +852,7 @@ def run(args: argparse.Namespace) -> int:
         def cartesian(h: Harness, monitor: Any) -> list[Any]:
             found: list[Any] = []
             for speed in speeds:
-                found += probe_force_ramp(h, monitor, speed, tol, out)
+                found += probe_peg_press(h, monitor, speed, tol, out, args.backend, gauge_rate)
             found += probe_stale(h, monitor, tol, check_period)
             found += probe_nan(h, tol)
             found += probe_flood(h, monitor, 0.2)
@@ -750,7 +863,7 @@ def run(args: argparse.Namespace) -> int:
                   "position": lambda h, m: probe_joint_limit(h, m, tol, "right_j6", step=0.1)}
     else:
         def hand(h: Harness, monitor: Any) -> list[Any]:
-            found = probe_fingertip(h, monitor, tol, out, args.backend)
+            found = probe_fingertip(h, monitor, tol, out, args.backend, gauge_rate=gauge_rate)
             found += probe_joint_limit(h, monitor, tol, "rh_WRJ1", direction=-1)  # flexing pushes into the block
             found += probe_stale(h, monitor, tol, check_period)
             found += probe_nan(h, tol)
@@ -762,7 +875,8 @@ def run(args: argparse.Namespace) -> int:
     misses: list[dict[str, Any]] = []
     checks = _probe_graph(args, cfg, robot, out, bodies, misses)
     report = write_report(checks, out, {"robot": robot, "backend": args.backend,
-                                        "latency_tolerance_s": tol, "ramp_speeds_m_s": speeds,
+                                        "latency_tolerance_s": tol, "approach_speeds_m_s": speeds,
+                                        "gauge_rate_n_s": gauge_rate,
                                         "deadline_misses": deadline_miss_report(misses)})
     for c in checks:
         lat = "" if math.isnan(c.latency) else f" latency {c.latency * 1e3:.1f} ms"
