@@ -333,17 +333,20 @@ def probe_peg_press(h: Harness, monitor: Any, speed: float, tol: float, out: Pat
     cmd[iz] = withdraw
     h.command = cmd.copy()
 
-    def level_event(level: str) -> Callable[[dict[str, str]], bool]:
-        return lambda e: e.get("rule") == "wrench.force_norm" and e.get("level", "").startswith(level)
+    def level_event(level: str, rule: str = "wrench.force_norm") -> Callable[[dict[str, str]], bool]:
+        return lambda e: e.get("rule") == rule and e.get("level", "").startswith(level)
 
     hit = None
     if backend == "sim":
         t0, pushed = time.monotonic(), 0.0
-        try:
-            while hit is None and pushed < SAWYER_GAUGE_MAX:
+        try:  # until both collision levels (‖F‖ and Fz, one sample apart at most) have tripped
+            while pushed < SAWYER_GAUGE_MAX:
                 pushed = gauge_rate * (time.monotonic() - t0)
                 h.press(SAWYER_GAUGE_BODY, tuple(pushed * d for d in SAWYER_GAUGE_DIRECTION))
-                hit = h.wait_event(level_event("collision"), h.period)
+                time.sleep(h.period)
+                hit = h.wait_event(level_event("collision"), 0.0)
+                if hit is not None and h.wait_event(level_event("collision", "wrench.force_axis"), 0.0) is not None:
+                    break
         finally:
             h.press(SAWYER_GAUGE_BODY, (0.0, 0.0, 0.0))
         gauge = (f"simulated force gauge on '{SAWYER_GAUGE_BODY}' (world {SAWYER_GAUGE_DIRECTION}), ramped at "
@@ -356,14 +359,21 @@ def probe_peg_press(h: Harness, monitor: Any, speed: float, tol: float, out: Pat
         gauge = "force gauge pressed by the operator (the arm held still)"
     h.sending = False
     trace = Trace("‖F‖ wrist force", unit)
+    trace_z = Trace("|Fz| wrist force", unit)  # the gauge's axis: the per-axis rule's quantity
     with h.lock:
         for stamp, _, w in h.wrench:
             if stamp >= t_approach - 0.2:
                 trace.add(stamp, float(np.linalg.norm(w[:3])))
+                trace_z.add(stamp, abs(float(w[2])))
     scale = monitor.rules.slow_scale
-    for level, threshold, resp in (("contact", contact, contact_resp), ("collision", collision, collision_resp)):
-        c = RuleCheck(name, "wrench.force_norm", level, resp, threshold, unit, latency_tolerance=tol)
-        ev = h.wait_event(level_event(level), 0.2)
+    levels = [("wrench.force_norm", "norm", "contact", contact, contact_resp, trace),
+              ("wrench.force_norm", "norm", "collision", collision, collision_resp, trace)]
+    levels += [("wrench.force_axis", "fz", lv, *_limit(monitor, "wrench.force_axis", lv, "fz")[::2], trace_z)
+               for lv in ("contact", "collision")]
+    for rule_name, key, level, threshold, resp, tr in levels:
+        c = RuleCheck(name, rule_name, level, resp, threshold, unit, latency_tolerance=tol)
+        ev = h.wait_event(lambda e, r=rule_name, k=key, lv=level: (e.get("rule") == r and e.get("key") == k
+                                                                  and e.get("level", "").startswith(lv)), 0.2)
         if ev is not None:
             _, e = ev
             c.tripped = True
@@ -371,16 +381,16 @@ def probe_peg_press(h: Harness, monitor: Any, speed: float, tol: float, out: Pat
             c.threshold = _event_float(e, "threshold")  # the level in force (accelerating levels differ)
             c.threshold_error = c.tripped_value - c.threshold
             stamp = _event_float(e, "sensor_stamp")
-            c.threshold_tolerance = trace.increment_before(stamp)
+            c.threshold_tolerance = tr.increment_before(stamp)
             if level == "collision":
                 t_held = h.first_safe_after(stamp, lambda v: bool(np.all(np.abs(v) < 1e-12)))
             else:  # contact: the next command comes out slowed (clamp), one command period later at most
                 c.latency_tolerance = tol + h.period
                 t_held = h.first_safe_after(stamp, lambda v: v[iz] <= scale * withdraw + 1e-9)
             c.latency = (t_held - stamp) if t_held is not None else math.nan
-            c.detail = f"level {e.get('level')}; {gauge}"
+            c.detail = f"{key}, level {e.get('level')}; {gauge}"
         else:
-            peak = max((v for t, v in zip(trace.times, trace.values) if t >= t_approach), default=0.0)
+            peak = max((v for t, v in zip(tr.times, tr.values) if t >= t_approach), default=0.0)
             c.reachable = peak >= c.threshold
             c.detail = ((f"the wrist read at most {peak:.3g} N ({gauge}); on hardware an operator presses the peg "
                          f"with a force gauge past {c.threshold:g} N within the {gauge_timeout:g} s the probe waits")
