@@ -7,11 +7,24 @@ tripped, latency from the sensor sample's stamp to the first held/stopped comman
 This process plays the policy: it publishes ``command`` and ``heartbeat`` at the control rate and
 watches ``command_safe``, ``safety/estop``, ``safety/violations`` and the sensor streams.  Probes:
 
-* Sawyer: press the peg onto the fixture with force ramps at several approach speeds (wrench
-  contact and collision levels); approach a joint limit (position mode: the soft-limit clamp).
+* Sawyer, in its deployed configuration (compliant force-limited Cartesian control, the monitor's
+  ``approach`` rule): drive the peg down onto the fixture at each ``--approach-speeds`` speed; the
+  approach rule must slow it to its contact speed (5 mm/s) before it arrives (``approach``).  The
+  robot's own press cannot reach the wrench levels (the controller stops pushing at 20 N tared,
+  and pressing *lowers* the raw reading, which holds the tool's 3.4 N weight), so they are reached
+  as on a test rig: a force gauge pushes the tool up (toward the flange) until ``wrench.force_norm``
+  and ``wrench.force_axis`` (fz) trip their contact (20 N, clamp) and collision (40 N, e-stop)
+  levels on the wrist sensor.  Simulation: ``~/external_wrench`` on the ``tool`` body, ramped at
+  ``--gauge-rate`` N/s (default 20), while the probe withdraws at 1 cm/s so the contact clamp shows
+  on ``command_safe``; hardware: the probe holds the arm, asks the operator (on stderr) to press
+  the peg tip up with a gauge and waits 60 s — nobody pressing leaves those levels 'not reached'
+  (INCOMPLETE, exit 3).  (Before the compliance, ``--ramp-speeds`` were press speeds whose force
+  ramp reached the levels; the old name still sets the approach speeds.)  Then approach a joint
+  limit (position mode: the soft-limit clamp).
 * Shadow Hand: press a fingertip onto the block (the tactile contact level, its own motor), then
   press it further with a force gauge until the tactile collision level trips: in simulation an
-  external force on the fingertip body (the robot node's ``~/external_wrench``, ramped at 20 N/s:
+  external force on the fingertip body (the robot node's ``~/external_wrench``, ramped at
+  ``--gauge-rate``, 20 N/s by default:
   the finger's own motor reaches ~23 N, not 60 N); on hardware the probe asks the operator (on
   stderr) to press the fingertip with a gauge and waits 60 s — nobody pressing leaves the rule
   'not reached' (INCOMPLETE, exit 3); approach a joint limit.

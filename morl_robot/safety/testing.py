@@ -32,7 +32,7 @@ from morl_robot.evaluation.records import write_json_atomic
 #: per mode in ``/<namespace>/<mode>`` (only one pair is active at a time: the later ones start
 #: unconfigured and the probe walks them through their lifecycle, so two nodes never drive one robot).
 SAFETY_TEST_PHASES: dict[str, tuple[str, ...]] = {
-    "sawyer": ("cartesian_velocity", "position"),  # force ramps, watchdogs; joint soft limit
+    "sawyer": ("cartesian_velocity", "position"),  # approach + gauge presses, watchdogs; joint soft limit
     "shadow_hand": ("position",),
 }
 #: The simulated scene each robot's probes press against.
@@ -67,7 +67,7 @@ class Trace:
 class RuleCheck:
     """One rule exercised by one probe."""
 
-    probe: str  # e.g. "force ramp 0.01 m/s"
+    probe: str  # e.g. "peg press 0.02 m/s + force gauge"
     rule: str  # monitor rule name, e.g. "wrench.force_norm"
     level: str  # contact | collision | soft | hard | fault | deadline
     expected_response: str  # clamp | hold | estop
