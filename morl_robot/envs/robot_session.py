@@ -230,16 +230,19 @@ class RobotSession:
     def set_estop(self, engaged: bool) -> None:
         """The monitor's latched e-stop.  Its release re-sends a lockstep step 0 at once: the
         commands answering it met the e-stop and were not executed (:meth:`on_command`).  The first
-        release of the start-up e-stop starts the policy on a fresh episode: a (real-time) episode
-        that ran on held while latched is ended (termination ``reset``) and the next one starts, so
-        no policy acts on a history of held-still frames in the middle of an episode
-        (``release_restarts``)."""
+        release of the start-up e-stop starts the policy on a fresh episode (sim backend): a
+        (real-time) episode that ran on held while latched is ended (termination ``reset``) and the
+        next one starts, so no policy acts on a history of held-still frames in the middle of an
+        episode (``release_restarts``).  On hardware a reset is a motion to the start
+        configuration, which a release must not start: there the arm has been held at its start
+        since activation, and the operator releases it."""
         released = self.estop and not engaged
         first_release = released and not self._released_once
         self.estop = bool(engaged)
         self._released_once = self._released_once or not engaged
         last = self.runner.last
-        if first_release and self.active and self.runner.env is not None and last is not None and last.step > 0:
+        if (first_release and self.active and self.settings.backend == "sim" and self.runner.env is not None
+                and last is not None and last.step > 0):
             self.counters["release_restarts"] += 1
             if not last.done:
                 self._publish(self.runner.end_episode("reset", terminated=False))

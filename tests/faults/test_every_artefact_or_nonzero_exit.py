@@ -93,7 +93,7 @@ def test_a_session_that_did_not_start_writes_nothing(tmp_path):
 
 @pytest.mark.ros
 def test_train_exits_non_zero_with_the_learners_error_when_policy_onnx_cannot_be_written(tmp_path):
-    from conftest import run_cli, tiny_learner_yaml
+    from tests.conftest import run_cli, tiny_learner_yaml
 
     out = tmp_path / "run"
     (out / "policy.onnx").mkdir(parents=True)  # the learner's final write fails for real

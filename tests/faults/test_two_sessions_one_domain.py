@@ -79,21 +79,23 @@ def test_a_robot_executes_only_its_own_sessions_commands(ros_session, tmp_path):
                      "the robot node and the monitor")
     start = np.array(joints[-1][1].position)
     fast = [0.0, 0.0, -0.2]  # full speed down
-    for _ in range(40):  # 2 s at 20 Hz, to both the robot (command_safe) and the monitor (command)
-        pub_safe.publish(wire.command_message(fast, ("vx", "vy", "vz"), session=foreign))
-        pub_cmd.publish(wire.command_message(fast, ("vx", "vy", "vz"), session=foreign))
-        pub_cmd.publish(wire.command_message(fast, ("vx", "vy", "vz")))  # no session id at all
-        time.sleep(0.05)
 
     def counters(part: str) -> dict[str, str]:
         for _, msg in reversed(diags):
             for status in msg.status:
-                if part in status.name and status.name.startswith("safety_monitor" if part == "safety" else "robot"):
+                if status.name.startswith("safety_monitor" if part == "safety" else "robot_node"):
                     return {kv.key: kv.value for kv in status.values}
         return {}
 
-    s.probe.wait_for(lambda: int(counters("robot").get("foreign_commands", 0)) >= 40
-                     and int(counters("safety").get("foreign_commands", 0)) >= 80, 20, "both nodes counting them")
+    def counted() -> bool:  # publish at 20 Hz, to the robot (command_safe) and the monitor (command)
+        pub_safe.publish(wire.command_message(fast, ("vx", "vy", "vz"), session=foreign))
+        pub_cmd.publish(wire.command_message(fast, ("vx", "vy", "vz"), session=foreign))
+        pub_cmd.publish(wire.command_message(fast, ("vx", "vy", "vz")))  # no session id at all
+        time.sleep(0.05)
+        return (int(counters("robot").get("foreign_commands", 0)) >= 40
+                and int(counters("safety").get("foreign_commands", 0)) >= 80)
+
+    s.probe.wait_for(counted, 60, "both nodes counting another session's commands")
     moved = np.abs(np.array(joints[-1][1].position) - start).max()
     assert moved < 1e-3, f"the robot moved {moved:.4f} rad under another session's commands"
     for _, msg in safe:  # the monitor's own messages carry its session and never the foreign command
@@ -154,7 +156,7 @@ def test_a_second_training_session_on_the_same_names_gives_way(domain_id, tmp_pa
     from morl_robot.session.processes import ros_env
 
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-    from conftest import tiny_learner_yaml
+    from tests.conftest import tiny_learner_yaml
 
     env = ros_env(domain_id)
     learner = tmp_path / "tiny.yaml"

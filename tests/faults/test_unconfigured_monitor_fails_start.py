@@ -20,8 +20,9 @@ from morl_robot.session.processes import NodeSpec
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "serving"))
-from conftest import run_cli
 from policy_models import SAWYER, make_policy, task_contract
+
+from tests.conftest import run_cli
 
 pytestmark = pytest.mark.ros
 
