@@ -93,6 +93,7 @@ class _Watch:
     def __init__(self) -> None:
         self.lock = threading.Lock()
         self.estop = True
+        self.frozen = False
         self.events: list[tuple[float, dict[str, str]]] = []  # (receipt time, values)
         self.unsafe_commands = 0
         self.safe: list[tuple[float, np.ndarray]] = []
@@ -114,8 +115,12 @@ class _Watch:
         return max((b - a for a, b in pairwise(times)), default=end - start)
 
     def on_estop(self, msg: Any) -> None:
+        """The session's e-stop state; not while :attr:`frozen` (a second session that gives way
+        may have published its own start-up state on the same latched topic before it heard this
+        one: the state is read afresh once it is gone)."""
         with self.lock:
-            self.estop = bool(msg.data)
+            if not self.frozen:
+                self.estop = bool(msg.data)
 
     def on_event(self, msg: Any) -> None:
         with self.lock:
@@ -225,7 +230,13 @@ def run(args: argparse.Namespace) -> int:
     try:
         runner.start()
         p = runner.probe
-        p.subscribe(f"{ns}/safety/estop", Bool, wire.LATCHED_QOS, callback=watch.on_estop)
+        estop_sub = [p.node.create_subscription(Bool, f"{ns}/safety/estop", watch.on_estop, wire.LATCHED_QOS)]
+
+        def resync_estop() -> None:
+            """A fresh subscription: the latched e-stop state of the live monitor(s) alone."""
+            p.node.destroy_subscription(estop_sub[0])
+            watch.frozen = False
+            estop_sub[0] = p.node.create_subscription(Bool, f"{ns}/safety/estop", watch.on_estop, wire.LATCHED_QOS)
         p.subscribe(f"{ns}/safety/violations", DiagnosticStatus, wire.EVENT_QOS, callback=watch.on_event)
         p.subscribe(f"{ns}/command_safe", Float64MultiArray, wire.COMMAND_QOS, callback=watch.on_safe)
         p.subscribe(f"{ns}/joint_states", JointState, wire.SENSOR_QOS, callback=watch.on_sensor("joint_states"))
@@ -251,8 +262,10 @@ def run(args: argparse.Namespace) -> int:
             return False
 
         time.sleep(2.0)  # the running session settles after its release first
+        watch.frozen = True
         records.append(_second_session(deploy_nodes(cfg), runner.env, out / "logs" / "second_session",
                                        session_of(specs), watch))
+        resync_estop()
         records.append(_refused_resume(out))
         if watch.estop:
             records[-1]["released"] = release()

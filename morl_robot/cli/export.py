@@ -6,10 +6,8 @@ line naming it and the OS error, exit status 2; an existing file there is then l
 from __future__ import annotations
 
 import argparse
-import contextlib
 import json
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -28,6 +26,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from morl_robot.learning.run_lock import writing
     from morl_robot.serving.export import export_policy, load_run_policy
     from morl_robot.serving.runtime import OnnxPolicy
 
@@ -39,7 +38,7 @@ def run(args: argparse.Namespace) -> int:
     if not found:
         raise UsageError(f"RUN_DIR: '{run_dir}' does not exist")
     out = Path(args.out) if args.out else (run_dir if run_dir.is_dir() else run_dir.parent) / "policy.onnx"
-    with _output(out):
+    with writing(out):
         if out.is_dir():
             raise UsageError(f"--out: '{out}' is a directory; give a file name such as {out / 'policy.onnx'}")
         if out.exists() and not out.is_file():
@@ -52,7 +51,7 @@ def run(args: argparse.Namespace) -> int:
     export_policy(policy, contract, out, normalizer=normalizer)  # a WriteError naming out if it cannot be written
     seconds = time.perf_counter() - t0
     OnnxPolicy.from_file(out, expected=contract)  # the file loads and runs as the server will load it
-    with _output(out):
+    with writing(out):
         size = out.stat().st_size
     if args.json:
         print(json.dumps({"path": str(out), "bytes": size, "seconds": round(seconds, 3),
@@ -60,17 +59,6 @@ def run(args: argparse.Namespace) -> int:
     else:
         print(f"wrote {out} ({size / 1e3:.0f} kB, {seconds:.2f} s): {contract.summary()}")
     return 0
-
-
-@contextlib.contextmanager
-def _output(out: Path) -> Iterator[None]:
-    """An ``OSError`` on the output path (e.g. a name too long to even look up) as one line naming it."""
-    from morl_robot.learning.run_lock import write_error
-
-    try:
-        yield
-    except OSError as exc:
-        raise write_error(out, exc) from None
 
 
 def _refuse_downgrade(out: Path, contract: Any, checkpoint: Path) -> None:

@@ -24,11 +24,9 @@ with the same ``ROS_DOMAIN_ID`` and ``--discovery subnet``.
 from __future__ import annotations
 
 import argparse
-import contextlib
 import dataclasses
 import sys
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -135,31 +133,20 @@ def preflight_resume(session: Any, out: Path) -> Path | None:
     would resume from (None: a new run).  A refused resume is a :class:`UsageError` naming the
     checkpoint and the first difference."""
     from morl_robot.errors import MorlRobotError
-    from morl_robot.learning.run_lock import WriteError
+    from morl_robot.learning.run_lock import WriteError, writing
     from morl_robot.nodes import wire
 
     c = session.contract
     session.accept_experience(wire.experience_columns(c.input_labels, c.action_labels, c.objective_names,
                                                       wire.machine_columns(session.propositions)))
     try:
-        with _writing(out):  # e.g. a name too long to even look up
+        with writing(out):  # e.g. a name too long to even look up
             return session.check_resume()
     except MorlRobotError as exc:
         if isinstance(exc, WriteError):
             raise
         raise UsageError(f"--out {out}: refusing to resume this run: {exc} (nothing in it was changed; train "
                          "it with its own task and configuration, or choose another --out)") from None
-
-
-@contextlib.contextmanager
-def _writing(path: Path) -> Iterator[None]:
-    """An ``OSError`` while writing ``path`` as one line naming it (exit status 2), not a traceback."""
-    from morl_robot.learning.run_lock import write_error
-
-    try:
-        yield
-    except OSError as exc:
-        raise write_error(path, exc) from None
 
 
 def run(args: argparse.Namespace) -> int:
@@ -200,15 +187,16 @@ def _run_locked(args: argparse.Namespace, cfg: Any, out: Path) -> int:
         write_bytes_atomic,
         write_json_atomic,
     )
+    from morl_robot.learning.run_lock import writing
     from morl_robot.session.graph import SESSION_SEED_STRIDE, train_nodes
     from morl_robot.session.runner import SessionRunner, first_error_line
 
-    with _writing(out / "session.yaml"):
+    with writing(out / "session.yaml"):
         write_bytes_atomic(out / "session.yaml", yaml.safe_dump(dataclasses.asdict(cfg), sort_keys=False).encode())
     history = read_json(out / "sessions.json") if (out / "sessions.json").is_file() else []
     index = len(history)  # 0: a new run; k: the k-th resumption (the actors' seeds move on)
     history.append({"session": index, "started": time.time(), "total_steps": cfg.total_steps, "seed": cfg.seed})
-    with _writing(out / "sessions.json"):
+    with writing(out / "sessions.json"):
         write_json_atomic(out / "sessions.json", history)
     specs = train_nodes(cfg, out, session_index=index)
     if args.role == "learner":
@@ -225,7 +213,7 @@ def _run_locked(args: argparse.Namespace, cfg: Any, out: Path) -> int:
     ns = "/" + cfg.namespace.strip("/")
     actor_ns = sorted({s.namespace for s in specs if s.executable in ("robot_node", "vector_actor")})
     monitored = sorted({s.namespace for s in specs if s.executable == "safety_monitor"})
-    with _writing(out / "logs"):
+    with writing(out / "logs"):
         (out / "logs").mkdir(exist_ok=True)
     runner = SessionRunner(specs, out / "logs", args.domain_id, localhost=args.discovery == "localhost")
     print(f"training {cfg.task} on {cfg.backend} with {len(actor_ns)} actor(s) here (role {args.role}); "
@@ -280,7 +268,7 @@ def _run_locked(args: argparse.Namespace, cfg: Any, out: Path) -> int:
         from morl_robot.evaluation.records import write_json_atomic
 
         path = out / "safety_violations.json"
-        with _writing(path):
+        with writing(path):
             write_json_atomic(path, merge_violations(read_json(path) if path.is_file() else None, violations, index))
         if violations["total"]:
             print(f"safety violations: {violations['by_rule']}", file=sys.stderr)

@@ -16,11 +16,13 @@ the file and the OS error (:func:`write_error`): one line, never a traceback or 
 """
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import json
 import os
 import socket
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, Self
 
@@ -52,6 +54,16 @@ def write_error(path: str | os.PathLike[str], exc: OSError) -> WriteError:
                 kind = ""
             where = f" ({failed}{kind})"
     return WriteError(f"cannot write {path}: {reason}{where}")
+
+
+@contextlib.contextmanager
+def writing(path: str | os.PathLike[str]) -> Iterator[None]:
+    """An ``OSError`` met in the body (writing ``path``, or even looking it up: a name too long) as
+    :func:`write_error`, one line naming it (the CLI's exit status 2), not a traceback."""
+    try:
+        yield
+    except OSError as exc:
+        raise write_error(path, exc) from None
 
 
 def _describe(info: dict[str, Any]) -> str:

@@ -37,6 +37,7 @@ from rclpy.executors import ExternalShutdownException, SingleThreadedExecutor
 from rclpy.lifecycle import LifecycleNode, TransitionCallbackReturn
 from rclpy.node import Node
 from rclpy.signals import SignalHandlerOptions
+from std_msgs.msg import String
 
 from morl_robot.configuration import from_mapping
 from morl_robot.errors import ConfigError, MorlRobotError
@@ -231,6 +232,8 @@ def _ros_values(values: Mapping[str, Any], fields: list[Any]) -> dict[str, Any]:
 #: s a session's node listens for an earlier session on its names before it configures (DDS
 #: discovery of a latched announcement on one machine: ~0.15 s measured on a loaded 2-core host).
 SESSION_SETTLE = 1.0
+#: s at most a node waits for what discovery shows to announce itself (``SessionGuard.settled``).
+SESSION_SETTLE_MAX = 3.0
 
 
 class SessionGuard:
@@ -243,12 +246,11 @@ class SessionGuard:
     this keeps sensor streams and services apart too."""
 
     def __init__(self, node: Node, session: str, started: float) -> None:
-        from std_msgs.msg import String
-
         self.node, self.session, self.started = node, session, started or time.time()
         self.since = time.monotonic()
         self.refused = ""
         self.heard_self: float | None = None  # when this node's own announcement came back
+        self._heard_nodes: set[tuple[str, str, str]] = set()  # (session, node, pid) of every announcement heard
         self._seen: set[str] = set()
         self.announcement = {"session": session, "started": self.started, "node": node.get_fully_qualified_name(),
                              "pid": os.getpid(), "host": socket.gethostname()}
@@ -264,12 +266,37 @@ class SessionGuard:
 
     def settled(self) -> bool:
         """Listened long enough and not refused: the names are this session's.  Long enough is
-        :data:`SESSION_SETTLE` s, and half of it after this node heard its own announcement back (a
+        :data:`SESSION_SETTLE` s, half of it after this node heard its own announcement back (a
         process starved of CPU at start-up has its DDS threads starved too: the wait stretches
-        with it)."""
+        with it), and, up to :data:`SESSION_SETTLE_MAX` s, until what discovery already shows is
+        accounted for: a node of the graph with this node's own name (another session's twin,
+        whose announcement has not arrived yet), or a publisher on the ``session`` topic that has
+        not been heard.  (A node killed moments ago stays in discovery for its lease but can deliver
+        nothing: after that wait the node starts, saying so.)"""
         now = time.monotonic()
-        return (not self.refused and self.heard_self is not None and now - self.since >= SESSION_SETTLE
-                and now - self.heard_self >= SESSION_SETTLE / 2)
+        if self.refused or self.heard_self is None or now - self.since < SESSION_SETTLE \
+                or now - self.heard_self < SESSION_SETTLE / 2:
+            return False
+        pending = self._unaccounted()
+        if not pending:
+            return True
+        if now - self.since >= SESSION_SETTLE_MAX:  # e.g. a process killed moments ago, still in discovery
+            self.node.get_logger().warning(f"starting although {pending} without announcing a session for "
+                                           f"{SESSION_SETTLE_MAX:g} s (a node that just died, or not of a session)")
+            return True
+        return False
+
+    def _unaccounted(self) -> str:
+        """What discovery shows that no announcement explains yet ("" = nothing)."""
+        me = self.node.get_fully_qualified_name()
+        names = [f"{ns.rstrip('/')}/{n}" for n, ns in self.node.get_node_names_and_namespaces()]
+        if names.count(me) > 1 and not self._seen:
+            return f"another node named {me} runs"
+        topic = f"{self.node.get_namespace().rstrip('/')}/session"
+        publishers = self.node.count_publishers(topic)
+        if publishers > len(self._heard_nodes):
+            return f"{publishers - len(self._heard_nodes)} unheard publisher(s) on {topic}"
+        return ""
 
     def _on_announcement(self, msg: Any) -> None:
         try:
@@ -278,9 +305,13 @@ class SessionGuard:
             float(theirs["started"])
         except (ValueError, KeyError, TypeError):
             return
+        self._heard_nodes.add((other, str(theirs.get("node", "")), str(theirs.get("pid", ""))))
         if other == self.session:
             if self.heard_self is None and theirs.get("node") == self.announcement["node"]:
                 self.heard_self = time.monotonic()
+            if theirs.get("gives_way") and not self.refused:  # a node of this session found the names taken
+                self.refused = str(theirs.get("reason") or f"this session gives way to session {theirs['gives_way']}")
+                self.node.get_logger().error(self.refused)
             return
         if other in self._seen or self.refused:
             return
@@ -295,9 +326,15 @@ class SessionGuard:
                             f"({self.session}) does not start: give it another --namespace (namespace:=) or "
                             "--domain-id")
             self.node.get_logger().error(self.refused)
+            # the session's other nodes here may not have heard the first session yet: they give way too
+            self._pub.publish(String(data=json.dumps({**self.announcement, "gives_way": other,
+                                                      "reason": self.refused})))
         else:
             self.node.get_logger().error(f"{first} started on this session's names ({ns}); it gives way, "
                                          f"this session ({self.session}) goes on")
+            on_intruder = getattr(self.node, "on_intruder", None)
+            if callable(on_intruder):
+                on_intruder()
 
 
 class ManagedNode(LifecycleNode):
@@ -473,6 +510,8 @@ def run_node(make: Callable[[], Node], args: list[str] | None = None) -> int:
                 print(f"error: {node.refused}", file=sys.stderr)
                 node.destroy_node()
                 node, rc = None, 2
+                return rc
+            if stop["flag"]:  # stopped while starting up (e.g. its session gave way): never configured
                 return rc
             node.start()
         while rclpy.ok() and not stop["flag"] and not getattr(node, "finished", False):

@@ -50,6 +50,7 @@ from morl_robot.envs.task_runner import StepRecord
 from morl_robot.errors import MorlRobotError
 from morl_robot.nodes import wire
 from morl_robot.nodes.base import (
+    SESSION_SETTLE_MAX,
     DiagnosticsPublisher,
     ManagedNode,
     log_at,
@@ -183,9 +184,30 @@ class RobotNode(ManagedNode):
         except MorlRobotError as exc:
             self.get_logger().error(f"~/external_wrench ignored: {exc}", throttle_duration_sec=1.0)
 
+    def on_intruder(self) -> None:
+        """Another session started on these names and gives way (``SessionGuard``); before it heard
+        this one, its monitor may have published its start-up e-stop on the same latched topic.
+        Once it is gone, a fresh subscription hears the latched state of this session's monitor
+        alone (twice: its nodes may take a while to exit)."""
+        for delay in (SESSION_SETTLE_MAX + 2.0, 2 * SESSION_SETTLE_MAX + 4.0):
+            self._resubscribe_estop_after(delay)
+
+    def _resubscribe_estop_after(self, delay: float) -> None:
+        """A fresh ``safety/estop`` subscription in ``delay`` s (a one-shot timer)."""
+        timer: list[Any] = []
+
+        def resubscribe() -> None:  # (no argument: rclpy would pass its TimerInfo)
+            self.destroy_timer(timer[0])
+            if getattr(self, "_sub_estop", None) is not None:
+                self.destroy_subscription(self._sub_estop)
+                self._sub_estop = self.create_subscription(Bool, "safety/estop", self._on_estop, wire.LATCHED_QOS)
+
+        timer.append(steady_timer(self, delay, resubscribe))
+
     def _on_estop(self, msg: Bool) -> None:
-        if self.core is not None:
-            self.core.set_estop(msg.data)
+        if self.core is None:
+            return
+        self.core.set_estop(msg.data)
 
     def _request_release(self) -> None:
         """Ask the safety monitor to release its e-stop (it refuses while a violation persists)."""

@@ -4,6 +4,7 @@ robot, control mode or rate."""
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import onnx
@@ -75,3 +76,15 @@ def tamper_contract(src: Path, dst: Path, **changes: str) -> Path:
             prop.value = changes[prop.key]
     onnx.save(model, str(dst))
     return dst
+
+
+def server_node_refuses(ros_session: Any, path: Any, namespace: str) -> str:
+    """Start a real policy_server process (deploy, lockstep) on ``path``; it must exit with status 2
+    at start; returns its log."""
+    from morl_robot.session.processes import NodeSpec
+
+    proc = ros_session.group.start(NodeSpec("policy_server", "policy_server", namespace,
+                                            {"mode": "deploy", "timing": "lockstep", "policy": str(path)}))
+    ros_session.probe.wait_for(lambda: not proc.alive, 60, "policy_server to refuse the model and exit")
+    assert proc.returncode == 2, proc.log_text()
+    return proc.log_text()

@@ -8,7 +8,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from tampered_models import POLICY, tamper_contract
+from tampered_models import POLICY, server_node_refuses, tamper_contract
 
 from morl_robot.acting.server import PolicyServerCore
 from morl_robot.cli import main
@@ -81,11 +81,6 @@ def test_deploy_and_the_policy_server_refuse_it(models, field, capsys) -> None:
 @pytest.mark.ros
 def test_the_policy_server_node_refuses_to_start_with_it(models, ros_session) -> None:
     """A real policy_server process given a contract for another robot exits with rc 2 and the reason."""
-    from morl_robot.session.processes import NodeSpec
-
     path = models["robot"]
-    proc = ros_session.group.start(NodeSpec("policy_server", "policy_server", "/wrong_robot",
-                                            {"mode": "deploy", "timing": "lockstep", "policy": str(path)}))
-    ros_session.probe.wait_for(lambda: not proc.alive, 60, "policy_server to refuse the model and exit")
-    assert proc.returncode == 2, proc.log_text()
-    assert f"{path}: contract field 'robot' is 'shadow_hand'" in proc.log_text()
+    log = server_node_refuses(ros_session, path, "/wrong_robot")
+    assert f"{path}: contract field 'robot' is 'shadow_hand'" in log

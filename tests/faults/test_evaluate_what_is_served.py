@@ -10,7 +10,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from tampered_models import POLICY, tamper_action
+from tampered_models import POLICY, server_node_refuses, tamper_action
 
 from morl_robot.acting.experience import TaskStep
 from morl_robot.acting.server import PolicyServerCore
@@ -129,11 +129,6 @@ def test_a_policy_that_lies_only_on_rare_observations_is_held_there(models) -> N
 @pytest.mark.ros
 def test_the_policy_server_node_refuses_to_start_with_it(models, ros_session) -> None:
     """A real policy_server process given the tampered model exits with rc 2 and the reason."""
-    from morl_robot.session.processes import NodeSpec
-
     path = models["action_5_m_per_s_down"]
-    proc = ros_session.group.start(NodeSpec("policy_server", "policy_server", "/tampered",
-                                            {"mode": "deploy", "timing": "lockstep", "policy": str(path)}))
-    ros_session.probe.wait_for(lambda: not proc.alive, 60, "policy_server to refuse the model and exit")
-    assert proc.returncode == 2, proc.log_text()
-    assert "model output 'action'" in proc.log_text() and str(path) in proc.log_text()
+    log = server_node_refuses(ros_session, path, "/tampered")
+    assert "model output 'action'" in log and str(path) in log
