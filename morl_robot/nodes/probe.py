@@ -83,11 +83,13 @@ class GraphProbe:
         self.wait_for(lambda: publisher.get_subscription_count() >= count, timeout,
                       f"{count} subscriber(s) on {publisher.topic_name}")
 
-    def call(self, service: str, srv_type: Any, request: Any | None = None, timeout: float = 20.0) -> Any:
+    def call(self, service: str, srv_type: Any, request: Any | None = None, timeout: float = 20.0,
+             idempotent: bool = False) -> Any:
         """Call ``service`` and wait for the response.  Clients are kept per (service, type): a
         freshly created client can send its request before the server has matched the client's
         response reader (``wait_for_service`` only sees the server's request side), and under load
-        the response is then lost; a reused client is matched after its first call."""
+        the response is then lost; a reused client is matched after its first call.  An
+        ``idempotent`` request (a query) is sent again every 5 s until answered."""
         key = (service, srv_type)
         with self._lock:
             client = self._clients.get(key)
@@ -97,9 +99,19 @@ class GraphProbe:
             self.wait_for(client.service_is_ready, timeout, f"service {service}")
         except TimeoutError:
             raise TimeoutError(f"service {service} not available after {timeout:.0f} s") from None
-        future = client.call_async(request if request is not None else srv_type.Request())
-        self.wait_for(future.done, timeout, f"a response from {service}")
-        return future.result()
+        request = request if request is not None else srv_type.Request()
+        deadline = time.monotonic() + timeout
+        while True:
+            future = client.call_async(request)
+            wait = min(5.0, deadline - time.monotonic()) if idempotent else deadline - time.monotonic()
+            try:
+                self.wait_for(future.done, max(wait, 0.0), f"a response from {service}")
+                return future.result()
+            except TimeoutError:
+                if not idempotent or time.monotonic() >= deadline:
+                    raise TimeoutError(f"timed out after {timeout:.1f} s waiting for a response from {service}") \
+                        from None
+                client.remove_pending_request(future)
 
     def lifecycle(self, node: str, goal: str, timeout: float = 60.0) -> None:
         """Walk the managed node ``node`` (full name) to ``goal`` (``active`` or ``unconfigured``)
@@ -115,7 +127,7 @@ class GraphProbe:
         }
         goal_id = {"active": State.PRIMARY_STATE_ACTIVE, "unconfigured": State.PRIMARY_STATE_UNCONFIGURED}[goal]
         for _ in range(3):
-            state = self.call(f"{node}/get_state", GetState, timeout=timeout).current_state
+            state = self.call(f"{node}/get_state", GetState, timeout=timeout, idempotent=True).current_state
             if state.id == goal_id:
                 return
             transition = steps.get((state.id, goal))
