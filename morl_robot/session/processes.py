@@ -124,6 +124,16 @@ class NodeProcess:
     def returncode(self) -> int | None:
         return None if self.proc is None else self.proc.poll()
 
+    def wait_exit(self, timeout: float) -> int:
+        """The exit status once the process has ended by itself; ``TimeoutError`` (with the end of
+        its log) if it still runs after ``timeout`` s."""
+        deadline = time.monotonic() + timeout
+        while self.alive and time.monotonic() < deadline:
+            time.sleep(0.1)
+        if self.alive:
+            raise TimeoutError(f"{self.spec.name} still running after {timeout:g} s:\n{self.log_text()[-3000:]}")
+        return int(self.returncode or 0)
+
     def send_signal(self, sig: int) -> None:
         if self.alive:
             assert self.proc is not None

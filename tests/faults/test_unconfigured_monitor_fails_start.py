@@ -9,7 +9,6 @@ with an error, showing the end of its log.  A node configured later by a lifecyc
 from __future__ import annotations
 
 import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -35,18 +34,10 @@ def _safety_without(tmp_path: Path, section: str) -> Path:
     return path
 
 
-def _wait_exit(proc, timeout: float = 60.0) -> int:
-    deadline = time.monotonic() + timeout
-    while proc.alive and time.monotonic() < deadline:
-        time.sleep(0.1)
-    assert not proc.alive, f"still running after {timeout} s:\n{proc.log_text()[-3000:]}"
-    return proc.returncode
-
-
 def test_a_monitor_whose_configure_fails_exits_with_the_reason_as_its_last_error(ros_session, tmp_path):
     proc = ros_session.group.start(NodeSpec("safety_monitor", "safety_monitor", "/broken",
                                             {"config": str(_safety_without(tmp_path, "wrench"))}))
-    rc = _wait_exit(proc)
+    rc = proc.wait_exit(60.0)
     errors = [ln for ln in proc.log_text().splitlines() if "ERROR" in ln or ln.startswith("error")]
     assert rc == 2, proc.log_text()
     assert errors and "configure failed" in errors[-1] and "'wrench'" in errors[-1] and "needs this section" in errors[-1], \

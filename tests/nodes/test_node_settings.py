@@ -4,21 +4,11 @@ value of the wrong type, exits with one clear line naming the parameter (real no
 a later ``ros2 param set`` is checked the same way and, when accepted, updates the settings."""
 from __future__ import annotations
 
-import time
-
 import pytest
 
 from morl_robot.session.processes import NodeSpec
 
 pytest.importorskip("rclpy")
-
-
-def _exit(process, timeout: float = 120.0) -> int:
-    deadline = time.monotonic() + timeout
-    while process.alive and time.monotonic() < deadline:
-        time.sleep(0.1)
-    assert not process.alive, f"{process.spec.name} still running:\n{process.log_text()[-3000:]}"
-    return process.returncode
 
 
 @pytest.mark.parametrize("executable, params, words", [
@@ -37,7 +27,7 @@ def _exit(process, timeout: float = 120.0) -> int:
 def test_a_node_refuses_an_unknown_or_mistyped_parameter(ros_session, executable, params, words):
     namespace = "/" if executable == "driver_emulator" else "/cfg"
     process = ros_session.group.start(NodeSpec(executable, executable, namespace, params))
-    assert _exit(process) == 2, process.log_text()[-3000:]
+    assert process.wait_exit(120.0) == 2, process.log_text()[-3000:]
     log = process.log_text()
     assert words in log, log[-3000:]
     assert "Traceback" not in log, log[-3000:]
