@@ -4,6 +4,13 @@ import os
 os.environ.setdefault("MUJOCO_GL", "egl")
 os.environ.setdefault("OMP_NUM_THREADS", "1")
 
+from hypothesis import settings as _hypothesis_settings
+
+# No per-example deadline: speed is measured by benchmarks, never by tests, and on a loaded 2-core
+# machine a pure property test's example can take 300 ms (a DeadlineExceeded there is noise).
+_hypothesis_settings.register_profile("morl_robot", deadline=None)
+_hypothesis_settings.load_profile("morl_robot")
+
 try:  # torch is optional for the non-learning tests
     import torch
 
