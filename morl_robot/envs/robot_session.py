@@ -198,17 +198,17 @@ class RobotSession:
 
     def foreign(self, why: str) -> None:
         """A ``command_safe`` of another session (or of none): never executed; counted, logged once."""
-        self.counters["foreign_commands"] += 1
-        if why != self.last_error:
-            self.out.log("warning", f"ignored {why}")
-        self.last_error = why
+        self._refuse("foreign_commands", "warning", f"ignored {why}")
 
     def reject(self, why: str) -> None:
         """A command that cannot be executed (malformed, wrong labels…): counted, logged once."""
-        self.counters["rejected_commands"] += 1
-        if why != self.last_error:
-            self.out.log("error", f"command rejected: {why}")
-        self.last_error = why
+        self._refuse("rejected_commands", "error", f"command rejected: {why}")
+
+    def _refuse(self, counter: str, level: str, message: str) -> None:
+        self.counters[counter] += 1
+        if message != self.last_error:
+            self.out.log(level, message)
+        self.last_error = message
 
     def tick(self) -> None:
         """Real-time loop: the newest command, or hold after ``command_timeout``."""
