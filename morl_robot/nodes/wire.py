@@ -153,13 +153,6 @@ def session_token(session: str) -> float:
     return float(int(session, 16)) if session else 0.0
 
 
-def new_session_id() -> str:
-    """A fresh session id: 12 random hex digits."""
-    import secrets
-
-    return secrets.token_hex(6)
-
-
 def session_name(token: float) -> str:
     """The session id a wire value stands for."""
     return f"{int(token):012x}"

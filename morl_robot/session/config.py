@@ -31,6 +31,14 @@ MAX_STEPS = 2**53
 # in either is an error naming the key and the allowed keys.  The comment after a field is the
 # parameter's description (``ros2 param describe``).
 
+def new_session_id() -> str:
+    """A fresh session id (``ManagedNodeSettings.session``): 12 random hex digits, 48 bits, so its
+    wire value (``nodes.wire.session_token``) is exact as a float."""
+    import secrets
+
+    return secrets.token_hex(6)
+
+
 @dataclass
 class ManagedNodeSettings:
     """What every lifecycle node has."""

@@ -180,8 +180,11 @@ def with_clock(cfg: SessionConfig, nodes: list[NodeSpec], session: str | None = 
     ``use_sim_time:=true``): all nodes of a graph follow one clock.  Every managed node also gets
     the graph's session id (``session``, a fresh one unless given) and start time: its commands
     carry the id, and a second session on the same names gives way (``nodes.base.SessionGuard``)."""
-    from morl_robot.nodes.wire import new_session_id
-    from morl_robot.session.config import NODE_SETTINGS, ManagedNodeSettings
+    from morl_robot.session.config import (
+        NODE_SETTINGS,
+        ManagedNodeSettings,
+        new_session_id,
+    )
 
     session = session or new_session_id()
     started = time.time()

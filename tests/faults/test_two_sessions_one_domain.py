@@ -20,6 +20,7 @@ from hypothesis import strategies as st
 
 from morl_robot.nodes import wire
 from morl_robot.nodes.base import SessionGuard
+from morl_robot.session.config import new_session_id
 
 ROOT = Path(__file__).resolve().parents[2]
 DEMO = ROOT / "results" / "demo" / "seed0" / "policy.onnx"
@@ -29,7 +30,7 @@ DEMO = ROOT / "results" / "demo" / "seed0" / "policy.onnx"
 def test_a_command_keeps_its_values_key_and_session_through_the_wire(values, keyed, in_session):
     labels = tuple(f"a{i}" for i in range(len(values)))
     key = wire.step_key(3, 17) if keyed else None
-    session = wire.session_token(wire.new_session_id()) if in_session else None
+    session = wire.session_token(new_session_id()) if in_session else None
     cmd = wire.split_command(*wire.read_labelled(wire.command_message(values, labels, key, session)))
     assert np.array_equal(cmd.values, values) and cmd.labels == labels
     assert cmd.key == key and cmd.session == session
@@ -72,7 +73,7 @@ def test_a_robot_executes_only_its_own_sessions_commands(ros_session, tmp_path):
     safe = s.probe.subscribe("/iso/command_safe", Float64MultiArray, wire.COMMAND_QOS)
     diags = s.probe.subscribe("/diagnostics", DiagnosticArray, wire.EVENT_QOS)
     s.probe.wait_for(lambda: len(joints) > 5, 90, "the robot's joint states")
-    foreign = wire.session_token(wire.new_session_id())
+    foreign = wire.session_token(new_session_id())
     pub_safe = s.probe.publisher("/iso/command_safe", Float64MultiArray, wire.COMMAND_QOS)
     pub_cmd = s.probe.publisher("/iso/command", Float64MultiArray, wire.COMMAND_QOS)
     s.probe.wait_for(lambda: pub_safe.get_subscription_count() >= 1 and pub_cmd.get_subscription_count() >= 1, 30,
