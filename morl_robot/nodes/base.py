@@ -18,6 +18,7 @@ stops with an error).
 from __future__ import annotations
 
 import dataclasses
+import functools
 import json
 import os
 import signal
@@ -355,9 +356,10 @@ class ManagedNode(LifecycleNode):
         self.settings = declare_settings(self, cls)
         return self.settings
 
-    @property
+    @functools.cached_property
     def session_token(self) -> float | None:
-        """The wire value of this node's session id (None: not started by a session)."""
+        """The wire value of this node's session id (None: not started by a session); read once,
+        it goes out with every command."""
         from morl_robot.nodes.wire import session_token
 
         session = getattr(getattr(self, "settings", None), "session", "")
@@ -369,13 +371,11 @@ class ManagedNode(LifecycleNode):
         return self.session_guard.refused if self.session_guard is not None else ""
 
     def start(self) -> None:
-        """Announce the session (:class:`SessionGuard`), then walk to *active* if ``autostart``
-        (call once after construction)."""
+        """Walk to *active* if ``autostart`` (call once after construction; :func:`run_node` first
+        listens for another session on the node's names, :class:`SessionGuard`)."""
         if not hasattr(self, "settings"):
             raise TypeError(f"{type(self).__name__} declares no settings: call self.declare_settings(<its settings "
                             "dataclass>) in its constructor")
-        if getattr(self.settings, "session", "") and self.session_guard is None:
-            self.session_guard = SessionGuard(self, self.settings.session, self.settings.session_started)
         if self.settings.autostart:
             if self.trigger_configure() != TransitionCallbackReturn.SUCCESS:
                 raise SystemExit(2)
