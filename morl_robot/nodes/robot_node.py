@@ -167,9 +167,8 @@ class RobotNode(ManagedNode):
         except wire.WireError as exc:
             self.core.reject(f"malformed command: {exc}")
             return
-        own = self.session_token
-        if own is not None and cmd.session != own:  # another session's monitor (or none): never executed
-            theirs = "no session id" if cmd.session is None else f"session {wire.session_name(cmd.session)}"
+        theirs = wire.foreign_sender(cmd, self.session_token)
+        if theirs:  # another session's monitor (or none): never executed
             self.core.foreign(f"command_safe of {theirs} on {self.get_namespace()}: this robot executes only "
                               f"session {self.settings.session}'s")
             return

@@ -229,10 +229,9 @@ class SafetyMonitorNode(ManagedNode):
             self._bad_input("malformed_command", "error", f"malformed command, holding: {exc}")
             values, labels = [math.nan], ("?",)
         else:
-            own = self.session_token
-            if own is not None and cmd.session != own:  # another session's policy (or none): not ours to check
+            theirs = wire.foreign_sender(cmd, self.session_token)
+            if theirs:  # another session's policy (or none): not ours to check
                 self._foreign_commands += 1
-                theirs = "no session id" if cmd.session is None else f"session {wire.session_name(cmd.session)}"
                 self._bad_input("foreign_command", "warning",
                                 f"ignored a command of {theirs} on {self.get_namespace()}: this monitor checks "
                                 f"only session {self.settings.session}'s commands")

@@ -181,6 +181,14 @@ def split_command(values: np.ndarray, labels: Sequence[str]) -> Command:
     return Command(values, labels, key, session)
 
 
+def foreign_sender(cmd: Command, own: float | None) -> str:
+    """Who sent ``cmd`` if it is not of the session ``own`` (its token; None: a node outside any
+    session accepts every command): "session <id>" or "no session id"; "" if it is ours."""
+    if own is None or cmd.session == own:
+        return ""
+    return "no session id" if cmd.session is None else f"session {session_name(cmd.session)}"
+
+
 def command_labels(labels: Sequence[str], keyed: bool, session: float | None) -> tuple[str, ...]:
     """The labels of a command with the given trailer (see :func:`split_command`)."""
     return (tuple(labels) + ((STEP_KEY_LABEL,) if keyed else ())

@@ -36,6 +36,12 @@ def test_a_command_keeps_its_values_key_and_session_through_the_wire(values, key
     assert cmd.key == key and cmd.session == session
     if session is not None:
         assert wire.session_token(wire.session_name(session)) == session  # 48 bits: exact as a float
+    other = wire.session_token(new_session_id())
+    assert wire.foreign_sender(cmd, None) == ""  # a node outside any session takes every command
+    if session is not None:
+        assert wire.foreign_sender(cmd, session) == ""  # its own session's
+    assert wire.foreign_sender(cmd, other) == ("no session id" if session is None else
+                                                f"session {wire.session_name(session)}") or other == session
 
 
 def test_the_earlier_session_keeps_the_names():
