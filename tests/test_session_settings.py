@@ -61,3 +61,14 @@ def test_node_parameters_give_the_session_values_unless_the_section_changes_them
     # an empty list has no ROS type on the command line: left out (it is the node's default)
     assert "preference" not in node_parameters(PolicyServerSettings())
     assert node_parameters(PolicyServerSettings(preference=[0.1, 1.0]))["preference"] == [0.1, 1.0]
+
+
+@pytest.mark.parametrize("text", ["792757145550", "0123", "true", "1e5", "null", "[a]", "", "a: b", "x y", "plain"])
+def test_a_string_parameter_arrives_as_that_string(text):
+    """``-p name:=value`` is YAML: a string that reads as a number or a boolean (a session id of
+    decimal digits only, seen once in `make test`) is quoted, so the node gets the string."""
+    import yaml
+
+    from morl_robot.session.processes import format_parameter
+
+    assert yaml.safe_load(format_parameter(text)) == text

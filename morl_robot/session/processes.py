@@ -71,11 +71,23 @@ def ros_env(domain_id: int, base: dict[str, str] | None = None) -> dict[str, str
 
 
 def format_parameter(value: Any) -> str:
-    """A parameter value as ``-p name:=value`` expects it (YAML)."""
+    """A parameter value as ``-p name:=value`` expects it (YAML).  A string is quoted unless YAML
+    reads it back as the same string: ``792757145550`` (a session id of decimal digits only),
+    ``true`` or ``1e5`` would otherwise arrive as a number or a boolean."""
     if isinstance(value, str):
-        return yaml.safe_dump(value, default_style='"').strip() if value == "" or ":" in value or " " in value else value
+        return value if _reads_back(value) else yaml.safe_dump(value, default_style='"').strip()
     text = yaml.safe_dump(value, default_flow_style=True).strip()
     return text.removesuffix("\n...").removesuffix("...").strip()
+
+
+def _reads_back(text: str) -> bool:
+    """Whether ``text`` unquoted is read by YAML (as ROS reads ``-p``) as the same string."""
+    if text == "" or ":" in text or " " in text:
+        return False
+    try:
+        return yaml.safe_load(text) == text
+    except yaml.YAMLError:
+        return False
 
 
 @dataclass
