@@ -33,10 +33,13 @@ MAX_STEPS = 2**53
 
 def new_session_id() -> str:
     """A fresh session id (``ManagedNodeSettings.session``): 12 random hex digits, 48 bits, so its
-    wire value (``nodes.wire.session_token``) is exact as a float."""
+    wire value (``nodes.wire.session_token``) is exact as a float; never decimal digits only, so
+    every YAML reader of node parameters (``-p``, a launch file's parameter file) keeps it a string."""
     import secrets
 
-    return secrets.token_hex(6)
+    while (session := secrets.token_hex(6)).isdigit():
+        pass
+    return session
 
 
 @dataclass
