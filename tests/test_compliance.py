@@ -348,11 +348,11 @@ def test_the_inner_layer_applies_the_approach_limit_on_the_newest_reading():
 
 
 def _contact_commands() -> list[str]:
-    """The morl-robot command lines of docs/contact_control.md and README "Contact safety"."""
+    """The morl-robot command lines of docs/explanation/contact_control.md and README "Contact safety"."""
     import re
 
     root = Path(__file__).resolve().parents[1]
-    lines = (root / "docs" / "contact_control.md").read_text().splitlines()
+    lines = (root / "docs" / "explanation" / "contact_control.md").read_text().splitlines()
     readme = (root / "README.md").read_text()
     section = readme[readme.index("## Contact safety"):readme.index("### Contact: measured")]
     lines += section.splitlines()

@@ -11,7 +11,7 @@ the force sensor, which sees only body forces) and compared with
 * the penetration (``-contact.dist``) and the friction ratio of a sliding test.
 
 The scene uses the elliptic friction cone with impratio 10 (since issue 32; the pyramidal cone before
-it is what ``morl-robot evaluate --contact-control stiff`` restores).  docs/contact_physics.md reports
+it is what ``morl-robot evaluate --contact-control stiff`` restores).  docs/explanation/contact_physics.md reports
 the figures these tests pin (stiffness, penetration, friction).  Every test is deterministic and runs
 in well under 5 s.
 """
@@ -243,7 +243,7 @@ def test_static_contact_stiffness_and_penetration(robot):
     """Effective normal stiffness of the peg face on the fixture top (held arm, flange pushed down):
     each of the four contact points sinks in as its solref/solimp predict (:func:`_point_stiffness`,
     1.01e6 N/m per point), so the face is linear at 4 × 1.01e6 = 4.0e6 N/m (load / mean penetration;
-    load / deepest point, the figure docs/contact_physics.md quotes: 3.8e6 N/m).  At the task's 30 N
+    load / deepest point, the figure docs/explanation/contact_physics.md quotes: 3.8e6 N/m).  At the task's 30 N
     force threshold the peg sinks in by 7.8 µm, ~1/190 of the clearance.
 
     Tolerance 2 % per point: measured within ±0.9 % (5–90 N, both surfaces), the held arm's residual
@@ -308,7 +308,7 @@ def test_no_chamfer_rim_overlap_resolved_by_the_shallower_direction(robot, overl
     """The fixture has no chamfer: a peg landing with its face ``overlap_mm`` over the rim should jam.
     MuJoCo's convex collider pushes along the least penetration, so a rim overlap smaller than the
     landing depth gets a sideways normal (toward the hole axis) instead: a numerical chamfer about as
-    wide as the landing overlap (≤ speed × timestep, 0.4 mm at 0.2 m/s; docs/contact_physics.md)."""
+    wide as the landing overlap (≤ speed × timestep, 0.4 mm at 0.2 m/s; docs/explanation/contact_physics.md)."""
     m, d = robot.model, robot.data
     top = _surface_points(robot)["hole_bottom"] + [0.0, 0.0, 0.05]
     _hold(robot, top + [CLEARANCE + overlap_mm * 1e-3, 0.0, -depth_mm * 1e-3])  # peg face over the +x rim
@@ -361,7 +361,7 @@ def test_sliding_friction_is_isotropic_and_matches_the_xml(robot, angle):
     The pyramidal cone before issue 32 fails this: 0.42–0.46 across the edges, break-away at
     0.54–0.56 along them.  The old measure (|f_x| + |f_y|) / f_n, the pyramid's bound, reads
     (cos θ + sin θ) x the coefficient for friction θ off an edge: 0.616–0.620 along the edges here
-    (the slip wanders 1–2°), 0.6 √2 = 0.849 at 45°.  docs/contact_physics.md."""
+    (the slip wanders 1–2°), 0.6 √2 = 0.849 at 45°.  docs/explanation/contact_physics.md."""
     m, half_length = _friction_probe(robot)
     d = mujoco.MjData(m)
     d.qpos[:7] = robot.model.key("home").qpos

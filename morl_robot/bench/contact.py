@@ -5,7 +5,7 @@ through the robot's safety rules as deployed) on held-out seeds, and its row giv
 rate (95 % Wilson interval), the episodes above the task's force threshold (30 N) and at the
 collision level (40 N), and the p50 / p90 / p99 / max of the per-episode peak contact force
 (the larger of the 20 Hz reading and the compliant controller's physics-rate peak of each period;
-docs/contact_control.md).
+docs/explanation/contact_control.md).
 
 Rows: the scripted insertion controller, the hostile ``press`` (full speed straight down every
 step), ``press`` without the safety rules (what the compliant controller alone does), and every

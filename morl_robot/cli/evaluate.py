@@ -74,7 +74,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                         "(default: the centre of its box)")
     p.add_argument("--contact-control", choices=["compliant", "stiff"], default="compliant",
                    help="compliant (default): the force-limited admittance in the robot backend, the safety "
-                        "rules' approach-speed limit, the peg held along the hole's axis (docs/contact_control.md); "
+                        "rules' approach-speed limit, the peg held along the hole's axis (docs/explanation/contact_control.md); "
                         "stiff: the stack before them, to re-check the baseline figures measured then")
     p.set_defaults(func=run)
 
