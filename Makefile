@@ -17,7 +17,7 @@ CAPQL_STAMP := $(VENV)/.capql
 CAPQL_PINS  := morl-baselines==1.3.0
 CAPQL_DEPS  := wandb==0.31.0
 
-.PHONY: venv test demo bench lint clean capql-deps
+.PHONY: venv test demo bench lint clean capql-deps docs
 
 $(STAMP): setup.py requirements/pip_only.txt requirements/venv_constraints.txt
 	@# Debian's python3 ships venv/ensurepip separately (python3-venv): install it if missing.
@@ -46,8 +46,13 @@ demo: $(STAMP)
 bench: $(STAMP)
 	$(BIN)/morl-robot bench env
 
+# The documentation (Sphinx + MyST; reference pages generated from the code) into docs/_build/html.
+docs: $(STAMP)
+	$(BIN)/sphinx-build -W --keep-going -q -b html docs docs/_build/html
+	@echo "docs: docs/_build/html/index.html"
+
 lint: $(STAMP)
-	$(BIN)/ruff check morl_robot tests launch
+	$(BIN)/ruff check morl_robot tests launch docs
 
 clean:
-	rm -rf $(VENV) build install log *.egg-info
+	rm -rf $(VENV) build install log *.egg-info docs/_build

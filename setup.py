@@ -65,6 +65,8 @@ TEST_REQUIRES = [
     "mo-gymnasium==1.3.2",
     "imageio==2.38.1",  # gymnasium's MuJoCo environments (mo-halfcheetah-v5, mo-hopper-v5) import it
     "ruff==0.17.6",
+    "sphinx==9.0.4",  # make docs; tests/docs build the documentation with warnings as errors
+    "myst-parser==5.2.0",
 ]
 
 setup(
