@@ -114,7 +114,7 @@ def _plot(rows: list[dict[str, Any]], path: Path) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from morl_robot.evaluation.protocol import evaluate_policy, load_policy
-    from morl_robot.evaluation.records import write_json_atomic
+    from morl_robot.evaluation.provenance import write_results_json
 
     if args.episodes < 1:
         raise UsageError(f"--episodes must be >= 1, got {args.episodes}")
@@ -139,7 +139,7 @@ def run(args: argparse.Namespace) -> int:
     if args.out:
         out = Path(args.out)
         out.mkdir(parents=True, exist_ok=True)
-        write_json_atomic(out / "results.json", {
+        write_results_json(out / "results.json", {
             "command": "morl-robot bench contact " + " ".join(
                 [f"--episodes {args.episodes}", f"--seed {args.seed}"] + [f"--policy {p}" for p in args.policy]
                 + (["--no-builtin"] if args.no_builtin else []) + (["--stiff"] if args.stiff else [])),

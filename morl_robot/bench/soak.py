@@ -202,7 +202,7 @@ def run(args: argparse.Namespace) -> int:
     from std_srvs.srv import SetBool, Trigger
 
     from morl_robot.errors import UsageError
-    from morl_robot.evaluation.records import write_json_atomic
+    from morl_robot.evaluation.provenance import write_results_json
     from morl_robot.nodes import wire
     from morl_robot.serving.runtime import OnnxPolicy
     from morl_robot.session.config import load_session_config
@@ -345,7 +345,7 @@ def run(args: argparse.Namespace) -> int:
                 "overran": sum(bool(r.get("overran")) for r in rows)} if kind == "latency_spike" else {}),
         }
     summary["records"] = records
-    write_json_atomic(out / "soak_report.json", summary)
+    write_results_json(out / "soak_report.json", summary)
     print(f"{'fault':16s} {'injected':>8s} {'detected':>8s} {'p50 ms':>8s} {'p99 ms':>8s}")
     for kind, s in summary["by_fault"].items():
         det = s["detected"] if EXPECTED.get(kind, kind) else f"{s.get('false_trips', 0)} false"

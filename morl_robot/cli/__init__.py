@@ -44,6 +44,9 @@ def _stop_signal(signum: int, frame: object) -> None:
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
+    from morl_robot.evaluation.provenance import record_command
+
+    record_command(argv)  # every results file written records the command run
     if threading.current_thread() is threading.main_thread():
         for sig in (signal.SIGTERM, signal.SIGHUP):
             signal.signal(sig, _stop_signal)

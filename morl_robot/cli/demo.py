@@ -126,7 +126,7 @@ def write_curve(curve: list[tuple[int, Any]], out: Path) -> Path:
 
 def run(args: argparse.Namespace) -> int:
     from morl_robot.evaluation.protocol import evaluation_curve, snapshot_files
-    from morl_robot.evaluation.records import write_json_atomic
+    from morl_robot.evaluation.provenance import write_results_json
 
     if args.steps < 1 or args.eval_episodes < 1 or args.episodes < 0:
         raise UsageError("--steps and --eval-episodes must be >= 1, --episodes >= 0")
@@ -162,7 +162,7 @@ def run(args: argparse.Namespace) -> int:
               "train_wall_time_s": round(train_s, 1), "before": before, "after": after,
               "curve": [{"env_steps": s, **{n: v["mean"] for n, v in ev.objectives().items()},
                          "success_rate": ev.success_rate} for s, ev in curve]}
-    write_json_atomic(out / "demo_report.json", report)
+    write_results_json(out / "demo_report.json", report)
     print(_table(before, after))
     print(f"wrote {out / 'demo_report.json'}, {out / 'eval_curve.csv'}, {out / 'plots' / 'eval_curve.png'}")
 

@@ -290,9 +290,9 @@ def run(args: argparse.Namespace) -> int:
         # the monitor's missed deadlines, and how many a late process on this host explains
         "deadline_misses": misses,
     }
-    from morl_robot.evaluation.records import write_json_atomic
+    from morl_robot.evaluation.provenance import write_results_json
 
-    write_json_atomic(out / "deploy_report.json", report)
+    write_results_json(out / "deploy_report.json", report)
     print(f"{'objective':14s} {'graph (ONNX, ROS)':>18s} {'in-process':>12s} {'max |diff|':>11s}")
     for i, name in enumerate(contract.objective_names):
         print(f"{name:14s} {graph[:, i].mean():18.4f} {reference[:, i].mean():12.4f} "

@@ -54,7 +54,8 @@ def run(args: argparse.Namespace) -> int:
     from morl_robot.envs.coverage import load_coverage, run_task, save_transitions
     from morl_robot.evaluation import epic
     from morl_robot.evaluation.plots import plot_distance_heatmap
-    from morl_robot.evaluation.records import write_bytes_atomic, write_json_atomic
+    from morl_robot.evaluation.provenance import write_results_json
+    from morl_robot.evaluation.records import write_bytes_atomic
     from morl_robot.tasks.registry import load_task
 
     task_name = args.task if args.task else run_task(args.objectives)
@@ -129,7 +130,7 @@ def run(args: argparse.Namespace) -> int:
         print(f"scalarisations wᵀR over {len(weights)} weights [{', '.join(task.objective_names)}]: "
               f"farthest pair {labels[i]} vs {labels[j]}: {est[i, j]:.3f}")
     if args.out is not None:
-        write_json_atomic(args.out / "results.json", report)
+        write_results_json(args.out / "results.json", report)
         write_bytes_atomic(args.out / "results.md", table.encode())
         plot_distance_heatmap(result.names, result.distance, args.out / "epic.png",
                               f"EPIC, {task_name} (N_V={n_v}, N_M={n_m}, {int(args.confidence * 100)}% CI)",

@@ -479,7 +479,7 @@ def _dst_learner_knobs(args: argparse.Namespace) -> LearnerKnobs:
 
 
 def _run_dst_diagnose(args: argparse.Namespace) -> int:
-    from morl_robot.evaluation.records import write_json_atomic
+    from morl_robot.evaluation.provenance import write_results_json
     from morl_robot.experiments import dst_exact
 
     every, count = args.converge
@@ -491,7 +491,7 @@ def _run_dst_diagnose(args: argparse.Namespace) -> int:
                                    exploring_starts=args.exploring_starts, exploring_horizon=args.exploring_horizon,
                                    eval_every=every, stable_evals=count, quick=args.quick,
                                    learner=_dst_learner_knobs(args))
-    write_json_atomic(args.out, r)
+    write_results_json(args.out, r)
     names = ("treasure", "time")
     print(f"learned MO-MPO, ε_time {args.eps_time:g}, c {args.c:g}, seed {args.seed}: {r['steps']} steps, "
           f"{r['updates']} updates, greedy return {r['learned_greedy_return']}"

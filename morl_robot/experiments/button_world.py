@@ -41,6 +41,7 @@ from morl_robot.envs.button_world import SIZE, START, ButtonWorld
 from morl_robot.errors import UsageError
 from morl_robot.evaluation.hypervolume import hypervolume
 from morl_robot.evaluation.pareto import expected_utility, pareto_front, simplex_weights
+from morl_robot.evaluation.provenance import write_results_json
 from morl_robot.evaluation.records import write_json_atomic
 from morl_robot.reward_machines import ProductMachine, build_product, load_machine
 from morl_robot.reward_machines.env import RewardMachineEnv
@@ -281,7 +282,7 @@ def run_experiment(out_dir: str | Path, budget: Budget = Budget(), pairs: Sequen
                 entry["mismatched_runs"] = mismatched
         results["pairs"][pair] = entry
         if not finished_only:  # a long sweep's partial summary survives an interruption
-            write_json_atomic(out / "results.json", results)
+            write_results_json(out / "results.json", results)
     if bar is not None:
         bar.close()
     if finished_only and not counted:  # nothing to summarise: keep the results.json that is there
@@ -289,7 +290,7 @@ def run_experiment(out_dir: str | Path, budget: Budget = Budget(), pairs: Sequen
                          f"seeds {list(budget.seeds)}, pairs {list(pairs)}); nothing written. "
                          f"Mismatched: {sum(len(e.get('mismatched_runs', {})) for e in results['pairs'].values())}")
     results["wall_time_s"] = time.monotonic() - t0
-    write_json_atomic(out / "results.json", results)
+    write_results_json(out / "results.json", results)
     _plots(results, out)
     return results
 

@@ -36,6 +36,7 @@ import numpy as np
 from morl_robot.errors import ConfigError, UsageError
 from morl_robot.evaluation.hypervolume import hypervolume
 from morl_robot.evaluation.pareto import pareto_mask
+from morl_robot.evaluation.provenance import write_results_json
 from morl_robot.evaluation.records import write_json_atomic
 from morl_robot.learning.config import (
     MPOConfig,
@@ -317,7 +318,7 @@ def run(cfg: ConditionedExperiment, out_dir: str | Path, progress: bool = True) 
         "wall_time_s": time.monotonic() - start, **body,
         "command": command_line(cfg, out),
     }
-    write_json_atomic(out / "results.json", results)
+    write_results_json(out / "results.json", results)
     plot_pareto_fronts({cfg.method: points}, out / "front.png", ref=ref, objective_names=results["objective_names"],
                        title=f"{cfg.env_id}: {cfg.method}, {cfg.steps} steps, seed {cfg.seed} "
                              f"(HV {results['hypervolume']:.4g})", counts=False)

@@ -42,7 +42,7 @@ from morl_robot.evaluation.pareto import (
     simplex_weights,
     sparsity,
 )
-from morl_robot.evaluation.records import write_json_atomic
+from morl_robot.evaluation.provenance import write_results_json
 from morl_robot.evaluation.sweep import Setting, SweepResult, run_sweep
 
 __all__ = [
@@ -544,9 +544,9 @@ def run_experiment(
                 "points_reachable_on_this_grid": len(set(grid)),
                 "optimum": "the true front point of largest w·treasure + (1 − w)·time, discounted with γ = 0.99"}
         returns_by_algorithm[algorithm] = sweep.returns
-        write_json_atomic(out / "results.json", results)
+        write_results_json(out / "results.json", results)
     results["wall_time_s"] = time.perf_counter() - start
-    write_json_atomic(out / "results.json", results)
+    write_results_json(out / "results.json", results)
     plot_pareto_fronts({a: r for a, r in returns_by_algorithm.items() if r.size}, out / "fronts.png",
                        ref=REFERENCE_POINT, objective_names=OBJECTIVES, true_front=front,
                        title="Deep Sea Treasure: returns reached per setting (MO-MPO §5.2, Fig. 5)")
@@ -569,7 +569,7 @@ def run_experiment(
                 "same_treasure": sum(b["same_treasure_as_exact"] for b in split.values()),
                 "reference": str(exact_reference)}
         results["mo-mpo"]["by_epsilon_time"] = split
-        write_json_atomic(out / "results.json", results)
+        write_results_json(out / "results.json", results)
         plot_c_to_treasure(sorted(rows, key=lambda r: r["c"]), sorted({r["eps_time"] for r in rows}),
                            out / "c_to_treasure.png",
                            "Deep Sea Treasure: learned MO-MPO, greedy treasure against c (paper Fig. 5 right)",

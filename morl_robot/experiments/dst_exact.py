@@ -39,7 +39,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from morl_robot.evaluation.records import write_json_atomic
+from morl_robot.evaluation.provenance import write_results_json
 
 TIME_LIMIT = 100  # MO-Gymnasium's deep-sea-treasure-v0 truncation
 
@@ -369,7 +369,7 @@ def run_sweep_exact(out_dir: str | Path, eps_time: tuple[float, ...] = (0.01, 0.
         "pareto_points_found_stochastic": int(pareto_points_found(stochastic, front, atol=0.05).sum()),
         "converged": sum(r["converged"] for r in rows), "runs": rows,
     }
-    write_json_atomic(out / "results.json", results)
+    write_results_json(out / "results.json", results)
     plot_c_to_treasure(rows, eps_time, out / "c_to_treasure.png",
                        f"Deep Sea Treasure: exact tabular MO-MPO, μ {distribution}"
                        + (f" (horizon {horizon})" if horizon is not None else "") + " (MO-MPO paper Fig. 5 right)")

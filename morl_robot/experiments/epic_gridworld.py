@@ -36,7 +36,8 @@ from morl_robot.evaluation.epic import (
     reward_l2,
 )
 from morl_robot.evaluation.plots import plot_distance_heatmap
-from morl_robot.evaluation.records import write_bytes_atomic, write_json_atomic
+from morl_robot.evaluation.provenance import write_results_json
+from morl_robot.evaluation.records import write_bytes_atomic
 
 GAMMA = 0.99
 MOVES = ((0, 0), (-1, 0), (1, 0), (0, -1), (0, 1))  # stay, up, down, left, right
@@ -123,7 +124,7 @@ def run(out: Path) -> dict:
     result = {"epic": table, "gamma": GAMMA, "names": names, "regret_bound": regret,
               "paper": {"Sparse-Dense": 0.0, "Path-Cliff": 0.27}}
     out.mkdir(parents=True, exist_ok=True)
-    write_json_atomic(out / "results.json", result)
+    write_results_json(out / "results.json", result)
     plot_distance_heatmap(names, d, out / "epic_gridworld.png", "EPIC, 3×3 gridworld (exact; paper Fig. A.2)")
     write_bytes_atomic(out / "results.md", markdown_table(names, d).encode())
     return result

@@ -29,7 +29,8 @@ from morl_robot.evaluation.epic import (
     markdown_table,
 )
 from morl_robot.evaluation.plots import plot_distance_heatmap
-from morl_robot.evaluation.records import write_bytes_atomic, write_json_atomic
+from morl_robot.evaluation.provenance import write_results_json
+from morl_robot.evaluation.records import write_bytes_atomic
 
 GAMMA = 0.99
 DT = 0.05
@@ -81,7 +82,7 @@ def run(out: Path, precise: bool = False, seed: int = 0, coverage_size: int = 10
     summary = {**result.to_dict(), "seconds": seconds, "precise": precise, "equivalent_pairs": equivalent,
                "coverage_transitions": coverage_size}
     out.mkdir(parents=True, exist_ok=True)
-    write_json_atomic(out / "results.json", summary)
+    write_results_json(out / "results.json", summary)
     write_bytes_atomic(out / "results.md", markdown_table(list(NAMES), d, result.lower, result.upper).encode())
     plot_distance_heatmap(list(NAMES), d, out / "epic_pointmass.png",
                           f"EPIC, PointMass (N_V={n_v}, N_M={n_m}; paper Fig. 2)", result.lower, result.upper)

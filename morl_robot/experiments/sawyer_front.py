@@ -44,6 +44,7 @@ from typing import Any
 import numpy as np
 
 from morl_robot.errors import UsageError
+from morl_robot.evaluation.provenance import write_results_json
 from morl_robot.evaluation.records import write_json_atomic
 
 TASK = "sawyer_peg_in_hole"
@@ -401,7 +402,7 @@ def summarise(out: Path, cfg: FrontSweepConfig, wall_time_s: float | None = None
         "trade_off": trade_off(runs, names, reference) if points else None,
         "runs": [{k: v for k, v in r.items() if k != "force_trace"} for r in runs],
     }
-    write_json_atomic(out / "results.json", results)
+    write_results_json(out / "results.json", results)
     if points:
         _plots(out, runs, names, task.config.control_period, task.config.force_threshold, reference)
     return results

@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 
 from morl_robot.evaluation.plots import plot_learning_curves
-from morl_robot.evaluation.records import write_json_atomic
+from morl_robot.evaluation.provenance import write_results_json
 from morl_robot.resources import resolve_config
 
 TASK = "sawyer_peg_in_hole"
@@ -66,7 +66,7 @@ def run(
         "improved": {n: bool(end > begin) for n, begin, end in zip(names, first, last)},
         "evaluations": [{"env_steps": int(s), **dict(zip(names, map(float, r)))} for s, r in result.evaluations],
     }
-    write_json_atomic(out / "results.json", summary)
+    write_results_json(out / "results.json", summary)
     _smoothed_csv(out / "episodes.csv", out / "episodes_smoothed.csv", window=max(1, tenth // 2))
     plot_learning_curves(out / "episodes_smoothed.csv", out / "learning_curves.png", title=f"{TASK}: exploring-policy episode returns (moving mean)")
     plot_learning_curves(out / "eval.csv", out / "eval_curves.png", title=f"{TASK}: deterministic evaluation returns")

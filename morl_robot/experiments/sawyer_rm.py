@@ -25,7 +25,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from morl_robot.evaluation.records import write_json_atomic
+from morl_robot.evaluation.provenance import write_results_json
 from morl_robot.resources import resolve_config
 
 SPEC = "sawyer/peg_touch_then_insert"
@@ -99,6 +99,6 @@ def run(out_dir: str | os.PathLike[str], steps: int = 40_000, crm: bool = True, 
                                 policy="scripted insertion controller (reference)", env_fn=make_env,
                                 progress=False)
     summary["scripted_reference"] = reference.to_json()
-    write_json_atomic(out / "results.json", summary)
+    write_results_json(out / "results.json", summary)
     (out / "evaluation.md").write_text(evaluation.to_markdown() + "\n\n" + reference.to_markdown() + "\n")
     return summary

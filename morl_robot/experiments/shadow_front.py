@@ -49,6 +49,7 @@ from typing import Any
 import numpy as np
 
 from morl_robot.errors import UsageError
+from morl_robot.evaluation.provenance import write_results_json
 from morl_robot.evaluation.records import write_json_atomic
 
 TASKS = ("shadow_touch", "shadow_turn", "shadow_orient")
@@ -358,7 +359,7 @@ def summarise(out: Path, cfg: ShadowFrontConfig, wall_time_s: float | None = Non
     results["random"]["hypervolume"] = hypervolume(np.asarray([front_returns(baseline, names)]), np.asarray(ref))
     if cfg.task == "shadow_orient":
         results["orient_check"] = orient_check([r["eval"] for r in runs if r["finished"]], baseline, names)
-    write_json_atomic(out / "results.json", results)
+    write_results_json(out / "results.json", results)
     if any(points.values()):
         _plot(out, cfg, points, front_names, ref, baseline, names)
     return results

@@ -303,12 +303,13 @@ def write_report(out_dir: str, beta: float = BETA, tol: float = 1e-8, max_steps:
     from pathlib import Path
 
     from morl_robot.evaluation.plots import plot_action_probabilities
+    from morl_robot.evaluation.provenance import write_results_json
     from morl_robot.evaluation.records import write_json_atomic
 
     out = Path(out_dir)
     result = run_simple_world(beta=beta, tol=tol, max_steps=max_steps)
     trajectories = result.pop("_trajectories")
-    write_json_atomic(out / "results.json", result["policies"])
+    write_results_json(out / "results.json", result["policies"])
     write_json_atomic(out / "runs.json", {k: v for k, v in result.items() if k != "policies"})
     panels = {
         f"{algorithm}, {scale} rewards": prefs

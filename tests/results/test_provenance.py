@@ -1,0 +1,37 @@
+"""Every results file written records its command, code commit, date and machine."""
+import json
+import subprocess
+from datetime import datetime
+
+from morl_robot.cli import main
+from morl_robot.evaluation.provenance import SOURCE_ROOT, provenance, write_results_json
+
+
+def test_provenance_names_command_commit_date_machine():
+    p = provenance(["evaluate", "results/demo/seed0/policy.onnx", "--out", "a b"])
+    assert p["command"] == "morl-robot evaluate results/demo/seed0/policy.onnx --out 'a b'"
+    head = subprocess.run(["git", "-C", str(SOURCE_ROOT), "rev-parse", "HEAD"], capture_output=True, text=True,
+                          check=False)
+    if head.returncode == 0:
+        assert p["commit"] == head.stdout.strip() and isinstance(p["dirty"], bool)
+    else:
+        assert p["commit"] is None and p["version"]
+    assert datetime.fromisoformat(p["date"]).utcoffset().total_seconds() == 0
+    assert {"hostname", "cpu", "cpu_count", "os", "python", "torch", "mujoco"} <= set(p["machine"])
+
+
+def test_write_results_json_adds_the_block_and_leaves_the_data(tmp_path):
+    data = {"score": 1.5}
+    write_results_json(tmp_path / "results.json", data, argv=["experiment", "x"])
+    written = json.loads((tmp_path / "results.json").read_text())
+    assert data == {"score": 1.5} and written["score"] == 1.5
+    assert written["provenance"]["command"] == "morl-robot experiment x"
+
+
+def test_a_cli_experiment_records_the_command_it_ran(tmp_path, capsys):
+    argv = ["experiment", "dst-exact", "--out", str(tmp_path), "--c-values", "2", "--eps-time", "0.02",
+            "--processes", "1", "--no-progress"]
+    assert main(argv) == 0
+    prov = json.loads((tmp_path / "results.json").read_text())["provenance"]
+    assert prov["command"] == "morl-robot " + " ".join(argv)
+    assert "backfilled" not in prov
