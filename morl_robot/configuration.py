@@ -11,17 +11,22 @@ dataclass annotations:
 * ``Optional[T]`` / ``T | None``, ``Literal[...]`` (the message lists the allowed values).
 
 Unknown keys are errors that list the allowed keys; missing keys without a default are errors.
+A file may start from another with ``extends: PARENT`` (a name of the same kind or a path; chains
+allowed): it states only what it changes, deep-merged over its parent at load time
+(:func:`load_layers`; mappings merge, lists and scalars replace).
 Extra checks live in a dataclass's ``validate()`` method, which raises :class:`ConfigError` via
 :func:`fail` so that the message carries the file and key path (a nested dataclass's key is put
 under the key path it was read at, unless its message already names it).
 """
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import math
 import os
 import types
 import typing
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, Literal, TypeVar, Union, get_args, get_origin, get_type_hints
 
@@ -61,12 +66,156 @@ def load_yaml(path: str | os.PathLike[str]) -> dict[str, Any]:
     return data
 
 
-def load_config(cls: type[T], path: str | os.PathLike[str], overrides: dict[str, Any] | None = None) -> T:
-    """Load ``path`` into dataclass ``cls``; ``overrides`` (nested mapping) win over the file."""
-    data = load_yaml(path)
+def load_config(cls: type[T], path: str | os.PathLike[str], overrides: dict[str, Any] | None = None,
+                kind: str | None = None, metadata: tuple[str, ...] = ()) -> T:
+    """Load ``path`` into dataclass ``cls``; ``overrides`` (nested mapping) win over the file.
+    ``extends:`` chains are followed (:func:`load_layers`; ``kind`` and ``metadata`` as there)."""
+    data = load_layers(cls, path, kind, metadata)
     if overrides:
         data = merge(data, overrides)
-    return from_mapping(cls, data, source=str(path))
+    extra = active_overrides(cls)  # --set KIND.key=value (morl_robot.cli.options)
+    if not extra:
+        return from_mapping(cls, data, source=str(path))
+    try:
+        return from_mapping(cls, merge(data, extra), source=str(path))
+    except ConfigError as exc:
+        raise ConfigError(f"{exc} (with --set {', '.join(_flat_keys(extra))})") from None
+
+
+#: The key by which a YAML config names the config it starts from.
+EXTENDS = "extends"
+
+
+def load_layers(cls: type, path: str | os.PathLike[str], kind: str | None = None,
+                metadata: tuple[str, ...] = ()) -> dict[str, Any]:
+    """The mapping of YAML ``path`` with its ``extends:`` chain merged in (parent first, each child
+    deep-merged over it).  ``PARENT`` is a name of ``kind`` (a key of
+    :data:`morl_robot.resources.CONFIG_KINDS`; None: the kind whose ``config/`` folder holds the
+    file) or a path (relative to the child's folder); a name is first looked for beside the child.
+    Each file's keys are checked against ``cls`` before merging, so an unknown key names the file
+    that has it; a missing parent and a cycle are errors naming the child and its ``extends`` key.
+    ``metadata`` keys (e.g. ``about``) are allowed in every file, dropped, and not inherited.
+    A file without ``extends`` is returned as :func:`load_yaml` reads it (minus ``metadata``)."""
+    current = Path(path)
+    chain: list[Path] = []
+    layers: list[dict[str, Any]] = []
+    while True:
+        chain.append(current)
+        data = load_yaml(current)
+        for key in metadata:
+            data.pop(key, None)
+        if EXTENDS not in data and len(chain) == 1:
+            return data
+        parent = data.pop(EXTENDS, None)
+        check_keys(cls, data, str(current))
+        layers.append(data)
+        if parent is None:
+            break
+        if not isinstance(parent, str) or not parent.strip():
+            fail(str(current), EXTENDS, f"expected the name or path of the config this one extends, got {_describe(parent)}")
+        nxt = _parent_path(current, parent, kind)
+        if any(nxt.resolve() == p.resolve() for p in chain):
+            cycle = " -> ".join(str(p) for p in [*chain, nxt])
+            fail(str(current), EXTENDS, f"'{parent}' makes a cycle: {cycle}")
+        current = nxt
+    out: dict[str, Any] = {}
+    for layer in reversed(layers):
+        out = merge(out, layer)
+    return out
+
+
+def _parent_path(child: Path, parent: str, kind: str | None) -> Path:
+    """The file ``extends: parent`` in ``child`` names (see :func:`load_layers`)."""
+    from morl_robot.errors import UnknownNameError
+    from morl_robot.resources import (
+        CONFIG_KINDS,
+        config_path,
+        is_config_path,
+        resolve_config,
+    )
+
+    if is_config_path(parent):
+        candidate = Path(parent).expanduser()
+        if not candidate.is_absolute():
+            candidate = child.parent / candidate
+        if candidate.is_file():
+            return candidate
+        fail(str(child), EXTENDS, f"parent file '{parent}' not found (looked in: {candidate})")
+    beside = child.parent / f"{parent}.yaml"
+    if beside.is_file():
+        return beside
+    if kind is None:  # the deepest kind folder that holds the child
+        holders = [k for k in CONFIG_KINDS if config_path(k).resolve() in child.resolve().parents]
+        kind = max(holders, key=len) if holders else None
+    if kind is None:
+        fail(str(child), EXTENDS, f"parent '{parent}' not found (looked in: {beside})")
+    try:
+        return resolve_config(kind, parent)
+    except (UnknownNameError, ConfigError) as exc:
+        fail(str(child), EXTENDS, str(exc))
+
+
+def check_keys(cls: type, data: Any, source: str, prefix: str = "") -> None:
+    """Fail on the first key of mapping ``data`` (recursively into nested dataclasses) that
+    dataclass ``cls`` does not have, naming ``source`` and the key path (values are not checked)."""
+    if not isinstance(data, dict):
+        return
+    hints = get_type_hints(cls)
+    fields = {f.name for f in dataclasses.fields(cls) if f.init}
+    for key, value in data.items():
+        if key not in fields:
+            fail(source, _join(prefix, str(key)), f"unknown key; allowed keys: {', '.join(sorted(fields))}")
+        tp = hints[key]
+        nested = [a for a in (get_args(tp) if get_origin(tp) in (Union, types.UnionType) else (tp,))
+                  if dataclasses.is_dataclass(a)]
+        if nested and isinstance(value, dict):
+            check_keys(nested[0], value, source, _join(prefix, key))
+
+
+#: ``--set KIND.key=value`` overrides while a command runs, as JSON in this environment variable
+#: (so the node processes the command starts apply them too): ``{kind: nested mapping}``.
+OVERRIDES_ENV = "MORL_ROBOT_SET"
+#: Config kind of each config dataclass (a subclass, e.g. a task's config, has its base's kind).
+OVERRIDE_KINDS = {"TaskConfig": "task", "MPOConfig": "learner", "SessionConfig": "session",
+                  "RobotConfig": "robot", "SafetyConfig": "safety"}
+
+
+def _flat_keys(data: dict[str, Any], prefix: str = "") -> list[str]:
+    keys: list[str] = []
+    for key, value in data.items():
+        name = f"{prefix}.{key}" if prefix else str(key)
+        keys.extend(_flat_keys(value, name) if isinstance(value, dict) and value else [name])
+    return keys
+
+
+def active_overrides(cls: type) -> dict[str, Any]:
+    """The active ``--set`` overrides for configs of dataclass ``cls`` (empty: none)."""
+    text = os.environ.get(OVERRIDES_ENV)
+    if not text:
+        return {}
+    kind = next((OVERRIDE_KINDS[c.__name__] for c in getattr(cls, "__mro__", ()) if c.__name__ in OVERRIDE_KINDS), None)
+    if kind is None:
+        return {}
+    import json
+
+    return dict(json.loads(text).get(kind) or {})
+
+
+@contextlib.contextmanager
+def config_overrides(by_kind: dict[str, dict[str, Any]]) -> Iterator[None]:
+    """Within the block, every YAML of kind K loaded through :func:`load_config` (in this process
+    and in the node processes started in it) gets ``by_kind[K]`` merged over it (``--set``)."""
+    import json
+
+    before = os.environ.get(OVERRIDES_ENV)
+    os.environ[OVERRIDES_ENV] = json.dumps(by_kind, default=str)
+    try:
+        yield
+    finally:
+        if before is None:
+            os.environ.pop(OVERRIDES_ENV, None)
+        else:
+            os.environ[OVERRIDES_ENV] = before
 
 
 def merge(base: dict[str, Any], override: dict[str, Any]) -> dict[str, Any]:

@@ -49,7 +49,7 @@ def test_unknown_name_names_the_kind_and_lists_the_available_names():
     assert f"unknown learner config 'nope'; available: {', '.join(names)} (config/learner/<name>.yaml)" in str(err.value)
     with pytest.raises(UnknownNameError, match=r"unknown reward machine 'sawyer/nope'; available: button_world/abb_cycle"):
         resolve_config("reward_machines", "sawyer/nope")
-    with pytest.raises(UnknownNameError, match="no session given; available: demo, deploy, safety_test, train"):
+    with pytest.raises(UnknownNameError, match="no session given; available: demo, deploy, safety_test, shadow_orient, shadow_touch, shadow_turn, train"):
         resolve_config("sessions", "")
 
 

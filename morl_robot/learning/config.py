@@ -315,10 +315,17 @@ class MPOConfig:
         return new
 
 
+#: Keys a learner profile may carry that are about it, not settings (not inherited by ``extends``).
+LEARNER_METADATA: tuple[str, ...] = ("about",)
+
+
 def load_learner_config(name_or_path: str | os.PathLike[str], overrides: dict[str, Any] | None = None) -> MPOConfig:
-    """Load a learner YAML (a name under ``config/learner/`` or a path:
-    :func:`~morl_robot.resources.resolve_config`) into :class:`MPOConfig` (errors name file and key)."""
-    return load_config(MPOConfig, resolve_config("learner", name_or_path), overrides)
+    """Load a learner YAML (a name under ``config/learner/``, e.g. ``archive/sawyer_front``, or a
+    path: :func:`~morl_robot.resources.resolve_config`) into :class:`MPOConfig` (errors name file and
+    key).  A profile may ``extends: PARENT`` another and state only what it changes
+    (:func:`~morl_robot.configuration.load_layers`); ``about:`` describes it and is not a setting."""
+    return load_config(MPOConfig, resolve_config("learner", name_or_path), overrides, kind="learner",
+                       metadata=LEARNER_METADATA)
 
 
 def config_from_dict(data: dict[str, Any], source: str = "<dict>") -> MPOConfig:

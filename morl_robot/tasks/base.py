@@ -18,6 +18,7 @@ import numpy as np
 from morl_robot.configuration import fail
 from morl_robot.robots.base import Robot
 from morl_robot.robots.spec import ControlMode, RobotState
+from morl_robot.tasks.recipes import TaskRecipe
 
 
 @dataclass
@@ -29,6 +30,9 @@ class TaskConfig:
     control_period: float  # s between policy actions
     episode_duration: float  # s; the episode is truncated after this ('time_limit')
     timestep: float | None = None  # physics timestep override (s); None = the MJCF's
+    #: the learner profile and session that learn the task (``morl-robot train --task T``; see
+    #: :mod:`morl_robot.tasks.recipes`); None: none named
+    recipe: TaskRecipe | None = None
 
     def validate(self) -> None:
         if self.control_period <= 0:

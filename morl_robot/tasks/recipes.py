@@ -1,0 +1,127 @@
+"""Training recipes: which learner profile and session learn each task, and what else there is.
+
+Each task YAML (``config/tasks/<task>.yaml``) names its recipe under ``recipe:`` (the learner
+profile and the session that learn it, plus the task's other profiles, what each is for and its
+committed result).  ``morl-robot train --task T`` with no other flag trains
+:func:`default_recipe`; ``morl-robot tasks --recipes`` prints :func:`recipes`.  How to choose:
+``docs/howto/choose_learner.md``.  No torch here: the CLI imports this module to pick its defaults.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Literal
+
+from morl_robot.configuration import fail, from_mapping, load_yaml
+from morl_robot.errors import ConfigError, UnknownNameError
+
+#: What a profile is for (the rows of docs/howto/choose_learner.md).
+GOALS: tuple[str, ...] = ("learn", "front", "every-preference", "worst-case")
+Goal = Literal["learn", "front", "every-preference", "worst-case"]
+
+
+def _check_name(kind: str, key: str, name: str) -> None:
+    """``name`` must be a shipped config of ``kind`` (or an existing path); fail naming ``key``."""
+    from morl_robot.resources import resolve_config
+
+    if not name:
+        fail("", key, f"missing: name a {kind} config (config/{kind}/<name>.yaml)")
+    try:
+        resolve_config(kind, name)
+    except (UnknownNameError, ConfigError) as exc:
+        fail("", key, str(exc))
+
+
+@dataclass
+class RecipeProfile:
+    """Another profile for the task (``recipe.profiles[i]`` in the task YAML)."""
+
+    learner: str  # learner profile (config/learner/<name>.yaml)
+    goal: Goal = "front"
+    #: how it is run (the command that trains it); a train profile needs ``session`` instead
+    command: str = ""
+    session: str = ""  # a session, when the profile trains through ``morl-robot train``
+    about: str = ""  # what it is for; "" = the learner YAML's ``about:``
+    result: str | None = None  # its committed result (a path under results/)
+
+    def validate(self) -> None:
+        _check_name("learner", "learner", self.learner)
+        if self.session:
+            _check_name("sessions", "session", self.session)
+        if not self.session and not self.command:
+            fail("", "command", "give the command that trains this profile (or a session for morl-robot train)")
+
+
+@dataclass
+class TaskRecipe:
+    """The ``recipe:`` mapping of a task YAML: the profile and session that learn the task."""
+
+    learner: str  # learner profile (config/learner/<name>.yaml)
+    session: str  # session (config/sessions/<name>.yaml)
+    about: str = ""  # what it does; "" = the learner YAML's ``about:``
+    result: str | None = None  # its measured result (results/recipes/<task>/results.json)
+    profiles: list[RecipeProfile] = field(default_factory=list)
+
+    def validate(self) -> None:
+        _check_name("learner", "learner", self.learner)
+        _check_name("sessions", "session", self.session)
+
+
+@dataclass(frozen=True)
+class Recipe:
+    """One way to train a task: learner profile, session (``""``: not through ``train``; see
+    ``command``), what it is for and its committed result (a path under ``results/`` or None)."""
+
+    task: str
+    learner: str
+    session: str
+    about: str
+    result: str | None
+    goal: str = "learn"
+    command: str = ""
+    default: bool = False
+
+
+def learner_about(learner: str) -> str:
+    """The ``about:`` line of a learner profile (``""`` when it has none)."""
+    from morl_robot.resources import resolve_config
+
+    about = load_yaml(resolve_config("learner", learner)).get("about", "")
+    return " ".join(str(about).split())
+
+
+def task_recipe(task: str) -> TaskRecipe:
+    """The ``recipe:`` mapping of ``task``'s YAML, validated (errors name the file and the key)."""
+    from morl_robot.resources import resolve_config
+
+    path = resolve_config("tasks", task)
+    data = load_yaml(path)
+    if "recipe" not in data:
+        raise ConfigError(f"{path}: key 'recipe': missing: a task YAML names the learner profile and session "
+                          "that learn it (recipe: {learner: NAME, session: NAME})")
+    return from_mapping(TaskRecipe, data["recipe"], source=str(path), prefix="recipe")
+
+
+def default_recipe(task: str) -> Recipe:
+    """The recipe that learns ``task``: what ``morl-robot train --task TASK`` trains with no other flag."""
+    r = task_recipe(task)
+    command = f"morl-robot train --task {task}"
+    return Recipe(task=task, learner=r.learner, session=r.session, about=r.about or learner_about(r.learner),
+                  result=r.result, goal="learn", command=command, default=True)
+
+
+def recipes(task: str | None = None) -> list[Recipe]:
+    """Each task's profiles (the default recipe first), what each is for and its committed result."""
+    if task is None:
+        from morl_robot.tasks.registry import task_names
+
+        names = list(task_names())
+    else:
+        names = [task]
+    out: list[Recipe] = []
+    for name in names:
+        out.append(default_recipe(name))
+        for p in task_recipe(name).profiles:
+            command = p.command or f"morl-robot train --task {name} --learner {p.learner} --session {p.session}"
+            out.append(Recipe(task=name, learner=p.learner, session=p.session, about=p.about or learner_about(p.learner),
+                              result=p.result, goal=p.goal, command=command))
+    return out
