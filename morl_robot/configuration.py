@@ -73,13 +73,7 @@ def load_config(cls: type[T], path: str | os.PathLike[str], overrides: dict[str,
     data = load_layers(cls, path, kind, metadata)
     if overrides:
         data = merge(data, overrides)
-    extra = active_overrides(cls)  # --set KIND.key=value (morl_robot.cli.options)
-    if not extra:
-        return from_mapping(cls, data, source=str(path))
-    try:
-        return from_mapping(cls, merge(data, extra), source=str(path))
-    except ConfigError as exc:
-        raise ConfigError(f"{exc} (with --set {', '.join(_flat_keys(extra))})") from None
+    return from_mapping(cls, data, source=str(path))
 
 
 #: The key by which a YAML config names the config it starts from.
@@ -203,7 +197,7 @@ def active_overrides(cls: type) -> dict[str, Any]:
 
 @contextlib.contextmanager
 def config_overrides(by_kind: dict[str, dict[str, Any]]) -> Iterator[None]:
-    """Within the block, every YAML of kind K loaded through :func:`load_config` (in this process
+    """Within the block, every YAML of kind K read through :func:`from_mapping` (in this process
     and in the node processes started in it) gets ``by_kind[K]`` merged over it (``--set``)."""
     import json
 
@@ -236,7 +230,20 @@ def fail(source: str, key: str, message: str) -> typing.NoReturn:
 
 
 def from_mapping(cls: type[T], data: Any, source: str = "", prefix: str = "") -> T:
-    """Build dataclass ``cls`` from a mapping, checking keys and types recursively."""
+    """Build dataclass ``cls`` from a mapping, checking keys and types recursively.  A YAML file's
+    top level (``source`` a ``.yaml`` path) first gets the active ``--set`` overrides of its kind
+    (:func:`config_overrides`)."""
+    extra = active_overrides(cls) if not prefix and str(source).endswith((".yaml", ".yml")) else {}
+    if extra and isinstance(data, dict):
+        try:
+            return _from_mapping(cls, merge(data, extra), source, prefix)
+        except ConfigError as exc:
+            kind = next(OVERRIDE_KINDS[c.__name__] for c in cls.__mro__ if c.__name__ in OVERRIDE_KINDS)
+            raise ConfigError(f"{exc} (with --set {', '.join(_flat_keys(extra, kind))})") from None
+    return _from_mapping(cls, data, source, prefix)
+
+
+def _from_mapping(cls: type[T], data: Any, source: str = "", prefix: str = "") -> T:
     if not dataclasses.is_dataclass(cls):
         raise TypeError(f"{cls!r} is not a dataclass")
     where = prefix or "<top level>"

@@ -1,8 +1,11 @@
 """The ``morl-robot`` command line: one module per subcommand under ``morl_robot.cli``.
 
 Each subcommand module exposes ``register(subparsers)`` which adds its parser and sets
-``func=<callable(args) -> int>``.  Errors this package raises on purpose (bad config, unknown
-task, bad command) are printed as one clear line and exit with status 2.
+``func=<callable(args) -> int>``; shared option helpers (the one vocabulary: ``--learner``,
+``--session``, ``--task-config``, positional ``POLICY``, ``--processes``, ``--epsilon``, ``--set``)
+live in :mod:`morl_robot.cli.options`.  Errors this package raises on purpose (bad config, unknown
+task, bad command) are printed as one clear line and exit with status 2 (every code:
+:mod:`morl_robot.cli.exit_codes`).
 """
 from __future__ import annotations
 
@@ -20,12 +23,19 @@ SUBCOMMANDS = ("tasks", "rollout", "train", "deploy", "safety_test", "release", 
 
 
 def build_parser() -> argparse.ArgumentParser:
+    from morl_robot.cli.options import HelpFormatter, finish_parser
+
     parser = argparse.ArgumentParser(
         prog="morl-robot",
         description="Multi-objective RL on the Sawyer and the Shadow Hand: simulation, training, deployment.",
+        epilog="`morl-robot COMMAND --help` shows a command's options. Without a command (and `bench`, "
+               "`experiment`, `rm` without theirs) the help is printed and the exit status is 0, as with `ros2`; "
+               "exit codes: docs/reference/exit_codes.md.",
+        formatter_class=HelpFormatter,
     )
+    parser.add_argument("--version", action="version", version=f"%(prog)s {_version()}",
+                        help="print the package version and exit")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
-    sub.required = True
     for name in SUBCOMMANDS:
         try:
             module = importlib.import_module(f"morl_robot.cli.{name}")
@@ -34,7 +44,27 @@ def build_parser() -> argparse.ArgumentParser:
                 continue  # subcommand not built yet
             raise
         module.register(sub)
+    finish_parser(parser)
     return parser
+
+
+def _version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("morl_robot")
+    except PackageNotFoundError:
+        return "unknown (not installed)"
+
+
+def parse(argv: list[str] | None = None, parser: argparse.ArgumentParser | None = None) -> argparse.Namespace:
+    """``argv`` through the real parser, late defaults filled (a positional POLICY that may also come
+    from the deprecated ``--policy``); a missing required one is a :class:`UsageError`."""
+    from morl_robot.cli.options import apply_late_defaults
+
+    args = (parser or build_parser()).parse_args(argv)
+    apply_late_defaults(args)
+    return args
 
 
 def _stop_signal(signum: int, frame: object) -> None:
@@ -42,8 +72,11 @@ def _stop_signal(signum: int, frame: object) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
+    from morl_robot.cli.options import apply_late_defaults, set_overrides
+
     parser = build_parser()
     args = parser.parse_args(argv)
+    command = " ".join(filter(None, ["morl-robot", args.command]))
     from morl_robot.evaluation.provenance import record_command
 
     record_command(argv)  # every results file written records the command run
@@ -51,12 +84,14 @@ def main(argv: list[str] | None = None) -> int:
         for sig in (signal.SIGTERM, signal.SIGHUP):
             signal.signal(sig, _stop_signal)
     try:
-        return int(args.func(args) or 0)
+        apply_late_defaults(args)
+        with set_overrides(args):
+            return int(args.func(args) or 0)
     except MorlRobotError as exc:
-        print(f"morl-robot {args.command}: error: {exc}", file=sys.stderr)
+        print(f"{command}: error: {exc}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
-        print(f"morl-robot {args.command}: interrupted", file=sys.stderr)
+        print(f"{command}: interrupted", file=sys.stderr)
         return 130
 
 
