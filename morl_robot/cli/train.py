@@ -34,6 +34,16 @@ import yaml
 
 from morl_robot.errors import UsageError
 
+#: What ``train`` itself writes in ``--out`` (path, content), beside the learner's files
+#: (:data:`morl_robot.learning.session.RUN_FILES`): the source of docs/reference/run_directory.md.
+RUN_FILES: tuple[tuple[str, str], ...] = (
+    ("session.yaml", "the session config this run used (every node's settings)"),
+    ("sessions.json", ("one entry per start of the command (a resume adds one): session index, start time, "
+                       "total_steps, seed")),
+    ("safety_violations.json", "violation counts by rule and by actor, summed over the sessions"),
+    ("logs/<node>.log", "each node's output"),
+)
+
 
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("train", help="train MO-MPO through the ROS graph (robot, safety monitor, actors, learner)")
