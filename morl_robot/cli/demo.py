@@ -2,8 +2,8 @@
 
 1. A training session through the ROS graph (``morl-robot train``: robot node in lockstep, safety
    monitor, an exploring policy server, the MO-MPO learner node) on the Sawyer peg-in-hole task
-   with the demo session (``config/sessions/demo.yaml``) and learner profile
-   (``config/learner/demo_demos.yaml``: learning from demonstrations; the policy server acts the
+   with the task's recipe (its task YAML's ``recipe:``; for the Sawyer the demo session,
+   ``config/sessions/demo.yaml``, and learner profile ``config/learner/demo_demos.yaml``: learning from demonstrations; the policy server acts the
    first episodes with the scripted insertion controller, the learner clones them, MO-MPO fine-tunes).
 2. The evaluation protocol (:mod:`morl_robot.evaluation.protocol`) on the initial policy and on
    the final one, same fixed seeds: a before/after table (each objective with its CI, success
@@ -27,39 +27,56 @@ import time
 from pathlib import Path
 from typing import Any
 
+from morl_robot.cli.options import add_set, deprecated
 from morl_robot.errors import UsageError
 
-#: What ``make demo`` trains: chosen so the improvement is clear within the 10-minute budget.
+#: What ``make demo`` trains: the Sawyer peg-in-hole recipe (its task YAML's ``recipe:``), chosen
+#: so the improvement is clear within the 10-minute budget.
 DEMO_TASK = "sawyer_peg_in_hole"
-DEMO_LEARNER = "demo_demos"
-DEMO_SESSION = "demo"
 DEMO_STEPS = 12_000
+
+
+def demo_recipe(task: str = DEMO_TASK) -> tuple[str, str]:
+    """The learner profile and session of ``task``'s recipe (without recipes: demo_demos, demo)."""
+    try:
+        from morl_robot.tasks.recipes import default_recipe
+    except ImportError:
+        return "demo_demos", "demo"
+    recipe = default_recipe(task)
+    return recipe.learner, recipe.session
 
 
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("demo", help="the embedded default job: train, evaluate before/after, deploy check")
-    p.add_argument("--task", default=DEMO_TASK)
+    learner, session = demo_recipe()
+    p.add_argument("--task", default=DEMO_TASK, help="task to train")
+    p.add_argument("--learner", default=None, metavar="NAME|PATH",
+                   help=f"learner profile, name or YAML path (default: the task's recipe, {learner} for {DEMO_TASK})")
+    p.add_argument("--session", default=None, metavar="NAME|PATH",
+                   help=f"training session YAML, name under config/sessions/ or path (default: the task's recipe, "
+                        f"{session} for {DEMO_TASK})")
+    add_set(p, ("task", "learner", "session", "robot", "safety"))
     p.add_argument("--steps", type=int, default=DEMO_STEPS, help=f"training env steps (default {DEMO_STEPS})")
-    p.add_argument("--learner-config", default=DEMO_LEARNER, help=f"learner YAML or name (default {DEMO_LEARNER})")
-    p.add_argument("--session-config", default=DEMO_SESSION,
-                   help=f"training session YAML or name under config/sessions/ (default {DEMO_SESSION})")
     p.add_argument("--eval-episodes", type=int, default=10,
                    help="evaluation episodes per policy, seeds S…S+N−1 (default 10)")
     p.add_argument("--episodes", type=int, default=2, help="deploy check episodes (default 2)")
-    p.add_argument("--out", default="runs/demo")
-    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--seed", type=int, default=0, help="training seed (default 0)")
     p.add_argument("--eval-seed", type=int, default=10_000,
-                   help="first evaluation seed (kept apart from the training episodes' seeds)")
-    p.add_argument("--domain-id", type=int, default=None, help="ROS_DOMAIN_ID (default: random)")
+                   help="first evaluation seed (kept apart from the training episodes' seeds) (default 10000)")
+    p.add_argument("--out", default="runs/demo", help="run directory: checkpoints, policy.onnx, demo_report.json, "
+                                                      "eval_curve.csv, plots/, deploy/ (default runs/demo)")
     p.add_argument("--no-progress", action="store_true", help="no progress bars")
+    p.add_argument("--domain-id", type=int, default=None, help="ROS_DOMAIN_ID (default: random)")
+    deprecated(p, "--learner-config", "--learner")
+    deprecated(p, "--session-config", "--session")
     p.set_defaults(func=run)
 
 
 def _sub_command(argv: list[str]) -> int:
     """Run ``morl-robot <argv>`` through the real parser (the CLI's own entry point)."""
-    from morl_robot.cli import build_parser
+    from morl_robot.cli import parse
 
-    args = build_parser().parse_args(argv)
+    args = parse(argv)
     return int(args.func(args) or 0)
 
 
@@ -131,11 +148,13 @@ def run(args: argparse.Namespace) -> int:
     if args.steps < 1 or args.eval_episodes < 1 or args.episodes < 0:
         raise UsageError("--steps and --eval-episodes must be >= 1, --episodes >= 0")
     out = Path(args.out).resolve()
+    recipe_learner, recipe_session = demo_recipe(args.task)
+    learner, session = args.learner or recipe_learner, args.session or recipe_session
     common = ["--seed", str(args.seed)] + (["--domain-id", str(args.domain_id)] if args.domain_id is not None else [])
     start = time.monotonic()
     print(f"[demo 1/3] training {args.task} for {args.steps} env steps through the ROS graph -> {out}", file=sys.stderr)
     rc = _sub_command(["train", "--task", args.task, "--steps", str(args.steps), "--out", str(out),
-                       "--learner-config", args.learner_config, "--config", args.session_config, "--namespace", "demo",
+                       "--learner", learner, "--session", session, "--namespace", "demo",
                        *common]
                       + (["--no-progress"] if args.no_progress else []))
     if rc != 0:
@@ -156,8 +175,8 @@ def run(args: argparse.Namespace) -> int:
     names = list(curve[0][1].objective_names)
     plot_learning_curves(out / "eval_curve.csv", out / "plots" / "eval_curve.png", step_column="env_steps",
                          return_columns=[f"return/{n}" for n in names] + ["success_rate"], title=f"{args.task}: deterministic evaluation ({args.eval_episodes} episodes, 95 % CI)")
-    report = {"task": args.task, "steps": args.steps, "learner_config": args.learner_config,
-              "session_config": args.session_config, "seed": args.seed,
+    report = {"task": args.task, "steps": args.steps, "learner_config": learner,
+              "session_config": session, "seed": args.seed,
               "eval_seed": args.eval_seed, "before_env_steps": curve[0][0], "after_env_steps": curve[-1][0],
               "train_wall_time_s": round(train_s, 1), "before": before, "after": after,
               "curve": [{"env_steps": s, **{n: v["mean"] for n, v in ev.objectives().items()},
@@ -168,7 +187,7 @@ def run(args: argparse.Namespace) -> int:
 
     if args.episodes:
         print(f"[demo 3/3] deploy check: {args.episodes} episodes through the graph vs in-process", file=sys.stderr)
-        rc = _sub_command(["deploy", "--policy", str(out / "policy.onnx"), "--episodes", str(args.episodes),
+        rc = _sub_command(["deploy", str(out / "policy.onnx"), "--episodes", str(args.episodes),
                            "--compare", str(out), "--out", str(out / "deploy"), *common])
     print(f"demo wall time {time.monotonic() - start:.0f} s", file=sys.stderr)
     return rc

@@ -1,4 +1,4 @@
-"""``morl-robot deploy --policy P [--robot R] [--backend sim|hardware] [--episodes N] [--preference EPS …]``: serve an
+"""``morl-robot deploy POLICY [--robot R] [--backend sim|hardware] [--episodes N] [--preference EPS …]``: serve an
 ONNX policy through the whole graph: ``robot_node`` + ``safety_monitor`` + ``policy_server``
 (mode deploy), the nodes of ``config/sessions/deploy.yaml`` (the same graph as ``ros2 launch
 morl_robot deploy.launch.py``).
@@ -39,6 +39,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from morl_robot.cli.options import add_policy, add_set, deprecated
 from morl_robot.errors import GraphStalled, UsageError
 
 if TYPE_CHECKING:
@@ -47,30 +48,38 @@ if TYPE_CHECKING:
 
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("deploy", help="serve an ONNX policy through robot node + safety monitor + policy server")
-    p.add_argument("--policy", required=True, help="ONNX policy (morl-robot export)")
-    p.add_argument("--robot", default=None, help="sawyer | shadow_hand (checked against the policy's contract)")
-    p.add_argument("--backend", choices=("sim", "hardware"), default="sim")
+    add_policy(p, "ONNX policy to serve (morl-robot export, or a run's policy.onnx)", required=True)
+    p.add_argument("--robot", default=None,
+                   help="sawyer | shadow_hand, checked against the policy's contract (default: the contract's)")
+    p.add_argument("--backend", choices=("sim", "hardware"), default="sim",
+                   help="the robot: MuJoCo simulation or the hardware driver")
     p.add_argument("--episodes", type=int, default=0, help="sim-to-sim check: run N episodes and compare returns")
     p.add_argument("--timing", choices=("lockstep", "realtime"), default=None,
                    help="robot timing (default: lockstep for --episodes in sim, else realtime)")
-    p.add_argument("--compare", default=None, help="run directory whose checkpoint is evaluated in-process")
-    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--compare", default=None, metavar="RUN_DIR",
+                   help="run directory whose checkpoint is evaluated in-process (default: the folder the policy "
+                        "lies in)")
+    p.add_argument("--seed", type=int, default=0, help="seed of the first episode (episode i: seed + i)")
     p.add_argument("--preference", type=float, nargs="+", default=None, metavar="EPS",
                    help="ε-conditioned policy: the preference to serve under, one ε per objective (default: the "
                         "centre of its preference box); change it live with the policy_server parameter or topic "
                         "'preference'")
     p.add_argument("--duration", type=float, default=0.0, help="without --episodes: stop after this many seconds")
-    p.add_argument("--config", default="deploy", help="session YAML (default config/sessions/deploy.yaml)")
+    p.add_argument("--session", default="deploy", metavar="NAME|PATH",
+                   help="session YAML, name under config/sessions/ or path (default deploy)")
+    add_set(p, ("session", "robot", "safety", "task"))
     p.add_argument("--out", default=None, help="report directory (default: next to the policy)")
     p.add_argument("--emulate", default=None, metavar="FAULTS",
                    help="--backend hardware without a robot: start the MuJoCo driver emulator, with faults "
-                        "'latency=0.02,jitter=0.01,drop=0.05,reorder=0.1' (s, probabilities) or 'none'")
+                        "'latency=0.02,jitter=0.01,drop=0.05,reorder=0.1' (s, probabilities) or 'none' "
+                        "(default: no emulator)")
     p.add_argument("--use-sim-time", action="store_true",
                    help="every node follows /clock from the simulated robot (ROS use_sim_time; the launch argument use_sim_time:=true)")
     p.add_argument("--stall-timeout", type=float, default=120.0, metavar="S",
                    help="sim-to-sim check: give up with an error (and every node's newest status) when the episode "
                         "has not advanced for S seconds (default 120)")
-    p.add_argument("--domain-id", type=int, default=None)
+    p.add_argument("--domain-id", type=int, default=None, help="ROS_DOMAIN_ID (default: $ROS_DOMAIN_ID or random)")
+    deprecated(p, "--config", "--session")
     p.set_defaults(func=run)
 
 
@@ -185,7 +194,7 @@ def run(args: argparse.Namespace) -> int:
 
         overrides["robot_node"]["task_config"] = write_task_config(contract.task, contract.task_overrides(),
                                                                    out / "task.yaml")
-    cfg = load_session_config(args.config, overrides)
+    cfg = load_session_config(args.session, overrides)
     ns = "/" + cfg.namespace.strip("/")
     specs = deploy_nodes(cfg)
     if args.emulate is not None:

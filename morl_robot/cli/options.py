@@ -207,7 +207,7 @@ def add_policy(parser: argparse.ArgumentParser | Any, help: str, *, default: Any
     deprecated(owner, "--policy", "policy", append=many, nargs=None, metavar="POLICY")
     prog = owner.prog
     late_default(owner, "policy", [] if many else default,
-                 required=f"{prog}: a POLICY is required (e.g. `{prog} results/demo/seed0/policy.onnx`)"
+                 required=f"a POLICY is required (e.g. `{prog} results/demo/seed0/policy.onnx`)"
                  if required else None)
 
 

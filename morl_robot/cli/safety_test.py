@@ -54,6 +54,7 @@ from typing import Any
 
 import numpy as np
 
+from morl_robot.cli.options import add_set, deprecated
 from morl_robot.errors import UsageError
 from morl_robot.robots.spec import ControlMode
 
@@ -62,12 +63,15 @@ ROBOTS = {"sawyer": "sawyer", "shadow": "shadow_hand", "shadow_hand": "shadow_ha
 
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("safety-test", help="force-threshold safety tests through the full graph, with a report")
-    p.add_argument("--robot", required=True, choices=sorted(ROBOTS))
-    p.add_argument("--backend", choices=("sim", "hardware"), default="sim")
-    p.add_argument("--out", required=True, help="report directory")
-    p.add_argument("--config", default="safety_test", help="session YAML (default config/sessions/safety_test.yaml)")
+    p.add_argument("--robot", required=True, choices=sorted(ROBOTS), help="the robot whose safety rules are tested")
+    p.add_argument("--backend", choices=("sim", "hardware"), default="sim",
+                   help="the robot: MuJoCo simulation or the hardware driver")
+    p.add_argument("--out", required=True, help="report directory (report.json, report.md, plots, logs/)")
+    p.add_argument("--session", default="safety_test", metavar="NAME|PATH",
+                   help="session YAML, name under config/sessions/ or path (default safety_test)")
+    add_set(p, ("session", "robot", "safety"))
     p.add_argument("--latency-tolerance", type=float, default=0.02, help="s, sensor stamp → held command (default 0.02)")
-    p.add_argument("--approach-speeds", "--ramp-speeds", dest="approach_speeds", default="0.02,0.2",
+    p.add_argument("--approach-speeds", dest="approach_speeds", default="0.02,0.2",
                    help="Sawyer: the speeds (m/s, comma-separated) at which the peg is driven down onto the fixture, "
                         "one press each; the approach rule must slow each to its contact speed before the touch "
                         "(default 0.02,0.2; --ramp-speeds is the old name)")
@@ -81,7 +85,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--attach", action="store_true",
                    help="probe the safety-test graph already running on $ROS_DOMAIN_ID (what safety_test.launch.py "
                         "starts) instead of starting its nodes")
-    p.add_argument("--domain-id", type=int, default=None)
+    p.add_argument("--domain-id", type=int, default=None, help="ROS_DOMAIN_ID (default: $ROS_DOMAIN_ID or random)")
+    deprecated(p, "--config", "--session")
+    deprecated(p, "--ramp-speeds", "--approach-speeds")
     p.set_defaults(func=run)
 
 
@@ -274,33 +280,26 @@ def _limit(monitor: Any, rule: str, level: str, key: str | None = None) -> tuple
 
 
 # --- probes ---------------------------------------------------------------------------------
-#: The Sawyer's force gauge: it pushes the tool (the peg and its plate, everything the wrist F/T
-#: sensor carries: body ``tool`` of sim/sawyer/sawyer.xml) straight up, toward the flange: the way
-#: the fixture pushes the peg back, and the one direction in which no surface of the cell takes the
-#: load off the sensor (the compliant controller yields to the push, so pushed down the peg would
-#: rest on the fixture).  It gives up at ``SAWYER_GAUGE_MAX`` N.
-SAWYER_GAUGE_BODY, SAWYER_GAUGE_DIRECTION, SAWYER_GAUGE_MAX = "tool", (0.0, 0.0, 1.0), 100.0
-#: m/s: while the gauge presses (simulation) the probe withdraws the peg this slowly, so the contact
-#: level's clamp (twists scaled by the monitor's ``slow_scale``) shows on ``command_safe``.
-WITHDRAW_SPEED = 0.01
-
-
-def probe_peg_press(h: Harness, monitor: Any, speed: float, tol: float, out: Path, backend: str = "sim",
-                    gauge_rate: float = 20.0, gauge_timeout: float = 60.0) -> list[Any]:
-    """Sawyer, as deployed (compliant force-limited control, the ``approach`` rule): drive the peg
-    down onto the fixture at ``speed`` m/s; the approach rule must slow it to its contact speed
-    before it arrives (``approach``).  The robot's own press then settles at the compliant
-    controller's force (below its 20 N limit; pressing down *lowers* the raw wrist reading, which
-    holds the tool's weight), so the wrench levels are reached as on a test rig: a force gauge
-    pushes the tool up until ``wrench.force_norm`` trips its contact and then its collision level.
-    In simulation the gauge is the robot node's ``~/external_wrench`` on ``SAWYER_GAUGE_BODY``,
-    ramped at ``gauge_rate`` N/s, while the probe withdraws the peg at ``WITHDRAW_SPEED`` (the
-    contact clamp must halve that); on hardware the operator presses the peg tip up with a gauge
-    within ``gauge_timeout`` s (instructions on stderr; the probe holds the arm still), and the
-    levels nobody reached are 'not reached'."""
+def probe_peg_press(h: Harness, monitor: Any, speed: float, tol: float, out: Path, press: Any, backend: str = "sim",
+                    gauge_rate: float = 20.0, gauge_timeout: float = 60.0, robot: str = "") -> list[Any]:
+    """``press.kind: wrench`` (the Sawyer, as deployed: compliant force-limited control, the
+    ``approach`` rule): drive the tool down onto the scene at ``speed`` m/s; the approach rule must
+    slow it to its contact speed before it arrives (``approach``).  The robot's own press then
+    settles at the compliant controller's force (below its limit; pressing down *lowers* the raw
+    wrist reading, which holds the tool's weight), so the wrench levels are reached as on a test
+    rig: a force gauge pushes the tool until ``wrench.force_norm`` (and ``wrench.force_axis`` on the
+    gauge's axis) trip their contact and then their collision levels.  In simulation the gauge is
+    the robot node's ``~/external_wrench`` on ``press.gauge.body`` along ``press.gauge.direction``,
+    ramped at ``gauge_rate`` N/s, while the probe withdraws the tool at ``press.withdraw_speed`` (the
+    contact clamp must slow that); on hardware the operator presses the tool with a gauge within
+    ``gauge_timeout`` s (instructions on stderr; the probe holds the arm still), and the levels nobody
+    reached are 'not reached'."""
     from morl_robot.safety.testing import RuleCheck, Trace, plot_trace
 
-    name = f"peg press {speed:g} m/s + force gauge"
+    gauge_body, gauge_dir, gauge_max = press.gauge.body, tuple(press.gauge.direction), press.gauge.max_force
+    axis = int(np.argmax(np.abs(gauge_dir)))  # the per-axis rule's component: the gauge's axis
+    axis_key = "f" + "xyz"[axis]
+    name = f"tool press {speed:g} m/s + force gauge"
     contact, unit, contact_resp = _limit(monitor, "wrench.force_norm", "contact", "norm")
     collision, _, collision_resp = _limit(monitor, "wrench.force_norm", "collision", "norm")
     h.restart()
@@ -325,7 +324,7 @@ def probe_peg_press(h: Harness, monitor: Any, speed: float, tol: float, out: Pat
                     touch[:] = [rt]
                     return True
         return False
-    h.runner.probe.wait_for(touched, 0.25 / speed + 30, "the peg to touch the fixture")
+    h.runner.probe.wait_for(touched, 0.25 / speed + 30, f"the tool ({gauge_body}) to touch the scene")
     time.sleep(1.0)  # the compliant press settles
     with h.lock:
         pressed = float(np.linalg.norm(h.wrench[-1][2][:3] - rest)) if h.wrench else math.nan
@@ -342,7 +341,7 @@ def probe_peg_press(h: Harness, monitor: Any, speed: float, tol: float, out: Pat
     with h.lock:  # the wrench checks cover the gauge press only
         h.events.clear()
         h.safe.clear()
-    withdraw = WITHDRAW_SPEED if backend == "sim" else 0.0
+    withdraw = press.withdraw_speed if backend == "sim" else 0.0
     cmd[iz] = withdraw
     h.command = cmd.copy()
 
@@ -353,35 +352,35 @@ def probe_peg_press(h: Harness, monitor: Any, speed: float, tol: float, out: Pat
     if backend == "sim":
         t0, pushed = time.monotonic(), 0.0
         try:  # until both collision levels (‖F‖ and Fz, one sample apart at most) have tripped
-            while pushed < SAWYER_GAUGE_MAX:
+            while pushed < gauge_max:
                 pushed = gauge_rate * (time.monotonic() - t0)
-                h.press(SAWYER_GAUGE_BODY, tuple(pushed * d for d in SAWYER_GAUGE_DIRECTION))
+                h.press(gauge_body, tuple(pushed * d for d in gauge_dir))
                 time.sleep(h.period)
                 hit = h.wait_event(level_event("collision"), 0.0)
                 if hit is not None and h.wait_event(level_event("collision", "wrench.force_axis"), 0.0) is not None:
-                    break
+                    break  # (both collision levels: ‖F‖ and the gauge's axis, one sample apart at most)
         finally:
-            h.press(SAWYER_GAUGE_BODY, (0.0, 0.0, 0.0))
-        gauge = (f"simulated force gauge on '{SAWYER_GAUGE_BODY}' (world {SAWYER_GAUGE_DIRECTION}), ramped at "
+            h.press(gauge_body, (0.0, 0.0, 0.0))
+        gauge = (f"simulated force gauge on '{gauge_body}' (world {gauge_dir}), ramped at "
                  f"{gauge_rate:g} N/s, {pushed:.3g} N applied at the end; the probe withdrew at {withdraw:g} m/s")
     else:
-        print(f"\n*** Press the peg tip straight up (toward the flange) with a force gauge, slowly (about "
+        print(f"\n*** Press the tool ({gauge_body}) along {gauge_dir} (world frame) with a force gauge, slowly (about "
               f"{gauge_rate:g} N/s), until the e-stop trips at {collision:g} N on the wrist sensor; waiting "
               f"{gauge_timeout:g} s ***\n", file=sys.stderr, flush=True)
         hit = h.wait_event(level_event("collision"), gauge_timeout)
         gauge = "force gauge pressed by the operator (the arm held still)"
     h.sending = False
     trace = Trace("‖F‖ wrist force", unit)
-    trace_z = Trace("|Fz| wrist force", unit)  # the gauge's axis: the per-axis rule's quantity
+    trace_z = Trace(f"|F{'xyz'[axis]}| wrist force", unit)  # the gauge's axis: the per-axis rule's quantity
     with h.lock:
         for stamp, _, w in h.wrench:
             if stamp >= t_approach - 0.2:
                 trace.add(stamp, float(np.linalg.norm(w[:3])))
-                trace_z.add(stamp, abs(float(w[2])))
+                trace_z.add(stamp, abs(float(w[axis])))
     scale = monitor.rules.slow_scale
     levels = [("wrench.force_norm", "norm", "contact", contact, contact_resp, trace),
               ("wrench.force_norm", "norm", "collision", collision, collision_resp, trace)]
-    levels += [("wrench.force_axis", "fz", lv, *_limit(monitor, "wrench.force_axis", lv, "fz")[::2], trace_z)
+    levels += [("wrench.force_axis", axis_key, lv, *_limit(monitor, "wrench.force_axis", lv, axis_key)[::2], trace_z)
                for lv in ("contact", "collision")]
     for rule_name, key, level, threshold, resp, tr in levels:
         c = RuleCheck(name, rule_name, level, resp, threshold, unit, latency_tolerance=tol)
@@ -401,17 +400,18 @@ def probe_peg_press(h: Harness, monitor: Any, speed: float, tol: float, out: Pat
                 c.latency_tolerance = tol + h.period
                 t_held = h.first_safe_after(stamp, lambda v: v[iz] <= scale * withdraw + 1e-9)
             c.latency = (t_held - stamp) if t_held is not None else math.nan
+            c.window = (stamp, t_held if t_held is not None else stamp + 1.0)
             c.detail = f"{key}, level {e.get('level')}; {gauge}"
         else:
             peak = max((v for t, v in zip(tr.times, tr.values) if t >= t_approach), default=0.0)
             c.reachable = peak >= c.threshold
-            c.detail = ((f"the wrist read at most {peak:.3g} N ({gauge}); on hardware an operator presses the peg "
+            c.detail = ((f"the wrist read at most {peak:.3g} N ({gauge}); on hardware an operator presses the tool "
                          f"with a force gauge past {c.threshold:g} N within the {gauge_timeout:g} s the probe waits")
                         if not c.reachable else f"no violation event although the threshold was crossed ({gauge})")
         checks.append(c.judge())
-    plot = out / f"peg_press_{speed:g}.png"
+    plot = out / f"tool_press_{speed:g}.png"
     plot_trace(trace, collision, _event_float(hit[1], "sensor_stamp") if hit else None,
-               _event_float(hit[1], "value") if hit else None, f"Sawyer: {name}", plot, {"contact": contact})
+               _event_float(hit[1], "value") if hit else None, f"{robot}: {name}", plot, {"contact": contact})
     for c in checks:
         c.plot = plot.name
     return checks
@@ -447,31 +447,26 @@ def _approach_check(h: Harness, rule: Any, name: str, speed: float, t_approach: 
     if slowed is not None:
         before = [t for t in sent if t <= slowed]
         c.latency = slowed - before[-1] if before else math.nan
+        c.window = (before[-1] if before else slowed, slowed)
     c.detail = (f"requested {speed:g} m/s, slowed near {', '.join(boxes) or 'nothing'}; arrived at "
                 f"{arrival * 1e3:.3g} mm/s; {press_detail}")
     return c.judge()
 
 
-#: The Shadow fingertip press: the body the force gauge pushes, its direction (world frame: down onto
-#: the block of sim/shadow_hand/touch.xml), how fast it ramps (N/s: ~1 N per 20 Hz tactile sample)
-#: and where it gives up (N).
-GAUGE_BODY, GAUGE_DIRECTION, GAUGE_RATE, GAUGE_MAX = "rh_ffdistal", (0.0, 0.0, -1.0), 20.0, 120.0
-
-
-def probe_fingertip(h: Harness, monitor: Any, tol: float, out: Path, backend: str = "sim",
-                    gauge_timeout: float = 60.0, gauge_rate: float = GAUGE_RATE) -> list[Any]:
-    """Shadow Hand: flex the wrist and the first finger onto the block until the fingertip touches
-    it at the tactile contact level (the block lies out of reach of the fingers alone:
-    sim/shadow_hand/touch.xml), then press the fingertip onto it with a force gauge until the
-    collision level trips.  The finger's own motor presses ~23 N at most, so the 60 N level needs
-    the gauge, as on a test rig: in simulation an external force on the fingertip body
-    (``~/external_wrench``, ramped at ``gauge_rate`` N/s); on hardware an operator presses the
-    fingertip with a gauge within ``gauge_timeout`` s (instructions on stderr), and the rule is
-    'not reached' if nobody does."""
+def probe_fingertip(h: Harness, monitor: Any, tol: float, out: Path, press: Any, backend: str = "sim",
+                    gauge_timeout: float = 60.0, gauge_rate: float = 20.0, robot: str = "") -> list[Any]:
+    """``press.kind: tactile`` (the Shadow Hand): step the ``press.reach`` actuators (the wrist and
+    the first finger flex onto the block of sim/shadow_hand/touch.xml) until ``press.sensor`` reads
+    its tactile contact level, then press it further with a force gauge until the collision level
+    trips.  The finger's own motor presses ~23 N at most, so the 60 N level needs the gauge, as on a
+    test rig: in simulation an external force on ``press.gauge.body`` (``~/external_wrench``, ramped
+    at ``gauge_rate`` N/s); on hardware an operator presses the sensor with a gauge within
+    ``gauge_timeout`` s (instructions on stderr), and the rule is 'not reached' if nobody does."""
     from morl_robot.safety.testing import RuleCheck, Trace, plot_trace
 
-    name = "fingertip press + force gauge"
-    sensor = "rh_ffdistal_touch"
+    name = f"{press.sensor} press + force gauge"
+    sensor = press.sensor
+    gauge_body, gauge_dir, gauge_max = press.gauge.body, tuple(press.gauge.direction), press.gauge.max_force
     threshold, unit, resp = _limit(monitor, "tactile", "collision", sensor)
     contact, _, contact_resp = _limit(monitor, "tactile", "contact", sensor)
     h.restart()
@@ -480,18 +475,20 @@ def probe_fingertip(h: Harness, monitor: Any, tol: float, out: Path, backend: st
     cmd = _actuator_targets(monitor, q)
     t_start = time.time()
     h.sending = True
-    i3, i0, iw = h.labels.index("rh_FFJ3"), h.labels.index("rh_FFJ0"), h.labels.index("rh_WRJ1")
-    _lo, hi = monitor.spec.command_bounds(monitor.spec.default_control_mode)
+    lo, hi = monitor.spec.command_bounds(monitor.spec.default_control_mode)
+    steps = []  # (index, step, bound): each reach actuator's target moves by step until its bound
+    for r in press.reach:
+        i = h.labels.index(r.actuator)
+        steps.append((i, r.step, r.limit if r.limit is not None else (hi[i] if r.step > 0 else lo[i])))
 
     def tactile_event(level: str) -> Callable[[dict[str, str]], bool]:
         return lambda e: (e.get("rule") == "tactile" and e.get("key") == sensor
                           and e.get("level", "").startswith(level))
 
     hit = None
-    for _ in range(200):  # flex wrist and finger step by step (soft limits clamp the last bit);
-        cmd[iw] = min(cmd[iw] + 0.01, hi[iw])  # J1/J2 nearly straight: a curled finger misses the block
-        cmd[i3] = min(cmd[i3] + 0.02, hi[i3])
-        cmd[i0] = min(cmd[i0] + 0.01, 0.3)
+    for _ in range(200):  # step by step onto the surface (soft limits clamp the last bit)
+        for i, step, bound in steps:
+            cmd[i] = min(cmd[i] + step, bound) if step > 0 else max(cmd[i] + step, bound)
         h.command = cmd.copy()
         hit = h.wait_event(tactile_event("collision"), 0.05)
         if hit is not None or h.wait_event(tactile_event("contact"), 0.0) is not None:
@@ -501,16 +498,16 @@ def probe_fingertip(h: Harness, monitor: Any, tol: float, out: Path, backend: st
     if hit is None and backend == "sim":
         t0, pushed = time.monotonic(), 0.0
         try:
-            while hit is None and pushed < GAUGE_MAX:
+            while hit is None and pushed < gauge_max:
                 pushed = gauge_rate * (time.monotonic() - t0)
-                h.press(GAUGE_BODY, tuple(pushed * d for d in GAUGE_DIRECTION))
+                h.press(gauge_body, tuple(pushed * d for d in gauge_dir))
                 hit = h.wait_event(tactile_event("collision"), h.period)
         finally:
-            h.press(GAUGE_BODY, (0.0, 0.0, 0.0))
-        gauge = (f"simulated force gauge on {GAUGE_BODY} (world {GAUGE_DIRECTION}), ramped at {gauge_rate:g} N/s, "
+            h.press(gauge_body, (0.0, 0.0, 0.0))
+        gauge = (f"simulated force gauge on {gauge_body} (world {gauge_dir}), ramped at {gauge_rate:g} N/s, "
                  f"{pushed:.3g} N applied at the end")
     elif hit is None:
-        print(f"\n*** Press the first fingertip ({sensor}) straight onto its pad with a force gauge, slowly "
+        print(f"\n*** Press the sensor {sensor} straight onto its pad with a force gauge, slowly "
               f"(about {gauge_rate:g} N/s), until the e-stop trips at {threshold:g} N; waiting {gauge_timeout:g} s "
               "***\n", file=sys.stderr, flush=True)
         hit = h.wait_event(tactile_event("collision"), gauge_timeout)
@@ -536,18 +533,19 @@ def probe_fingertip(h: Harness, monitor: Any, tol: float, out: Path, backend: st
             else:  # a warning's response is the violation event itself
                 t_held = t_event
             c.latency = (t_held - stamp) if t_held is not None else math.nan
-            c.detail = gauge if level == "collision" else "the finger's own motor"
+            c.window = (stamp, t_held if t_held is not None else stamp + 1.0)
+            c.detail = gauge if level == "collision" else "the robot's own motors"
         else:
             peak = max(trace.values, default=0.0)
             c.reachable = peak >= thr
-            c.detail = ((f"the fingertip pressed at most {peak:.3g} N ({gauge or 'its own motor'}); on hardware an "
+            c.detail = ((f"{sensor} read at most {peak:.3g} N ({gauge or 'its own motors'}); on hardware an "
                          f"operator presses it with a force gauge past {thr:g} N within the {gauge_timeout:g} s "
                          "the probe waits")
                         if not c.reachable else "no violation event although the threshold was crossed")
         checks.append(c.judge())
-    plot = out / "fingertip_press.png"
+    plot = out / f"{sensor}_press.png"
     plot_trace(trace, threshold, _event_float(hit[1], "sensor_stamp") if hit else None,
-               _event_float(hit[1], "value") if hit else None, f"Shadow Hand: {name}", plot, {"contact": contact})
+               _event_float(hit[1], "value") if hit else None, f"{robot}: {name}", plot, {"contact": contact})
     for c in checks:
         c.plot = plot.name
     return checks
@@ -601,6 +599,8 @@ def probe_joint_limit(h: Harness, monitor: Any, tol: float, joint: str, step: fl
     c.threshold_tolerance = 0.01  # rad of position tracking error at the clamped target
     t_clamped = h.first_safe_after(first_over or time.time(), lambda v: direction * v[idx] <= limit_d + 1e-9, 0.5)
     c.latency = (t_clamped - first_over) if (t_clamped and first_over) else math.nan
+    if t_clamped and first_over:
+        c.window = (first_over, t_clamped)
     c.detail = (f"commanded to {target:.3f} rad, command_safe at most {direction * max(clamped, default=math.nan):.4f}"
                 f" rad, joint reached {reached:.4f} rad")
     if h.estop:
@@ -612,7 +612,7 @@ def probe_stale(h: Harness, monitor: Any, tol: float, check_period: float) -> li
     """Pause the simulation: joint_states (and wrench/tactile) stop; e-stop after the deadline."""
     from std_srvs.srv import SetBool
 
-    from morl_robot.safety.testing import RuleCheck
+    from morl_robot.safety.testing import watchdog_check
 
     deadline, _, resp = _limit(monitor, "stale.joint_states", "deadline")
     h.restart()
@@ -622,19 +622,12 @@ def probe_stale(h: Harness, monitor: Any, tol: float, check_period: float) -> li
     hit = h.wait_event(lambda e: e.get("rule", "").startswith("stale.") and e.get("rule") != "stale.command", 5.0)
     h.call(f"{h.ns}/robot_node/set_pause", SetBool, SetBool.Request(data=False))
     h.deliberate.append((t_paused, time.time() + 0.5))
-    c = RuleCheck("sensor streams dropped (simulation paused)", "stale.joint_states", "deadline", resp, deadline, "s",
-                  latency_tolerance=check_period + tol)
+    c = watchdog_check("sensor streams dropped (simulation paused)", "stale.joint_states", deadline, resp,
+                       hit[1] if hit is not None else None, h.period, check_period, tol)
     if hit is not None:
-        _, e = hit
-        c.rule = e.get("rule", c.rule)
-        c.tripped = True
-        last, decided = _event_float(e, "sensor_stamp"), _event_float(e, "decided_at")
-        c.tripped_value = decided - last  # age of the newest sample at the e-stop
-        c.threshold_error = c.tripped_value - deadline
-        c.threshold_tolerance = h.period + check_period  # deadline + one period
-        c.latency = c.threshold_error  # beyond the deadline
+        e = hit[1]
         c.detail = f"stream {e.get('key')}" + (f"; {e['detail']}" if e.get("detail") else "")
-    return [c.judge()]
+    return [c]
 
 
 def probe_nan(h: Harness, tol: float) -> list[Any]:
@@ -650,11 +643,11 @@ def probe_nan(h: Harness, tol: float) -> list[Any]:
         c.tripped = True
         t_held = h.first_safe_after(t, lambda v: bool(np.all(np.isfinite(v))))
         c.latency = (t_held - t) if t_held is not None else math.nan
+        c.window = (t, t_held if t_held is not None else t + 1.0)
         c.detail = "latency from the command's publication (commands carry no stamp)"
-    c.judge()
-    if c.tripped and not h.estop:
-        c.passed, c.detail = False, "no e-stop after a NaN command"
-    return [c]
+        if not h.estop:
+            c.robot_problems.append("no e-stop after a NaN command")
+    return [c.judge()]
 
 
 def probe_flood(h: Harness, monitor: Any, speed: float) -> list[Any]:
@@ -681,8 +674,8 @@ def probe_flood(h: Harness, monitor: Any, speed: float) -> list[Any]:
     after = _monitor_counts(h)
     received = after["commands"] - before["commands"]
     answers = (after["held"] - before["held"]) + (after["forwarded"] - before["forwarded"])
-    c = RuleCheck(f"command flood ({n} at {20 / h.period:.0f} Hz)", "command.rate", "soft", "clamp", math.nan, "",
-                  latency_tolerance=math.inf)
+    c = RuleCheck(f"command flood ({n} at {20 / h.period:.0f} Hz)", "command.rate", "soft", "clamp", math.nan,
+                  "commands", latency_tolerance=math.inf)
     # Every command the monitor received was answered (held, or forwarded within its limits): none
     # passed unchecked.  A loaded machine may not deliver all of the flood: the command QoS keeps the
     # newest 10, and a command dropped there is never executed either.
@@ -698,9 +691,9 @@ def probe_flood(h: Harness, monitor: Any, speed: float) -> list[Any]:
         c.threshold_error, c.threshold_tolerance = 0.0, 1e-9
         c.tripped_value = float(dv.max())  # the largest change that got through, next to its limit
         c.detail = f"monitor received {received} of {sent}, answered {answers}{dropped}; max |Δvz| {dv.max():.4g} m/s"
-        c.judge()
         if dv.max() > limit + 1e-9:
-            c.passed, c.detail = False, c.detail + " exceeds the rate limit"
+            c.robot_problems.append(f"a change of {dv.max():.4g} m/s per command exceeds the rate limit {limit:.4g}")
+        c.judge()
     else:
         c.detail = f"monitor received {received} of {sent}, answered {answers}{dropped}"
         c.judge()
@@ -715,7 +708,7 @@ def _monitor_counts(h: Harness) -> dict[str, int]:
 
 
 def probe_heartbeat(h: Harness, monitor: Any, tol: float, check_period: float) -> list[Any]:
-    from morl_robot.safety.testing import RuleCheck
+    from morl_robot.safety.testing import watchdog_check
 
     deadline, _, resp = _limit(monitor, "stale.heartbeat", "deadline")
     h.restart()
@@ -727,16 +720,8 @@ def probe_heartbeat(h: Harness, monitor: Any, tol: float, check_period: float) -
     h.sending = False
     h.heartbeat = True
     h.deliberate.append((t_stopped, time.time() + 0.5))
-    c = RuleCheck("heartbeat stopped", "stale.heartbeat", "deadline", resp, deadline, "s",
-                  latency_tolerance=check_period + tol)
-    if hit is not None:
-        _, e = hit
-        c.tripped = True
-        c.tripped_value = _event_float(e, "decided_at") - _event_float(e, "sensor_stamp")
-        c.threshold_error = c.tripped_value - deadline
-        c.threshold_tolerance = h.period + check_period
-        c.latency = c.threshold_error
-    return [c.judge()]
+    return [watchdog_check("heartbeat stopped", "stale.heartbeat", deadline, resp, hit[1] if hit is not None else None,
+                           h.period, check_period, tol)]
 
 
 # --- the session ---------------------------------------------------------------------------
@@ -867,7 +852,7 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError(f"--gauge-rate must be a positive number of N/s, got {args.gauge_rate}")
     from morl_robot.session.config import load_session_config
 
-    cfg = load_session_config(args.config, {"robot": robot, "task": "", "backend": args.backend,
+    cfg = load_session_config(args.session, {"robot": robot, "task": "", "backend": args.backend,
                                             "namespace": args.namespace, "use_sim_time": args.use_sim_time or None})
     check_period = 0.002
     bodies: dict[str, Callable[[Harness, Any], list[Any]]]

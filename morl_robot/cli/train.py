@@ -1,6 +1,8 @@
-"""``morl-robot train --task NAME [--reward-machine SPEC] [--backend sim|hardware] [--actors N] [--actors-kind per-step|vectorized]
-[--envs B] [--steps S] [--config FILE] [--out DIR]``: a training session as processes on the ROS graph (the nodes of
-``config/sessions/train.yaml``, the same graph ``ros2 launch morl_robot train.launch.py`` starts).
+"""``morl-robot train --task NAME [--learner NAME|PATH] [--session NAME|PATH] [--set KIND.KEY=VALUE ...]
+[--reward-machine SPEC] [--backend sim|hardware] [--actors N] [--actors-kind per-step|vectorized] [--envs B]
+[--steps S] [--out DIR]``: a training session as processes on the ROS graph (the nodes of the session YAML,
+the same graph ``ros2 launch morl_robot train.launch.py`` starts).  ``--task T`` alone trains T's recipe:
+the learner profile and session its task YAML names (:mod:`morl_robot.tasks.recipes`).
 
 Shows a progress bar (env steps, updates, policy version, per-objective episode returns) read from
 the learner's ``/diagnostics``; Ctrl-C stops every node cleanly (the learner writes its
@@ -32,6 +34,7 @@ from typing import Any
 
 import yaml
 
+from morl_robot.cli.options import add_set, deprecated
 from morl_robot.errors import UsageError
 
 #: What ``train`` itself writes in ``--out`` (path, content), beside the learner's files
@@ -47,23 +50,39 @@ RUN_FILES: tuple[tuple[str, str], ...] = (
 
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("train", help="train MO-MPO through the ROS graph (robot, safety monitor, actors, learner)")
-    p.add_argument("--task", default=None, help="task name (default: the session YAML's)")
+    p.add_argument("--task", default=None,
+                   help="task name (default: the session YAML's); with no other flag, trains the task's recipe "
+                        "(`morl-robot tasks --recipes`)")
+    p.add_argument("--learner", default=None, metavar="NAME|PATH",
+                   help="learner profile (name under config/learner/ or a YAML path) (default: the task's recipe; "
+                        "with --session, the session's learner_node.config)")
+    p.add_argument("--session", default=None, metavar="NAME|PATH",
+                   help="session YAML (name under config/sessions/ or a path) (default: the task's recipe; "
+                        "without --task, config/sessions/train.yaml)")
     p.add_argument("--reward-machine", default=None, metavar="SPEC",
                    help="a reward-machine task for the task (name under config/reward_machines/, e.g. "
                         "sawyer/peg_touch_then_insert, or a path): the task in its product machine; with "
-                        "replay.crm in the learner YAML, counterfactual experience")
-    p.add_argument("--backend", choices=("sim", "hardware"), default=None)
-    p.add_argument("--actors", type=int, default=None, help="actor pipelines (robot + monitor + policy server)")
+                        "replay.crm in the learner YAML, counterfactual experience (default: none)")
+    p.add_argument("--backend", choices=("sim", "hardware"), default=None,
+                   help="the robot: MuJoCo simulation or the hardware driver (default: the session YAML's)")
+    add_set(p, ("task", "learner", "session", "robot", "safety"))
+    p.add_argument("--steps", type=int, default=None,
+                   help="environment steps in total (a resumed run continues) (default: the session YAML's "
+                        "total_steps)")
+    p.add_argument("--actors", type=int, default=None,
+                   help="actor pipelines (robot + monitor + policy server) (default: the session YAML's)")
     p.add_argument("--actors-kind", choices=("per-step", "vectorized"), default=None,
                    help="per-step: robot + monitor + policy server per actor (hardware, sim-to-sim); "
-                        "vectorized: one process per actor stepping --envs simulated environments")
-    p.add_argument("--envs", type=int, default=None, help="--actors-kind vectorized: environments per actor")
-    p.add_argument("--steps", type=int, default=None, help="environment steps in total (a resumed run continues)")
-    p.add_argument("--config", default="train", help="session YAML (default config/sessions/train.yaml)")
-    p.add_argument("--learner-config", default=None, help="learner YAML or name under config/learner/")
+                        "vectorized: one process per actor stepping --envs simulated environments (default: the "
+                        "session YAML's)")
+    p.add_argument("--envs", type=int, default=None,
+                   help="--actors-kind vectorized: environments per actor (default: the session YAML's)")
+    p.add_argument("--seed", type=int, default=None,
+                   help="seed of the learner and the actors (actor i: seed + 1000 (i + 1)) (default: the session "
+                        "YAML's)")
     p.add_argument("--out", default=None, help="run directory (default runs/<task>)")
-    p.add_argument("--seed", type=int, default=None)
-    p.add_argument("--namespace", default=None)
+    p.add_argument("--no-progress", action="store_true", help="no progress bar (log lines instead)")
+    p.add_argument("--namespace", default=None, help="ROS namespace of the graph (default: the session YAML's)")
     p.add_argument("--domain-id", type=int, default=None, help="ROS_DOMAIN_ID (default: $ROS_DOMAIN_ID or random)")
     p.add_argument("--role", choices=("all", "learner", "actors"), default="all",
                    help="distributed training: run only the learner or only actors here")
@@ -72,8 +91,26 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="DDS discovery range (subnet: actors on other machines)")
     p.add_argument("--use-sim-time", action="store_true",
                    help="every node follows /clock from the simulated robot (ROS use_sim_time; the launch argument use_sim_time:=true)")
-    p.add_argument("--no-progress", action="store_true", help="no progress bar (log lines instead)")
+    deprecated(p, "--learner-config", "--learner")
+    deprecated(p, "--session-config", "--session")
+    deprecated(p, "--config", "--session")
     p.set_defaults(func=run)
+
+
+def recipe_defaults(task: str | None, learner: str | None, session: str | None) -> tuple[str | None, str]:
+    """The learner profile and session ``train`` uses: the ones given, else task ``task``'s recipe
+    (:func:`morl_robot.tasks.recipes.default_recipe`); a session given without a learner keeps its
+    own ``learner_node.config`` (None).  No task: ``config/sessions/train.yaml``."""
+    if task is None or (learner is not None and session is not None):
+        return learner, session or "train"
+    try:
+        from morl_robot.tasks.recipes import default_recipe
+    except ImportError:  # no recipes in this installation: the session defaults
+        return learner, session or "train"
+    recipe = default_recipe(task)
+    if session is None:
+        return learner or recipe.learner, recipe.session
+    return learner, session
 
 
 def _count_violations(probe: Any, namespaces: list[str]) -> dict[str, Any]:
@@ -169,11 +206,12 @@ def run(args: argparse.Namespace) -> int:
     overrides: dict[str, Any] = {"task": args.task, "reward_machine": args.reward_machine, "backend": args.backend, "actors": args.actors,
                                  "total_steps": args.steps, "seed": args.seed, "namespace": args.namespace,
                                  "use_sim_time": args.use_sim_time or None, "actors_kind": args.actors_kind}
-    if args.learner_config:
-        overrides["learner_node"] = {"config": args.learner_config}
+    learner, session = recipe_defaults(args.task, args.learner, args.session)
+    if learner:
+        overrides["learner_node"] = {"config": learner}
     if args.envs is not None:
         overrides["vector_actor"] = {"envs": args.envs}
-    cfg = load_session_config(args.config, overrides)
+    cfg = load_session_config(session, overrides)
     if not cfg.task:
         raise UsageError("training needs a task (--task)")
     out = Path(args.out or f"runs/{cfg.task}").resolve()
