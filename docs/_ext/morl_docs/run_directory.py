@@ -1,0 +1,21 @@
+"""The run directory's files and CSV columns (``morl_robot.learning.session.RUN_FILES`` /
+``CSV_COLUMNS`` and ``morl_robot.cli.train.RUN_FILES``)."""
+from __future__ import annotations
+
+from . import md
+
+
+def render() -> str:
+    from morl_robot.cli import train
+    from morl_robot.learning import session
+
+    parts = ["## Files\n",
+             md.table(("path", "written by", "content"),
+                      [(md.code(p), "learner", md.text(d)) for p, d in session.RUN_FILES]
+                      + [(md.code(p), md.code("morl-robot train"), md.text(d))
+                         for p, d in getattr(train, "RUN_FILES", ())])]
+    parts.append("## CSV columns\n")
+    for name, columns in session.CSV_COLUMNS.items():
+        parts.append(f"### `{name}`\n")
+        parts.append(md.table(("column", "meaning"), [(md.code(c), md.text(d)) for c, d in columns]))
+    return "\n".join(parts)
