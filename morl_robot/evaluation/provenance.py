@@ -42,6 +42,10 @@ def _command_line(argv: Sequence[str] | None) -> str:
     if _command is not None:
         return shlex.join([PROGRAM, *_command])
     # Not run through the CLI: name the Python entry point as it was started.
+    script = Path(sys.argv[0]).resolve() if sys.argv and sys.argv[0] else None
+    if script is not None and script.suffix == ".py" and SOURCE_ROOT in script.parents:
+        module = ".".join(script.relative_to(SOURCE_ROOT).with_suffix("").parts)
+        return shlex.join(["python", "-m", module, *sys.argv[1:]])
     return shlex.join([Path(sys.executable).name, *sys.argv])
 
 

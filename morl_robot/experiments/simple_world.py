@@ -309,8 +309,8 @@ def write_report(out_dir: str, beta: float = BETA, tol: float = 1e-8, max_steps:
     out = Path(out_dir)
     result = run_simple_world(beta=beta, tol=tol, max_steps=max_steps)
     trajectories = result.pop("_trajectories")
-    write_results_json(out / "results.json", result["policies"])
-    write_json_atomic(out / "runs.json", {k: v for k, v in result.items() if k != "policies"})
+    write_json_atomic(out / "results.json", result["policies"])  # keyed by algorithm only: provenance in runs.json
+    write_results_json(out / "runs.json", {k: v for k, v in result.items() if k != "policies"})
     panels = {
         f"{algorithm}, {scale} rewards": prefs
         for algorithm, scales in result["policies"].items()
