@@ -35,3 +35,23 @@ def test_a_cli_experiment_records_the_command_it_ran(tmp_path, capsys):
     prov = json.loads((tmp_path / "results.json").read_text())["provenance"]
     assert prov["command"] == "morl-robot " + " ".join(argv)
     assert "backfilled" not in prov
+
+
+def committed_results() -> list:
+    return sorted((SOURCE_ROOT / "results").rglob("results.json"))
+
+
+def test_every_committed_results_json_records_its_provenance():
+    assert len(committed_results()) >= 70
+    for path in committed_results():
+        data = json.loads(path.read_text())
+        if not isinstance(data, dict) or set(data) <= {"mo-mpo", "scalarized-mpo"}:
+            continue  # simple-world's results.json is keyed by algorithm (its provenance is in runs.json)
+        prov = data.get("provenance")
+        assert prov, f"{path}: no provenance"
+        assert {"command", "commit", "date", "machine"} <= set(prov), path
+        assert prov["command"] == "not recorded" or prov["command"].split()[0] in ("morl-robot", "python"), path
+        assert len(prov["commit"] or "") == 40 or prov.get("version"), path
+        datetime.fromisoformat(prov["date"])
+        if prov.get("backfilled"):  # commit and date of the git commit that last changed the file
+            assert prov["machine"] == "not recorded", path
