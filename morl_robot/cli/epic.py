@@ -16,15 +16,19 @@ import argparse
 import time
 from pathlib import Path
 
+from morl_robot.cli.options import add_set
 from morl_robot.errors import UsageError
 
 
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("epic", help="EPIC distances between reward functions (a task's objectives and variants)")
     what = p.add_mutually_exclusive_group(required=True)
-    what.add_argument("--task", help="task whose rewards to compare (see `morl-robot tasks`)")
+    what.add_argument("--task", help="task whose rewards to compare (see `morl-robot tasks`) (default: none; "
+                                     "one of --task and --objectives is required)")
     what.add_argument("--objectives", type=Path, metavar="RUN_DIR",
-                      help="a training run directory: objective-redundancy matrix and scalarisation distances")
+                      help="a training run directory: objective-redundancy matrix and scalarisation distances "
+                           "(default: none)")
+    add_set(p, ("task",))
     p.add_argument("--rewards", nargs="+", default=None,
                    help="reward names to compare (default: all of the task's; --list shows them)")
     p.add_argument("--list", action="store_true", help="list the task's rewards and transition features, then exit")
@@ -41,9 +45,10 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--weight-points", type=int, default=5,
                    help="--objectives: points per axis of the scalarisation weight grid (default 5)")
     p.add_argument("--save-coverage", type=Path, default=None, metavar="NPZ",
-                   help="also write the coverage transitions to this .npz (reusable as --coverage)")
-    p.add_argument("--out", type=Path, default=None, help="folder for results.json, results.md and heatmaps")
-    p.add_argument("--seed", type=int, default=0)
+                   help="also write the coverage transitions to this .npz (reusable as --coverage) (default: not written)")
+    p.add_argument("--out", type=Path, default=None,
+                   help="folder for results.json, results.md and heatmaps (default: print only)")
+    p.add_argument("--seed", type=int, default=0, help="seed of the rollouts and the samples")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
     p.set_defaults(func=run)
 

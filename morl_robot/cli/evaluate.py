@@ -34,6 +34,7 @@ import json
 import sys
 from typing import TYPE_CHECKING
 
+from morl_robot.cli.options import add_set
 from morl_robot.errors import UsageError
 from morl_robot.evaluation.protocol import DEFAULT_EPISODES, HELD_OUT_SEED
 
@@ -53,7 +54,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--seed", type=int, default=HELD_OUT_SEED,
                    help=f"episode i resets with seed S+i (default {HELD_OUT_SEED}: held out from the seeds "
                         "the recipes were tuned on, 0…9, and from the demo's evaluation seeds, 10000…)")
-    p.add_argument("--task", default=None, help="task (needed for 'random'; otherwise checked against the policy)")
+    p.add_argument("--task", default=None,
+                   help="task (needed for 'random'; otherwise checked against the policy) (default: the policy's)")
+    add_set(p, ("task", "robot", "safety"))
     p.add_argument("--json", action="store_true", help="print one JSON object (EVAL) instead of Markdown")
     p.add_argument("--no-safety", action="store_true",
                    help="act without the robot's safety rules (default: through them, as deployed)")
@@ -68,7 +71,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--against", choices=["scripted"], default=None,
                    help="instead of the protocol: the policy's action error against the task's scripted "
                         "controller on the controller's own trajectories (per action component, robot units; "
-                        "e.g. how exactly a behaviour clone reproduces its demonstrator)")
+                        "e.g. how exactly a behaviour clone reproduces its demonstrator) (default: the protocol)")
     p.add_argument("--preference", type=float, nargs="+", default=None, metavar="EPS",
                    help="ε-conditioned policy: the preference to act under, one ε per objective "
                         "(default: the centre of its box)")

@@ -1,4 +1,6 @@
-"""``morl-robot experiment NAME --out DIR``: the MO-MPO paper's toy experiments (§5).
+"""``morl-robot experiment NAME --out DIR``: the papers' experiments, reproduced: MO-MPO's bandit and
+Deep Sea Treasure (§5), its Sawyer and Shadow Hand fronts (§6), the EPIC and MORM papers' experiments,
+and the ε-conditioned policy for every preference.
 
 * ``simple-world``: the 3-armed bandit of §5.1 (exact Q-values, exact policy improvement);
   MO-MPO vs scalarized MPO, balanced vs objective 1 ×20.  Seconds.
@@ -29,14 +31,29 @@ import argparse
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from morl_robot.cli.options import (
+    add_epsilon,
+    add_set,
+    deprecated,
+    epsilon_alias,
+    epsilon_hint,
+    epsilons,
+)
 from morl_robot.errors import UsageError
 
 if TYPE_CHECKING:
     from morl_robot.experiments.deep_sea_treasure import LearnerKnobs
 
 
+#: The Sawyer peg-in-hole task's objectives (the names ``--epsilon`` takes).
+SAWYER_OBJECTIVES = ("task", "wrist_force")
+#: ``sawyer-front --method per-setting``'s learner profile (the best measured; docs/howto/choose_learner.md).
+SAWYER_FRONT_PER_SETTING_LEARNER = "sawyer_front_clone_lr"
+
+
 def register(sub: argparse._SubParsersAction) -> None:
-    parser = sub.add_parser("experiment", help="run one of the MO-MPO paper's toy experiments")
+    parser = sub.add_parser("experiment", help="reproduce a paper experiment: MO-MPO bandit and Deep Sea Treasure, "
+                                                "Sawyer and Shadow Hand fronts, EPIC, reward machines, ε-conditioned")
     exp_sub = parser.add_subparsers(dest="experiment", metavar="EXPERIMENT")
     exp_sub.required = True
 
@@ -45,7 +62,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     sw.add_argument("--beta", type=float, default=0.001, help="M-step KL bound β (default 0.001)")
     sw.add_argument("--tol", type=float, default=1e-8,
                     help="convergence: stop when max |Δπ(a)| < tol (default 1e-8)")
-    sw.add_argument("--max-steps", type=int, default=20_000, help="improvement steps at most")
+    sw.add_argument("--max-steps", type=int, default=20_000, help="improvement steps at most (default 20000)")
     sw.set_defaults(func=_run_simple_world)
 
     dst = exp_sub.add_parser("deep-sea-treasure", help="MO-MPO §5.2: ε sweep vs weight sweep on DST")
@@ -59,16 +76,15 @@ def register(sub: argparse._SubParsersAction) -> None:
                      help="points of the ε_treasure/ε_time ratio grid c over [0.5, 1.5] (paper: 101)")
     dst.add_argument("--c-range", type=float, nargs=2, default=(0.5, 1.5), metavar=("LO", "HI"),
                      help="range of c = ε_treasure/ε_time (paper: 0.5 1.5)")
-    dst.add_argument("--epsilon-time", type=float, nargs="+", default=(0.01, 0.02, 0.05),
-                     help="ε_time values (paper: 0.01 0.02 0.05)")
+    add_epsilon(dst, ("time",), "ε_time values, a grid (default time=0.01,0.02,0.05, the paper's); ε_treasure = c ε_time")
     dst.add_argument("--weights", type=int, default=None,
                      help="scalarized-MPO weights [w, 1−w] (default: as many runs as the ε sweep)")
     dst.add_argument("--eval-episodes", type=int, default=1,
                      help="evaluation episodes per policy (the env is deterministic; default 1)")
-    dst.add_argument("--seed", type=int, default=0)
+    dst.add_argument("--seed", type=int, default=0, help="seed of every training run")
     dst.add_argument("--time-limit", type=float, default=None,
                      help="seconds for this sitting; settings not finished by then are reported as not run "
-                          "(--resume continues them)")
+                          "(--resume continues them) (default: no limit)")
     dst.add_argument("--resume", action="store_true",
                      help="keep the settings an earlier sitting finished in OUT (same per-run options) and run "
                           "only the rest, so the paper's 3 x 101 settings can span several sittings")
@@ -76,9 +92,11 @@ def register(sub: argparse._SubParsersAction) -> None:
                      help="comma-separated subset of mo-mpo,scalarized-mpo")
     dst.add_argument("--converge", type=int, nargs=2, default=None, metavar=("EVERY", "COUNT"),
                      help="run to convergence: evaluate the greedy policy every EVERY steps and stop once "
-                          "COUNT evaluations in a row agree (--steps is then the cap), e.g. 1000 5")
+                          "COUNT evaluations in a row agree (--steps is then the cap), e.g. 1000 5 (default: a fixed "
+                          "number of steps)")
     dst.add_argument("--exact-reference", type=Path, default=None, metavar="RESULTS_JSON",
-                     help="a dst-exact results.json: drawn in c_to_treasure.png and compared setting by setting")
+                     help="a dst-exact results.json: drawn in c_to_treasure.png and compared setting by setting "
+                          "(default: none)")
     dst.add_argument("--exploring-starts", type=float, default=0.0, metavar="P",
                      help="probability that a training episode starts in a uniformly drawn open cell (the "
                           "exact reference's state distribution; evaluation always starts at the corner; "
@@ -88,34 +106,39 @@ def register(sub: argparse._SubParsersAction) -> None:
                           "so the replay stays near the start distribution (default: the 100-step limit)")
     _add_dst_learner_options(dst)
     dst.add_argument("--no-progress", action="store_true", help="no progress bar")
+    deprecated(dst, "--epsilon-time", "--epsilon", convert=epsilon_alias("time"), append=True, nargs="+", type=float, hint=epsilon_hint)
     dst.set_defaults(func=_run_deep_sea_treasure)
 
     peg = exp_sub.add_parser("sawyer-peg-in-hole", help="MO-MPO §6.4: a short training run with learning curves")
     peg.add_argument("--out", required=True, type=Path, help="run folder (checkpoints, CSVs, plots, results.json)")
     peg.add_argument("--steps", type=int, default=40_000, help="environment steps (default 40000)")
-    peg.add_argument("--config", default=None, help="learner YAML (default config/learner/mo_mpo_cpu_small.yaml)")
-    peg.add_argument("--epsilons", type=float, nargs=2, default=None, metavar=("EPS_TASK", "EPS_FORCE"),
-                     help="KL bounds ε_k for task and wrist_force (default: the config's)")
-    peg.add_argument("--seed", type=int, default=0)
+    peg.add_argument("--learner", default=None, metavar="NAME|PATH",
+                     help="learner profile, name under config/learner/ or path (default mo_mpo_cpu_small)")
+    add_epsilon(peg, SAWYER_OBJECTIVES, "KL bound ε_k of an objective, both or neither (default: the profile's)")
+    add_set(peg, ("learner", "task"))
+    peg.add_argument("--seed", type=int, default=0, help="seed of the training run")
     peg.add_argument("--no-progress", action="store_true", help="no progress bar")
+    deprecated(peg, "--config", "--learner")
+    deprecated(peg, "--epsilons", "--epsilon", append=True, nargs=2, type=float,
+               convert=lambda v: [("task", [float(v[0])]), ("wrist_force", [float(v[1])])], hint=epsilon_hint)
     peg.set_defaults(func=_run_sawyer)
 
     exact = exp_sub.add_parser("dst-exact", help="exact tabular MO-MPO on Deep Sea Treasure over ε_time x c "
                                                  "(the reference for the learned runs; paper Fig. 5 right)")
     exact.add_argument("--out", required=True, type=Path, help="folder for results.json and c_to_treasure.png")
     exact.add_argument("--c-values", type=int, default=101, help="values of c in [0.5, 1.5] (default 101, the paper's)")
-    exact.add_argument("--eps-time", type=float, nargs="+", default=[0.01, 0.02, 0.05],
-                       help="ε_time values (default 0.01 0.02 0.05)")
+    add_epsilon(exact, ("time",), "ε_time values, a grid (default time=0.01,0.02,0.05)")
     exact.add_argument("--gamma", type=float, default=0.99, help="discount of the exact evaluation (default 0.99)")
-    exact.add_argument("--processes", type=int, default=2)
+    exact.add_argument("--processes", type=int, default=2, help="worker processes, one setting each at a time")
     exact.add_argument("--state-distribution", choices=["uniform", "visitation", "exploring"], default="uniform",
                        help="the E-step's state distribution: uniform on the map (default), the current "
                             "policy's discounted visitation from the start, or from starts drawn uniformly on "
                             "open water (exploring starts)")
     exact.add_argument("--exploring-horizon", type=int, default=None, metavar="H",
                        help="with --state-distribution exploring: visitation of episodes cut after H steps "
-                            "(deep-sea-treasure --exploring-horizon H)")
+                            "(deep-sea-treasure --exploring-horizon H) (default: no cut)")
     exact.add_argument("--no-progress", action="store_true", help="no progress bar")
+    deprecated(exact, "--eps-time", "--epsilon", convert=epsilon_alias("time"), append=True, nargs="+", type=float, hint=epsilon_hint)
     exact.set_defaults(func=_run_dst_exact)
 
     diag = exp_sub.add_parser("dst-diagnose", help="train one learned MO-MPO run on Deep Sea Treasure and hold its final "
@@ -123,17 +146,19 @@ def register(sub: argparse._SubParsersAction) -> None:
                                                    "algorithm goes from the learned policy)")
     diag.add_argument("--out", required=True, type=Path, help="the diagnosis JSON to write")
     diag.add_argument("--c", type=float, required=True, help="c = ε_treasure / ε_time")
-    diag.add_argument("--eps-time", type=float, default=0.02, help="ε_time (default 0.02)")
-    diag.add_argument("--seed", type=int, default=0)
+    add_epsilon(diag, ("time",), "ε_time, one value (default time=0.02)")
+    diag.add_argument("--seed", type=int, default=0, help="seed of the training run")
     diag.add_argument("--steps", type=int, default=30_000, help="environment steps, a cap with --converge (default 30000)")
     diag.add_argument("--converge", type=int, nargs=2, default=(1000, 8), metavar=("EVERY", "COUNT"),
                       help="stop once COUNT greedy evaluations EVERY steps apart agree (default 1000 8)")
     diag.add_argument("--exploring-starts", type=float, choices=[0.0, 1.0], default=1.0,
                       help="1: every training episode starts on a uniformly drawn open cell (default); 0: the corner")
     diag.add_argument("--exploring-horizon", type=int, default=None, metavar="H",
-                      help="cut exploring-start episodes after H steps (as deep-sea-treasure --exploring-horizon)")
+                      help="cut exploring-start episodes after H steps (as deep-sea-treasure --exploring-horizon) "
+                           "(default: the 100-step limit)")
     diag.add_argument("--quick", action="store_true", help="tiny networks and batches (a smoke test, not a result)")
     _add_dst_learner_options(diag)
+    deprecated(diag, "--eps-time", "--epsilon", convert=epsilon_alias("time"), append=True, type=float, hint=epsilon_hint)
     diag.set_defaults(func=_run_dst_diagnose)
 
     from morl_robot.experiments import sawyer_front  # light: the defaults live there
@@ -143,24 +168,25 @@ def register(sub: argparse._SubParsersAction) -> None:
                                                      "(policies, protocol evaluation, front with CIs across seeds)")
     front.add_argument("--out", required=True, type=Path,
                        help="sweep folder: runs/ (checkpoints) and the small results (results.json, policies/, plots/)")
-    front.add_argument("--eps-task", type=float, default=0.1, help="ε_task, fixed (default 0.1)")
-    front.add_argument("--eps-force", type=float, nargs="+", default=[0.005, 0.01, 0.02, 0.05, 0.1],
-                       help="ε_force settings (default 0.005 0.01 0.02 0.05 0.1)")
+    add_epsilon(front, SAWYER_OBJECTIVES, "task: ε_task, one value (default task=0.1); wrist_force: the ε_force "
+                                          "settings, a grid (default wrist_force=0.005,0.01,0.02,0.05,0.1)")
     front.add_argument("--method", choices=("conditioned", "per-setting"), default=None,
                        help="conditioned (default): one ε-conditioned policy per seed for every setting; "
                             "per-setting: one MO-MPO policy per (ε_force, seed), the paper's way")
     front.add_argument("--seeds", type=int, nargs="+", default=None,
                        help="seeds (default 0 1 2 conditioned, 0 1 per-setting)")
     front.add_argument("--steps", type=int, default=40_000, help="environment steps per run (default 40000)")
-    front.add_argument("--config", default=None,
-                       help=f"learner YAML or a name under config/ (default {sawyer_front.DEFAULT_CONDITIONED_LEARNER} "
-                            f"conditioned, {sawyer_front.DEFAULT_LEARNER} per-setting)")
+    front.add_argument("--learner", default=None, metavar="NAME|PATH",
+                       help=f"learner profile, name under config/learner/ or path (default "
+                            f"{sawyer_front.DEFAULT_CONDITIONED_LEARNER} conditioned, {SAWYER_FRONT_PER_SETTING_LEARNER} "
+                            "per-setting)")
+    add_set(front, ("learner", "task"))
     front.add_argument("--eval-episodes", type=int, default=20, help="protocol episodes per policy (default 20)")
     front.add_argument("--eval-seed", type=int, default=10_000, help="first evaluation seed (default 10000)")
-    front.add_argument("--parallel", type=int, default=2, help="runs at a time, one core each (default 2)")
+    front.add_argument("--processes", type=int, default=2, help="runs at a time, one process (core) each (default 2)")
     front.add_argument("--time-limit", type=float, default=None,
-                       help="seconds for this sitting; unfinished runs keep their checkpoints and resume next time")
-    front.add_argument("--conditioned", action="store_true", help="the same as --method conditioned")
+                       help="seconds for this sitting; unfinished runs keep their checkpoints and resume next time "
+                            "(default: no limit)")
     front.add_argument("--reference-gains", type=float, nargs="*", default=None, metavar="G",
                        help="gains (1/s) of the scripted controller evaluated as the reference front (default "
                             "0.5 1 1.5 2 3 5; none: no reference)")
@@ -168,20 +194,27 @@ def register(sub: argparse._SubParsersAction) -> None:
                        help="only evaluate the scripted reference into OUT/scripted_reference.json (no training; "
                             "results.json is left as it is)")
     front.add_argument("--no-progress", action="store_true", help="no progress bar")
+    deprecated(front, "--eps-task", "--epsilon", convert=epsilon_alias("task"), append=True, type=float, hint=epsilon_hint)
+    deprecated(front, "--eps-force", "--epsilon", convert=epsilon_alias("wrist_force"), append=True, nargs="+",
+               type=float, hint=epsilon_hint)
+    deprecated(front, "--config", "--learner")
+    deprecated(front, "--parallel", "--processes")
+    deprecated(front, "--conditioned", "--method", nargs=0, convert=lambda _: "conditioned",
+               hint=lambda _: "--method conditioned")
     front.set_defaults(func=_run_sawyer_front)
 
     sh = exp_sub.add_parser("shadow-front", help="MO-MPO §6.2 / Table 1: Shadow Hand touch/turn, MO-MPO ε sweep vs "
                                                  "scalarized MPO weight sweep at equal budget (orient: vs random)")
-    sh.add_argument("--task", required=True, choices=["shadow_touch", "shadow_turn", "shadow_orient"])
+    sh.add_argument("--task", required=True, choices=["shadow_touch", "shadow_turn", "shadow_orient"],
+                    help="the Shadow Hand task")
     sh.add_argument("--out", required=True, type=Path,
                     help="sweep folder: runs/ (checkpoints) and the small results (results.json, policies/, plots/)")
     sh.add_argument("--quick", action="store_true",
                     help="smoke run: 2 settings per algorithm, 1 seed, 300 steps, tiny networks, 2 evaluation "
                          "episodes (checks the pipeline, not a result)")
-    sh.add_argument("--eps-task", type=float, default=None, help="MO-MPO ε_task, fixed (default 0.1)")
-    sh.add_argument("--eps-pain", type=float, nargs="+", default=None,
-                    help="MO-MPO ε_pain settings (default 0.001 0.01 0.03 0.1); on shadow_orient the ε "
-                         "shared by its three objectives")
+    add_epsilon(sh, ("task", "pain"), "MO-MPO's ε: task, one value (default task=0.1); pain, the settings grid "
+                                      "(default pain=0.001,0.01,0.03,0.1; on shadow_orient the ε shared by its "
+                                      "three objectives)")
     sh.add_argument("--weights-pain", type=float, nargs="+", default=None,
                     help="scalarized-MPO pain weights w, weights [1 - w, w] (default 0.01 0.05 0.2 0.5)")
     sh.add_argument("--scalarized-epsilon", type=float, default=None, help="scalarized MPO's ε (default 0.1)")
@@ -190,17 +223,23 @@ def register(sub: argparse._SubParsersAction) -> None:
     sh.add_argument("--seeds", type=int, nargs="+", default=None, help="seeds per setting (default 0 1)")
     sh.add_argument("--steps", type=int, default=None,
                     help="environment steps per run, the same for every run (default 20000, --quick 300)")
-    sh.add_argument("--config", default=None,
-                    help="learner YAML or a name under config/ (default learner/shadow_front.yaml)")
+    sh.add_argument("--learner", default=None, metavar="NAME|PATH",
+                    help="learner profile, name under config/learner/ or path (default shadow_front)")
+    add_set(sh, ("learner", "task"))
     sh.add_argument("--eval-episodes", type=int, default=None, help="protocol episodes per policy (default 20)")
     sh.add_argument("--action-mode", choices=["absolute", "delta"], default=None,
                     help="the hand's actions: absolute motor targets or changes of them from the measured "
                          "positions (task config action_mode; default: the task YAML's, absolute)")
     sh.add_argument("--eval-seed", type=int, default=10_000, help="first evaluation seed (default 10000)")
-    sh.add_argument("--parallel", type=int, default=1, help="runs at a time, one core each (default 1)")
+    sh.add_argument("--processes", type=int, default=1, help="runs at a time, one process (core) each (default 1)")
     sh.add_argument("--time-limit", type=float, default=None,
-                    help="seconds for this sitting; unfinished runs keep their checkpoints and resume next time")
+                    help="seconds for this sitting; unfinished runs keep their checkpoints and resume next time "
+                         "(default: no limit)")
     sh.add_argument("--no-progress", action="store_true", help="no progress bar")
+    deprecated(sh, "--eps-task", "--epsilon", convert=epsilon_alias("task"), append=True, type=float, hint=epsilon_hint)
+    deprecated(sh, "--eps-pain", "--epsilon", convert=epsilon_alias("pain"), append=True, nargs="+", type=float, hint=epsilon_hint)
+    deprecated(sh, "--config", "--learner")
+    deprecated(sh, "--parallel", "--processes")
     sh.set_defaults(func=_run_shadow_front)
 
     bw = exp_sub.add_parser("button-world", help="MORM paper: ButtonWorld reward machines, product state counts, "
@@ -225,16 +264,18 @@ def register(sub: argparse._SubParsersAction) -> None:
     srm.add_argument("--out", required=True, type=Path, help="folder: run/ (checkpoints, CSVs), results.json, evaluation.md")
     srm.add_argument("--steps", type=int, default=40_000, help="environment steps (default 40000)")
     srm.add_argument("--no-crm", action="store_true", help="train without counterfactual experience (the baseline)")
-    srm.add_argument("--config", default=None,
-                     help="learner YAML or a name under config/ (default learner/mo_mpo_cpu_small.yaml; "
-                          "learner/sawyer_front_demos.yaml learns from the scripted controller's demonstrations)")
+    srm.add_argument("--learner", default=None, metavar="NAME|PATH",
+                     help="learner profile, name under config/learner/ or path (default mo_mpo_cpu_small; "
+                          "sawyer_front_demos learns from the scripted controller's demonstrations)")
+    add_set(srm, ("learner", "task"))
     srm.add_argument("--crm-updates", choices=["scaled", "same"], default=None,
                      help="with CRM: 'scaled' counts each real step as |U \\ F| inserts (|U \\ F| times the "
                           "updates), 'same' keeps the baseline's update budget (default: the YAML's)")
-    srm.add_argument("--seed", type=int, default=0)
+    srm.add_argument("--seed", type=int, default=0, help="seed of the training run")
     srm.add_argument("--eval-episodes", type=int, default=20, help="protocol episodes (default 20)")
     srm.add_argument("--eval-seed", type=int, default=10_000, help="first evaluation seed (default 10000)")
     srm.add_argument("--no-progress", action="store_true", help="no progress bar")
+    deprecated(srm, "--config", "--learner")
     srm.set_defaults(func=_run_sawyer_rm)
 
     grid = exp_sub.add_parser("epic-gridworld", help="EPIC paper Fig. A.2: exact distances between the 3x3 "
@@ -249,7 +290,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                                                            "(default 4096 x 4096)")
     pm.add_argument("--coverage", type=int, default=100_000, help="random-policy transitions (default 100000)")
     pm.add_argument("--bootstrap", type=int, default=1000, help="bootstrap resamples for the 95%% CIs (default 1000)")
-    pm.add_argument("--seed", type=int, default=0)
+    pm.add_argument("--seed", type=int, default=0, help="seed of the coverage rollouts and the samples")
     pm.set_defaults(func=_run_epic_pointmass)
 
     cond = exp_sub.add_parser("conditioned", help="one ε-conditioned MO-MPO policy for every preference "
@@ -257,29 +298,33 @@ def register(sub: argparse._SubParsersAction) -> None:
     cond.add_argument("--env", required=True, help="MO-Gymnasium-style id, e.g. mo-halfcheetah-v5, "
                       "deep-sea-treasure-v0, morl_robot/SawyerPegInHole-v0")
     cond.add_argument("--steps", required=True, type=int, help="environment steps in all")
-    cond.add_argument("--seed", type=int, default=0)
+    cond.add_argument("--seed", type=int, default=0, help="seed of the training run(s)")
     cond.add_argument("--method", choices=("conditioned", "sweep", "capql"), default="conditioned",
                       help="conditioned (default): one ε-conditioned policy; sweep: one MO-MPO policy per ε "
                            "setting, steps split evenly; capql: morl-baselines' CAPQL")
     cond.add_argument("--out", required=True, type=Path, help="output folder (results.json, front.png)")
-    cond.add_argument("--config", default=None,
-                      help="learner config name or YAML with a 'preferences' section (default: conditioned_spi64)")
+    cond.add_argument("--learner", default=None, metavar="NAME|PATH",
+                      help="learner profile with a 'preferences' section, name or path (default: conditioned_spi64)")
+    add_set(cond, ("learner",))
     cond.add_argument("--points", type=int, default=11, help="evaluation preferences (default 11)")
-    cond.add_argument("--eval-episodes", type=int, default=3, help="deterministic episodes per preference")
+    cond.add_argument("--eval-episodes", type=int, default=3, help="deterministic episodes per preference (default 3)")
     cond.add_argument("--ref", type=float, nargs="+", default=None,
                       help="hypervolume reference point, one value per objective (default -100 each)")
     cond.add_argument("--sweep-settings", type=int, default=5, help="--method sweep: ε settings (default 5)")
     cond.add_argument("--min-replay", type=int, default=None,
-                      help="override replay.min_size_to_sample (for tiny budgets)")
-    cond.add_argument("--no-progress", action="store_true")
+                      help="override replay.min_size_to_sample (for tiny budgets) (default: the profile's)")
+    cond.add_argument("--no-progress", action="store_true", help="no progress bar")
+    deprecated(cond, "--config", "--learner")
     cond.set_defaults(func=_run_conditioned)
 
     crep = exp_sub.add_parser("conditioned-report", help="hypervolume IQM and CI per method over several "
                               "'experiment conditioned' results")
     crep.add_argument("results", nargs="+", type=Path, help="results.json files or their folders")
-    crep.add_argument("--out", type=Path, default=None, help="write summary.json and fronts.png here")
+    crep.add_argument("--out", type=Path, default=None,
+                      help="write summary.json and fronts.png here (default: print only)")
     crep.add_argument("--ref", type=float, nargs="+", default=None,
-                      help="recompute every hypervolume at this reference point (one value per objective)")
+                      help="recompute every hypervolume at this reference point, one value per objective (default: "
+                           "each result's own)")
     crep.set_defaults(func=_run_conditioned_report)
 
 
@@ -288,7 +333,7 @@ def _run_conditioned(args: argparse.Namespace) -> int:
 
     cfg = conditioned.ConditionedExperiment(
         env_id=args.env, steps=args.steps, seed=args.seed, method=args.method,
-        **({"learner": args.config} if args.config else {}),  # None: the experiment's default config
+        **({"learner": args.learner} if args.learner else {}),  # None: the experiment's default config
         points=args.points, eval_episodes=args.eval_episodes, ref=list(args.ref or []),
         sweep_settings=args.sweep_settings, min_size_to_sample=args.min_replay)
     results = conditioned.run(cfg, args.out, progress=not args.no_progress)
@@ -384,7 +429,7 @@ def _run_sawyer_rm(args: argparse.Namespace) -> int:
         raise UsageError(f"--steps and --eval-episodes must be >= 1, got {args.steps} and {args.eval_episodes}")
     torch.set_num_threads(1)
     res = sawyer_rm.run(args.out, steps=args.steps, crm=not args.no_crm, seed=args.seed,
-                        eval_episodes=args.eval_episodes, eval_seed=args.eval_seed, learner_config=args.config,
+                        eval_episodes=args.eval_episodes, eval_seed=args.eval_seed, learner_config=args.learner,
                         progress=not args.no_progress,
                         crm_scale_updates=None if args.crm_updates is None else args.crm_updates == "scaled")
     print((Path(args.out) / "evaluation.md").read_text().rstrip())
@@ -421,7 +466,11 @@ def _run_sawyer(args: argparse.Namespace) -> int:
 
     if args.steps < 1:
         raise UsageError(f"--steps must be >= 1, got {args.steps}")
-    r = sawyer_peg_in_hole.run(args.out, args.steps, args.config, args.epsilons, args.seed, progress=not args.no_progress)
+    eps = epsilons(args.epsilon, SAWYER_OBJECTIVES)
+    if eps and (len(eps) != 2 or any(len(v) != 1 for v in eps.values())):
+        raise UsageError("--epsilon: give one value for both task and wrist_force, or neither (the profile's)")
+    pair = (eps["task"][0], eps["wrist_force"][0]) if eps else None
+    r = sawyer_peg_in_hole.run(args.out, args.steps, args.learner, pair, args.seed, progress=not args.no_progress)
     print(f"budget: {r['budget']}")
     print(f"{'objective':<14} {'first 10% episodes':>20} {'last 10% episodes':>20}")
     for n in r["objectives"]:
@@ -433,13 +482,14 @@ def _run_sawyer(args: argparse.Namespace) -> int:
 def _run_dst_exact(args: argparse.Namespace) -> int:
     from morl_robot.experiments import dst_exact
 
-    if args.c_values < 1 or args.processes < 1 or not 0 < args.gamma < 1 or any(not e > 0 for e in args.eps_time):
-        raise UsageError("--c-values and --processes must be >= 1, --gamma in (0, 1), --eps-time values > 0")
+    eps_time = epsilons(args.epsilon, ("time",)).get("time", [0.01, 0.02, 0.05])
+    if args.c_values < 1 or args.processes < 1 or not 0 < args.gamma < 1 or any(not e > 0 for e in eps_time):
+        raise UsageError("--c-values and --processes must be >= 1, --gamma in (0, 1), --epsilon time values > 0")
     try:
         dst_exact.check_horizon(args.state_distribution, args.exploring_horizon)
     except ValueError as e:
         raise UsageError(f"--exploring-horizon with --state-distribution {args.state_distribution}: {e}") from None
-    r = dst_exact.run_sweep_exact(args.out, tuple(args.eps_time), args.c_values, args.gamma, args.processes,
+    r = dst_exact.run_sweep_exact(args.out, tuple(eps_time), args.c_values, args.gamma, args.processes,
                                   progress=not args.no_progress, distribution=args.state_distribution,
                                   horizon=args.exploring_horizon)
     print(f"exact MO-MPO: {r['pareto_points_found_greedy']} of 10 Pareto points from greedy policies "
@@ -483,17 +533,21 @@ def _run_dst_diagnose(args: argparse.Namespace) -> int:
     from morl_robot.experiments import dst_exact
 
     every, count = args.converge
-    if args.steps < 1 or not args.c > 0 or not args.eps_time > 0 or every < 1 or count < 2:
-        raise UsageError("--steps >= 1, --c and --eps-time > 0, --converge EVERY >= 1 COUNT >= 2")
+    eps_values = epsilons(args.epsilon, ("time",)).get("time", [0.02])
+    if len(eps_values) != 1:
+        raise UsageError(f"--epsilon time=…: dst-diagnose takes one value, got {len(eps_values)}")
+    eps_time = eps_values[0]
+    if args.steps < 1 or not args.c > 0 or not eps_time > 0 or every < 1 or count < 2:
+        raise UsageError("--steps >= 1, --c and --epsilon time > 0, --converge EVERY >= 1 COUNT >= 2")
     if args.exploring_horizon is not None and (args.exploring_starts == 0 or args.exploring_horizon < 1):
         raise UsageError(f"--exploring-horizon {args.exploring_horizon}: needs --exploring-starts 1 and H >= 1")
-    r = dst_exact.diagnose_learned(args.eps_time, args.c, seed=args.seed, steps=args.steps,
+    r = dst_exact.diagnose_learned(eps_time, args.c, seed=args.seed, steps=args.steps,
                                    exploring_starts=args.exploring_starts, exploring_horizon=args.exploring_horizon,
                                    eval_every=every, stable_evals=count, quick=args.quick,
                                    learner=_dst_learner_knobs(args))
     write_results_json(args.out, r)
     names = ("treasure", "time")
-    print(f"learned MO-MPO, ε_time {args.eps_time:g}, c {args.c:g}, seed {args.seed}: {r['steps']} steps, "
+    print(f"learned MO-MPO, ε_time {eps_time:g}, c {args.c:g}, seed {args.seed}: {r['steps']} steps, "
           f"{r['updates']} updates, greedy return {r['learned_greedy_return']}"
           + (f" (stable since {r['converged_at']})" if r["converged_at"] is not None else " (not stable at the cap)")
           + (f"; learner changes {r['learner_changes']}" if r["learner_changes"] else ""))
@@ -510,12 +564,17 @@ def _run_dst_diagnose(args: argparse.Namespace) -> int:
 def _run_sawyer_front(args: argparse.Namespace) -> int:
     from morl_robot.experiments import sawyer_front
 
-    if args.conditioned and args.method == "per-setting":
-        raise UsageError("--conditioned and --method per-setting contradict each other")
+    eps = epsilons(args.epsilon, SAWYER_OBJECTIVES)
+    eps_task = eps.get("task", [0.1])
+    if len(eps_task) != 1:
+        raise UsageError(f"--epsilon task=…: ε_task is fixed, one value, got {len(eps_task)}")
+    conditioned = (args.method or "conditioned") == "conditioned"
+    learner = args.learner or ("" if conditioned else SAWYER_FRONT_PER_SETTING_LEARNER)
     cfg = sawyer_front.FrontSweepConfig(
-        eps_task=args.eps_task, eps_force=list(args.eps_force), seeds=list(args.seeds or []), steps=args.steps,
-        learner_config=args.config or "", eval_episodes=args.eval_episodes, eval_seed=args.eval_seed,
-        parallel=args.parallel, conditioned=(args.method or "conditioned") == "conditioned",
+        eps_task=eps_task[0], eps_force=eps.get("wrist_force", [0.005, 0.01, 0.02, 0.05, 0.1]),
+        seeds=list(args.seeds or []), steps=args.steps,
+        learner_config=learner, eval_episodes=args.eval_episodes, eval_seed=args.eval_seed,
+        parallel=args.processes, conditioned=conditioned,
         reference_gains=list(sawyer_front.REFERENCE_GAINS if args.reference_gains is None else args.reference_gains))
     if args.reference_only:
         cfg.validate()
@@ -537,6 +596,11 @@ def _run_shadow_front(args: argparse.Namespace) -> int:
     from morl_robot.experiments import shadow_front
 
     orient = args.task == "shadow_orient"
+    eps = epsilons(args.epsilon, ("task", "pain"))
+    if len(eps.get("task", [0])) != 1:
+        raise UsageError("--epsilon task=…: ε_task is fixed, one value")
+    eps_task = eps["task"][0] if "task" in eps else None
+    eps_pain = eps.get("pain")
     default = shadow_front.ShadowFrontConfig()
     quick = {"eps_pain": [0.1] if orient else [0.01, 0.1], "weights_pain": [0.05, 0.5], "seeds": [0],
              "steps": 300, "eval_episodes": 2} if args.quick else {}
@@ -547,13 +611,13 @@ def _run_shadow_front(args: argparse.Namespace) -> int:
     algorithms = (["mo-mpo"] if orient else list(shadow_front.ALGORITHMS)) if args.algorithms is None else \
         [a.strip() for a in args.algorithms.split(",") if a.strip()]
     cfg = shadow_front.ShadowFrontConfig(
-        task=args.task, eps_task=pick(args.eps_task, "eps_task"),
-        eps_pain=list(pick(args.eps_pain, "eps_pain") if not orient or args.eps_pain or args.quick else [0.1]),
+        task=args.task, eps_task=pick(eps_task, "eps_task"),
+        eps_pain=list(pick(eps_pain, "eps_pain") if not orient or eps_pain or args.quick else [0.1]),
         weights_pain=list(pick(args.weights_pain, "weights_pain")),
         scalarized_epsilon=pick(args.scalarized_epsilon, "scalarized_epsilon"),
         seeds=list(pick(args.seeds, "seeds")), steps=pick(args.steps, "steps"),
-        learner_config=args.config or default.learner_config, eval_episodes=pick(args.eval_episodes, "eval_episodes"),
-        eval_seed=args.eval_seed, parallel=args.parallel, algorithms=algorithms, quick=args.quick,
+        learner_config=args.learner or default.learner_config, eval_episodes=pick(args.eval_episodes, "eval_episodes"),
+        eval_seed=args.eval_seed, parallel=args.processes, algorithms=algorithms, quick=args.quick,
         action_mode=args.action_mode)
     r = shadow_front.run(args.out, cfg, progress=not args.no_progress, time_limit_s=args.time_limit)
     print(shadow_front.format_table(r))
@@ -575,8 +639,9 @@ def _run_deep_sea_treasure(args: argparse.Namespace) -> int:
     lo, hi = args.c_range
     if not 0 < lo <= hi:
         raise UsageError(f"--c-range needs 0 < LO <= HI, got {lo} {hi}")
-    if args.c_values < 1 or any(e <= 0 for e in args.epsilon_time):
-        raise UsageError("--c-values must be >= 1 and every --epsilon-time > 0")
+    epsilon_time = epsilons(args.epsilon, ("time",)).get("time", [0.01, 0.02, 0.05])
+    if args.c_values < 1 or any(e <= 0 for e in epsilon_time):
+        raise UsageError("--c-values must be >= 1 and every --epsilon time value > 0")
     if args.steps is not None and args.steps < 1:
         raise UsageError(f"--steps must be >= 1, got {args.steps}")
     every, count = args.converge or (0, 0)
@@ -595,7 +660,7 @@ def _run_deep_sea_treasure(args: argparse.Namespace) -> int:
         quick=args.quick,
         c_values=args.c_values,
         c_range=tuple(args.c_range),
-        epsilon_time=tuple(args.epsilon_time),
+        epsilon_time=tuple(epsilon_time),
         num_weights=args.weights,
         eval_episodes=args.eval_episodes,
         seed=args.seed,

@@ -149,18 +149,19 @@ def warn_deprecated(prog: str, old: str, new: str) -> None:
 
 def deprecated(parser: argparse.ArgumentParser, old: str, new: str, *,
                convert: Callable[[Any], Any] | None = None, append: bool = False, nargs: Any = "keep",
-               type: Any = "keep", metavar: Any = None) -> None:
+               type: Any = "keep", metavar: Any = None, hint: Callable[[Any], str] | None = None) -> None:
     """Add ``old`` as a hidden deprecated spelling of the option ``new`` (or positional, by its
     dest): it warns once per use on stderr and stores what ``new`` would (through ``convert``
-    first; ``append``: onto the list ``new`` collects)."""
+    first; ``append``: onto the list ``new`` collects).  ``hint(value)``: the new spelling of the
+    value given, shown in the warning (e.g. ``--epsilon wrist_force=0.01``)."""
     target = _find(parser, new)
     shown = new if new.startswith("-") else (target.metavar or target.dest).upper()
 
     class Alias(argparse.Action):
         def __call__(self, p: argparse.ArgumentParser, namespace: argparse.Namespace, values: Any,
                      option_string: str | None = None) -> None:
-            warn_deprecated(p.prog, option_string or old, shown)
             value = convert(values) if convert is not None else values
+            warn_deprecated(p.prog, option_string or old, hint(value) if hint is not None else shown)
             if append:
                 items = list(getattr(namespace, target.dest, None) or [])
                 items.extend(value if isinstance(value, list) else [value])
@@ -293,6 +294,12 @@ def add_epsilon(parser: argparse.ArgumentParser | Any, objectives: Sequence[str]
     parser.add_argument("--epsilon", action="append", type=epsilon_item, default=[],
                         metavar="OBJECTIVE=VALUE[,VALUE...]",
                         help=f"{help}; OBJECTIVE one of {', '.join(objectives)}; repeatable")
+
+
+def epsilon_hint(value: Any) -> str:
+    """The ``--epsilon`` spelling of converted old ε values (a tuple or a list of them)."""
+    items = value if isinstance(value, list) else [value]
+    return " ".join(f"--epsilon {name}={','.join(f'{v:g}' for v in values)}" for name, values in items)
 
 
 def epsilon_alias(objective: str) -> Callable[[Any], tuple[str, list[float]]]:

@@ -18,8 +18,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     q.add_argument("files", nargs="+", metavar="FILE",
                    help="reward machine YAML, one per objective (a path, or a name under config/reward_machines "
                         "such as button_world/abb_term)")
-    q.add_argument("--dot", metavar="OUT", help="write the product as a Graphviz dot file")
-    q.add_argument("--png", metavar="OUT", help="draw the product as a PNG")
+    q.add_argument("--dot", metavar="OUT", help="write the product as a Graphviz dot file (default: not written)")
+    q.add_argument("--png", metavar="OUT", help="draw the product as a PNG (default: not drawn)")
     q.add_argument("--json", action="store_true", help="machine-readable output")
     q.set_defaults(func=run_inspect)
 
