@@ -1,4 +1,4 @@
-"""``morl-robot safety-test --robot sawyer|shadow [--backend sim|hardware] --out DIR``: scripted
+"""``morl-robot safety-test --robot NAME|PATH [--backend sim|hardware] --out DIR``: scripted
 probes through the full graph (robot node + safety monitor, the nodes of
 ``config/sessions/safety_test.yaml``; the same graph as ``ros2 launch morl_robot
 safety_test.launch.py``), one report line per rule: configured threshold, the value at which it
@@ -36,9 +36,14 @@ The report also counts the monitor's missed deadlines that no probe caused on pu
 those a late process on this host explains (the monitor's own watchdog check, the robot node's
 publishing, the delivery; with the delays' p50/max) and unexplained ones.
 
-Writes ``report.json``, ``report.md`` and a plot per force trace to ``--out``; exits 0 if every
-rule passed, 1 if any rule failed, 3 if the run is incomplete (a threshold the probes could not
-reach is not a pass).
+What runs on which robot is data: the robot YAML's ``safety_test:`` section (phases = control
+modes, their probes, the press kind and gauge, the joint-limit probe; :mod:`morl_robot.robots.config`),
+so ``--robot`` may be any robot YAML path (docs/howto/add_robot.md).
+
+Writes ``report.json``, ``report.md`` (every number with its unit) and a plot per force trace to
+``--out``; exits 0 PASS, 1 FAIL, 3 INCOMPLETE (a threshold the probes could not reach is not a
+pass), 4 NOT JUDGED (a check's only problem was its timing while this machine ran late), 5 when a
+probe aborted (:data:`morl_robot.safety.testing.VERDICTS`: meaning and what to do for each).
 """
 from __future__ import annotations
 
@@ -58,12 +63,12 @@ from morl_robot.cli.options import add_set, deprecated
 from morl_robot.errors import UsageError
 from morl_robot.robots.spec import ControlMode
 
-ROBOTS = {"sawyer": "sawyer", "shadow": "shadow_hand", "shadow_hand": "shadow_hand"}
-
 
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("safety-test", help="force-threshold safety tests through the full graph, with a report")
-    p.add_argument("--robot", required=True, choices=sorted(ROBOTS), help="the robot whose safety rules are tested")
+    p.add_argument("--robot", required=True, metavar="NAME|PATH",
+                   help="the robot whose safety rules are tested: sawyer, shadow_hand (alias shadow) or a robot YAML "
+                        "path with a safety_test: section (docs/howto/add_robot.md)")
     p.add_argument("--backend", choices=("sim", "hardware"), default="sim",
                    help="the robot: MuJoCo simulation or the hardware driver")
     p.add_argument("--out", required=True, help="report directory (report.json, report.md, plots, logs/)")
@@ -299,7 +304,7 @@ def probe_peg_press(h: Harness, monitor: Any, speed: float, tol: float, out: Pat
     gauge_body, gauge_dir, gauge_max = press.gauge.body, tuple(press.gauge.direction), press.gauge.max_force
     axis = int(np.argmax(np.abs(gauge_dir)))  # the per-axis rule's component: the gauge's axis
     axis_key = "f" + "xyz"[axis]
-    name = f"tool press {speed:g} m/s + force gauge"
+    name = f"{gauge_body} press {speed:g} m/s + force gauge"
     contact, unit, contact_resp = _limit(monitor, "wrench.force_norm", "contact", "norm")
     collision, _, collision_resp = _limit(monitor, "wrench.force_norm", "collision", "norm")
     h.restart()
@@ -409,7 +414,7 @@ def probe_peg_press(h: Harness, monitor: Any, speed: float, tol: float, out: Pat
                          f"with a force gauge past {c.threshold:g} N within the {gauge_timeout:g} s the probe waits")
                         if not c.reachable else f"no violation event although the threshold was crossed ({gauge})")
         checks.append(c.judge())
-    plot = out / f"tool_press_{speed:g}.png"
+    plot = out / f"{gauge_body}_press_{speed:g}.png"
     plot_trace(trace, collision, _event_float(hit[1], "sensor_stamp") if hit else None,
                _event_float(hit[1], "value") if hit else None, f"{robot}: {name}", plot, {"contact": contact})
     for c in checks:
@@ -725,18 +730,21 @@ def probe_heartbeat(h: Harness, monitor: Any, tol: float, check_period: float) -
 
 
 # --- the session ---------------------------------------------------------------------------
-def _phase(probe: Any, root_ns: str, robot: str, control_mode: str, period: float, last: bool,
+def _phase(probe: Any, root_ns: str, plan: Any, control_mode: str, period: float, last: bool,
            body: Callable[[Harness, Any], list[Any]], misses: list[dict[str, Any]] | None = None,
-           first: bool = False) -> list[Any]:
+           first: bool = False, delays: Any = None) -> list[Any]:
     """One phase on the graph: its robot node and monitor in ``root_ns/<control_mode>`` walked to
     active, the probes run, the pair walked back to unconfigured unless it is the ``last``.  The
-    monitor's missed deadlines that no probe caused on purpose are added to ``misses``."""
+    monitor's missed deadlines that no probe caused on purpose are added to ``misses``; each check
+    gets the host's scheduling delay in its window (``delays``, a SchedulingDelays) and is judged."""
     from types import SimpleNamespace
 
     from morl_robot.safety.monitor import build_monitor
+    from morl_robot.safety.testing import add_host_delay
 
     ns = f"{root_ns}/{control_mode}"
-    monitor = build_monitor(robot, control_mode)
+    robot = plan.config.name
+    monitor = build_monitor(plan.safety, control_mode)
     labels = tuple(monitor.spec.command_labels(ControlMode(control_mode)))
     for node in ("robot_node", "safety_monitor"):
         # the first pair starts itself (autostart): a transition sent meanwhile is refused and ends
@@ -747,7 +755,7 @@ def _phase(probe: Any, root_ns: str, robot: str, control_mode: str, period: floa
     h = Harness(SimpleNamespace(probe=probe), ns, labels, 1.0 / period)
     try:
         probe.wait_for(lambda: len(h.joints) > 3, 60, f"{robot} joint_states in {ns}")
-        checks = body(h, monitor)
+        checks = [add_host_delay(c, delays) for c in body(h, monitor)]
         if misses is not None:
             misses += _unprovoked_misses(probe, h)
         return checks
@@ -790,22 +798,21 @@ def _unprovoked_misses(probe: Any, h: Harness) -> list[dict[str, Any]]:
     return [m for m in log if not provoked(m)]
 
 
-def _run_phases(probe: Any, cfg: Any, robot: str, bodies: dict[str, Callable[[Harness, Any], list[Any]]],
-                misses: list[dict[str, Any]] | None = None) -> list[Any]:
-    from morl_robot.safety.testing import SAFETY_TEST_PHASES
-
-    phases = SAFETY_TEST_PHASES[robot]
+def _run_phases(probe: Any, cfg: Any, plan: Any, bodies: dict[str, Callable[[Harness, Any], list[Any]]],
+                misses: list[dict[str, Any]] | None = None, delays: Any = None) -> list[Any]:
+    phases = plan.modes
     period = cfg.robot_node.control_period
     root = "/" + cfg.namespace.strip("/")
     checks: list[Any] = []
     for i, mode in enumerate(phases):
-        checks += _phase(probe, root, robot, mode, period, i == len(phases) - 1, bodies[mode], misses, first=i == 0)
+        checks += _phase(probe, root, plan, mode, period, i == len(phases) - 1, bodies[mode], misses,
+                         first=i == 0, delays=delays)
     return checks
 
 
-def _probe_graph(args: argparse.Namespace, cfg: Any, robot: str, out: Path,
+def _probe_graph(args: argparse.Namespace, cfg: Any, plan: Any, out: Path,
                  bodies: dict[str, Callable[[Harness, Any], list[Any]]],
-                 misses: list[dict[str, Any]] | None = None) -> list[Any]:
+                 misses: list[dict[str, Any]] | None = None, delays: Any = None) -> list[Any]:
     """Start the safety-test graph and probe it, or (``--attach``) probe the graph that is already
     running on ``$ROS_DOMAIN_ID`` (``ros2 launch morl_robot safety_test.launch.py``)."""
     if args.attach:
@@ -817,7 +824,7 @@ def _probe_graph(args: argparse.Namespace, cfg: Any, robot: str, out: Path,
               file=sys.stderr)
         probe = GraphProbe(domain, name=f"morl_robot_safety_test_{os.getpid()}")
         try:
-            return _run_phases(probe, cfg, robot, bodies, misses)
+            return _run_phases(probe, cfg, plan, bodies, misses, delays)
         finally:
             probe.close()
     from morl_robot.session.graph import safety_test_nodes
@@ -826,15 +833,48 @@ def _probe_graph(args: argparse.Namespace, cfg: Any, robot: str, out: Path,
     runner = SessionRunner(safety_test_nodes(cfg), out / "logs", args.domain_id)
     try:
         runner.start()
-        return _run_phases(runner.probe, cfg, robot, bodies, misses)
+        return _run_phases(runner.probe, cfg, plan, bodies, misses, delays)
     finally:
         runner.stop()
 
 
-def run(args: argparse.Namespace) -> int:
-    from morl_robot.safety.testing import deadline_miss_report, write_report
+def _bodies(plan: Any, speeds: list[float], tol: float, out: Path, backend: str, gauge_rate: float,
+            check_period: float) -> dict[str, Callable[[Harness, Any], list[Any]]]:
+    """Per phase (control mode) the probes the robot YAML's ``safety_test.phases`` name, in order."""
+    st, robot = plan.test, plan.config.name
 
-    robot = ROBOTS[args.robot]
+    def run_probe(name: str, h: Harness, monitor: Any) -> list[Any]:
+        if name == "press":
+            if st.press.kind == "wrench":
+                return [c for speed in speeds for c in probe_peg_press(h, monitor, speed, tol, out, st.press, backend,
+                                                                       gauge_rate, robot=robot)]
+            return probe_fingertip(h, monitor, tol, out, st.press, backend, gauge_rate=gauge_rate, robot=robot)
+        if name == "joint_limit":
+            j = st.joint_limit
+            return probe_joint_limit(h, monitor, tol, j.joint, step=j.step, direction=1 if j.side == "upper" else -1)
+        if name == "stale":
+            return probe_stale(h, monitor, tol, check_period)
+        if name == "nan":
+            return probe_nan(h, tol)
+        if name == "flood":
+            return probe_flood(h, monitor, st.flood_step)
+        return probe_heartbeat(h, monitor, tol, check_period)
+
+    return {phase.mode: (lambda h, m, probes=tuple(phase.probes): [c for n in probes for c in run_probe(n, h, m)])
+            for phase in st.phases}
+
+
+def run(args: argparse.Namespace) -> int:
+    from morl_robot.safety.testing import (
+        EXIT_CODES,
+        SchedulingDelays,
+        deadline_miss_report,
+        safety_test_plan,
+        write_report,
+    )
+
+    plan = safety_test_plan(args.robot)  # a robot name, alias or YAML path; its safety_test: section
+    robot = plan.config.name
     out = Path(args.out).resolve()
     out.mkdir(parents=True, exist_ok=True)
     tol = float(args.latency_tolerance)
@@ -844,52 +884,41 @@ def run(args: argparse.Namespace) -> int:
         speeds = [float(s) for s in args.approach_speeds.split(",") if s.strip()]
     except ValueError:
         raise UsageError(f"--approach-speeds: expected comma-separated numbers (m/s), got {args.approach_speeds!r}") from None
-    if not speeds or not all(0 < s <= 0.2 for s in speeds):
-        raise UsageError(f"--approach-speeds: each speed must be in (0, 0.2] m/s (the Sawyer's linear speed limit), "
+    top = plan.config.cartesian.max_linear_velocity if plan.config.cartesian is not None else math.inf
+    if not speeds or not all(0 < s <= top for s in speeds):
+        raise UsageError(f"--approach-speeds: each speed must be in (0, {top:g}] m/s ({robot}'s linear speed limit), "
                          f"got {args.approach_speeds!r}")
     gauge_rate = float(args.gauge_rate)
     if not (math.isfinite(gauge_rate) and gauge_rate > 0):
         raise UsageError(f"--gauge-rate must be a positive number of N/s, got {args.gauge_rate}")
     from morl_robot.session.config import load_session_config
 
-    cfg = load_session_config(args.session, {"robot": robot, "task": "", "backend": args.backend,
-                                            "namespace": args.namespace, "use_sim_time": args.use_sim_time or None})
+    session = getattr(args, "session", None) or getattr(args, "config", None) or "safety_test"
+    cfg = load_session_config(session, {"robot": plan.robot, "task": "", "backend": args.backend,
+                                        "namespace": args.namespace, "use_sim_time": args.use_sim_time or None})
     check_period = 0.002
-    bodies: dict[str, Callable[[Harness, Any], list[Any]]]
-    if robot == "sawyer":
-        def cartesian(h: Harness, monitor: Any) -> list[Any]:
-            found: list[Any] = []
-            for speed in speeds:
-                found += probe_peg_press(h, monitor, speed, tol, out, args.backend, gauge_rate)
-            found += probe_stale(h, monitor, tol, check_period)
-            found += probe_nan(h, tol)
-            found += probe_flood(h, monitor, 0.2)
-            found += probe_heartbeat(h, monitor, tol, check_period)
-            return found
-
-        bodies = {"cartesian_velocity": cartesian,
-                  "position": lambda h, m: probe_joint_limit(h, m, tol, "right_j6", step=0.1)}
-    else:
-        def hand(h: Harness, monitor: Any) -> list[Any]:
-            found = probe_fingertip(h, monitor, tol, out, args.backend, gauge_rate=gauge_rate)
-            found += probe_joint_limit(h, monitor, tol, "rh_WRJ1", direction=-1)  # flexing pushes into the block
-            found += probe_stale(h, monitor, tol, check_period)
-            found += probe_nan(h, tol)
-            found += probe_flood(h, monitor, 0.1)
-            found += probe_heartbeat(h, monitor, tol, check_period)
-            return found
-
-        bodies = {"position": hand}
+    bodies = _bodies(plan, speeds, tol, out, args.backend, gauge_rate, check_period)
     misses: list[dict[str, Any]] = []
-    checks = _probe_graph(args, cfg, robot, out, bodies, misses)
-    report = write_report(checks, out, {"robot": robot, "backend": args.backend,
+    delays = SchedulingDelays().start()  # how late this host runs a timer, in each check's window
+    try:
+        checks = _probe_graph(args, cfg, plan, out, bodies, misses, delays)
+    except (RuntimeError, TimeoutError) as exc:  # a probe could not go on: nothing judged
+        print(f"morl-robot safety-test: probe aborted: {exc} (node logs: {out / 'logs'}); exit 5", file=sys.stderr)
+        return 5
+    finally:
+        delays.stop()
+    report = write_report(checks, out, {"robot": robot, "robot_config": plan.robot, "backend": args.backend,
                                         "latency_tolerance_s": tol, "approach_speeds_m_s": speeds,
                                         "gauge_rate_n_s": gauge_rate,
-                                        "deadline_misses": deadline_miss_report(misses)})
+                                        "deadline_misses": deadline_miss_report(misses),
+                                        "scheduling_delays": delays.summary(),
+                                        "load_average": os.getloadavg()[0], "cpus": os.cpu_count()})
     for c in checks:
+        unit = f" {c.unit}" if c.unit else ""
         lat = "" if math.isnan(c.latency) else f" latency {c.latency * 1e3:.1f} ms"
-        val = "" if math.isnan(c.tripped_value) else f" tripped at {c.tripped_value:.4g}"
+        val = "" if math.isnan(c.tripped_value) else f" tripped at {c.tripped_value:.4g}{unit}"
         print(f"{c.status.upper():11s}  {c.probe:40s} {c.rule:22s}{val}{lat}"
-              + ("" if c.passed else f"  ({c.detail})"))
-    print(f"report: {out / 'report.md'}; result {report['result'].upper()}", file=sys.stderr)
-    return {"pass": 0, "fail": 1}.get(report["result"], 3)  # 3: incomplete (a rule not exercised)
+              + ("" if c.passed else f"  ({c.summary()})"))
+    print(f"report: {out / 'report.md'}; result {report['verdict']['label']} (exit {EXIT_CODES[report['result']]}): "
+          f"{report['verdict']['action']}", file=sys.stderr)
+    return EXIT_CODES[report["result"]]

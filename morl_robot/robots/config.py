@@ -6,13 +6,21 @@ units and frames, Cartesian control limits, and (for the hardware backend) drive
 """
 from __future__ import annotations
 
+import contextlib
 import math
 import os
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Literal
 
-from morl_robot.configuration import fail, load_config
-from morl_robot.resources import resolve_config
+from morl_robot.configuration import fail, load_config, load_yaml
+from morl_robot.errors import UnknownNameError
+from morl_robot.resources import (
+    config_names,
+    config_path,
+    is_config_path,
+    resolve_config,
+)
 from morl_robot.robots.compliance import ComplianceConfig
 
 ModeName = Literal["position", "velocity", "effort", "cartesian_velocity"]
@@ -20,8 +28,11 @@ ModeName = Literal["position", "velocity", "effort", "cartesian_velocity"]
 
 @dataclass
 class ModelConfig:
-    mjcf: str  # robot-only MJCF, relative to sim/
+    mjcf: str  # robot-only MJCF, relative to sim/ or to this YAML's folder, or absolute
     menagerie: str | None = None  # alternative model path under MENAGERIE_ROOT (optional)
+    # The robot's cell (an MJCF scene that includes the robot), as mjcf: the driver emulator's
+    # default scene and the safety test's ("" = the robot alone)
+    scene: str = ""
 
 
 @dataclass
@@ -221,6 +232,131 @@ class HardwareConfig:
                  f"needs one driver label per tactile sensor ({len(robot.tactile.sensors)}), got {len(self.tactile.labels)}")
 
 
+# --- the safety test (``safety_test:`` section; ``morl-robot safety-test``) ----------------------
+ProbeName = Literal["press", "joint_limit", "stale", "nan", "flood", "heartbeat"]
+PROBES: tuple[str, ...] = ("press", "joint_limit", "stale", "nan", "flood", "heartbeat")
+
+
+@dataclass
+class GaugeConfig:
+    """The simulated force gauge (the robot node's ``~/external_wrench``): pushes ``body`` along
+    ``direction`` (world frame), ramped at ``--gauge-rate`` N/s, until the collision level trips."""
+
+    body: str  # MJCF body pushed (a wrist sensor's load: a body it carries; a fingertip)
+    direction: list[float]  # world frame; normalised
+    max_force: float = 100.0  # N: the gauge gives up here (the level was 'not reached')
+
+
+@dataclass
+class ReachStep:
+    """One actuator's position-target step per control period while the probe moves the robot
+    onto the surface it presses (``press.kind: tactile``)."""
+
+    actuator: str
+    step: float  # actuator units (rad) per control period; the sign is the direction
+    limit: float | None = None  # never beyond this target (default: the actuator's range)
+
+
+@dataclass
+class PressConfig:
+    """The force probe.  ``wrench`` (a wrist F/T sensor, Cartesian velocity control): drive the tool
+    down (−z) at each ``--approach-speeds`` speed onto the scene (the ``approach`` rule must slow it),
+    then the gauge pushes the tool until the ``wrench.force_norm`` / ``wrench.force_axis`` levels
+    trip.  ``tactile`` (touch sensors, position control): step the ``reach`` actuators until
+    ``sensor`` reads its contact level, then the gauge presses until its collision level trips."""
+
+    kind: Literal["wrench", "tactile"]
+    gauge: GaugeConfig
+    sensor: str = ""  # tactile: the touch sensor pressed (one of tactile.sensors)
+    reach: list[ReachStep] = field(default_factory=list)  # tactile: the motion onto the surface
+    withdraw_speed: float = 0.01  # wrench: m/s the tool withdraws while the gauge presses (shows the clamp)
+
+
+@dataclass
+class JointLimitProbe:
+    """Position mode: one joint's target ramped past its ``side`` limit; the monitor must clamp it
+    into the soft range."""
+
+    joint: str  # an actuator driving one joint (position targets in rad)
+    side: Literal["upper", "lower"] = "upper"
+    step: float = 0.05  # rad per control period
+
+
+@dataclass
+class SafetyTestPhase:
+    """A control mode the probes need: one robot node + safety monitor pair in ``/<ns>/<mode>``."""
+
+    mode: ModeName
+    probes: list[ProbeName]  # run in this order
+
+
+@dataclass
+class SafetyTestConfig:
+    """What ``morl-robot safety-test`` does with this robot (docs/howto/add_robot.md)."""
+
+    phases: list[SafetyTestPhase]
+    scene: str = ""  # simulation: the scene the probes press against ("" = model.scene)
+    safety: str = ""  # the safety YAML (name or path, as mjcf); "" = config/safety/<name>.yaml
+    press: PressConfig | None = None
+    joint_limit: JointLimitProbe | None = None
+    flood_step: float = 0.1  # command units (m/s, rad) alternated by the command flood
+
+    def check_robot(self, robot: RobotConfig) -> None:
+        """Names and modes against the robot (the scene's bodies are checked when the probe runs)."""
+        k = "safety_test"
+        if not self.phases:
+            fail("", f"{k}.phases", "needs at least one phase (a control mode and its probes)")
+        used: list[str] = []
+        for i, phase in enumerate(self.phases):
+            if phase.mode not in robot.control_modes:
+                fail("", f"{k}.phases[{i}].mode", f"'{phase.mode}' is not in control_modes {robot.control_modes}")
+            for name in phase.probes:
+                if name in used:
+                    fail("", f"{k}.phases[{i}].probes", f"runs '{name}' twice (once per test)")
+                used.append(name)
+            if "press" in phase.probes and self.press is not None:
+                need = "cartesian_velocity" if self.press.kind == "wrench" else "position"
+                if phase.mode != need:
+                    fail("", f"{k}.phases[{i}].mode", f"press kind '{self.press.kind}' runs in {need} mode, not {phase.mode}")
+            if "joint_limit" in phase.probes and phase.mode != "position":
+                fail("", f"{k}.phases[{i}].mode", f"the joint_limit probe runs in position mode, not {phase.mode}")
+        for section, probe in (("press", "press"), ("joint_limit", "joint_limit")):
+            if (getattr(self, section) is None) == (probe in used):
+                fail("", f"{k}.{section}", f"needed exactly when a phase runs the '{probe}' probe")
+        if self.flood_step <= 0:
+            fail("", f"{k}.flood_step", f"must be positive, got {self.flood_step}")
+        p = self.press
+        if p is not None:
+            if len(p.gauge.direction) != 3 or math.hypot(*p.gauge.direction) < 1e-9:
+                fail("", f"{k}.press.gauge.direction", f"needs 3 values, not all zero; got {p.gauge.direction}")
+            p.gauge.direction = [v / math.hypot(*p.gauge.direction) for v in p.gauge.direction]
+            if p.gauge.max_force <= 0:
+                fail("", f"{k}.press.gauge.max_force", f"must be positive (N), got {p.gauge.max_force}")
+            if p.kind == "wrench":
+                if robot.wrench is None or robot.cartesian is None:
+                    fail("", f"{k}.press.kind", "'wrench' needs a wrist force sensor ('wrench:') and 'cartesian:' control")
+                if p.withdraw_speed < 0:
+                    fail("", f"{k}.press.withdraw_speed", f"must be >= 0 m/s, got {p.withdraw_speed}")
+            else:
+                sensors = robot.tactile.sensors if robot.tactile is not None else []
+                if p.sensor not in sensors:
+                    fail("", f"{k}.press.sensor", f"'{p.sensor}' is not a tactile sensor of '{robot.name}'; "
+                                                  f"known: {', '.join(sensors) or 'none'}")
+                if not p.reach:
+                    fail("", f"{k}.press.reach", "needs the actuator steps that bring the sensor onto the surface")
+                for i, r in enumerate(p.reach):
+                    if r.actuator not in robot.actuators:
+                        fail("", f"{k}.press.reach[{i}].actuator", f"'{r.actuator}' is not an actuator of '{robot.name}'")
+                    if r.step == 0:
+                        fail("", f"{k}.press.reach[{i}].step", "must not be 0")
+        j = self.joint_limit
+        if j is not None:
+            if j.joint not in robot.actuators:
+                fail("", f"{k}.joint_limit.joint", f"'{j.joint}' is not an actuator of '{robot.name}'")
+            if j.step <= 0:
+                fail("", f"{k}.joint_limit.step", f"must be positive (rad per period), got {j.step}")
+
+
 @dataclass
 class RobotConfig:
     name: str
@@ -236,6 +372,8 @@ class RobotConfig:
     wrench: WrenchConfig | None = None
     tactile: TactileConfig | None = None
     hardware: HardwareConfig | None = None  # the ros2_control driver interface (backend 'hardware')
+    safety_test: SafetyTestConfig | None = None  # what `morl-robot safety-test` probes
+    aliases: list[str] = field(default_factory=list)  # other names the robot is known by (e.g. shadow)
 
     def validate(self) -> None:
         if self.default_control_mode not in self.control_modes:
@@ -251,9 +389,51 @@ class RobotConfig:
                 fail("", f"joints[{i}].velocity_limit", f"must be positive, got {j.velocity_limit}")
         if self.hardware is not None:
             self.hardware.check_robot(self)
+        if self.safety_test is not None:
+            self.safety_test.check_robot(self)
+
+
+def robot_names() -> dict[str, str]:
+    """Every name a shipped robot answers to (its YAML's file name and its ``aliases``) → the file name."""
+    names: dict[str, str] = {}
+    for name in config_names("robots"):
+        names[name] = name
+        with contextlib.suppress(Exception):  # a broken YAML is reported when it is loaded by name
+            for alias in load_yaml(config_path("robots") / f"{name}.yaml").get("aliases") or []:
+                names.setdefault(str(alias), name)
+    return names
+
+
+def resolve_robot(name_or_path: str | os.PathLike[str]) -> str:
+    """A robot reference as the config loaders take it: a path stays, an alias becomes its robot's
+    name (``shadow`` → ``shadow_hand``), an unknown name is an UnknownNameError listing the known."""
+    if is_config_path(name_or_path):
+        return os.fspath(name_or_path)
+    text = os.fspath(name_or_path)
+    names = robot_names()
+    if text in names:
+        return names[text]
+    raise UnknownNameError(f"unknown robot '{text}'; available: {', '.join(sorted(names))} "
+                           "(config/robots/<name>.yaml or an alias in one), or a path to a robot YAML")
+
+
+def beside(path: Path, ref: str) -> str:
+    """``ref`` made absolute when it is a relative path to an existing file beside ``path``."""
+    if ref and not os.path.isabs(ref) and (path.parent / ref).exists():
+        return str((path.parent / ref).resolve())
+    return ref
 
 
 def load_robot_config(name_or_path: str | os.PathLike[str]) -> RobotConfig:
-    """Load a robot's YAML by robot name (``sawyer``, ``shadow_hand``) or by file path
-    (:func:`~morl_robot.resources.resolve_config`)."""
-    return load_config(RobotConfig, resolve_config("robots", name_or_path))
+    """Load a robot's YAML by robot name or alias (``sawyer``, ``shadow_hand``, ``shadow``) or by
+    file path (:func:`~morl_robot.resources.resolve_config`).  Files the YAML names (``model.mjcf``,
+    ``model.scene``, ``safety_test.scene``/``safety``) may be relative to its own folder: a robot
+    defined outside the package is one folder (docs/howto/add_robot.md)."""
+    path = resolve_config("robots", resolve_robot(name_or_path))
+    config = load_config(RobotConfig, path)
+    config.model.mjcf = beside(path, config.model.mjcf)
+    config.model.scene = beside(path, config.model.scene)
+    if config.safety_test is not None:
+        config.safety_test.scene = beside(path, config.safety_test.scene)
+        config.safety_test.safety = beside(path, config.safety_test.safety)
+    return config

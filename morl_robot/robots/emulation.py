@@ -35,10 +35,6 @@ from morl_robot.robots.mujoco_robot import MujocoRobot
 
 T = TypeVar("T")
 
-#: The scene a robot's driver emulator simulates by default (relative to sim/).
-DEFAULT_SCENES: dict[str, str] = {"sawyer": "sawyer/peg_in_hole.xml", "shadow_hand": "shadow_hand/touch.xml"}
-
-
 def _timestep(scene: str) -> float:
     """The physics timestep of an MJCF scene (relative to sim/ or a path)."""
     path = Path(scene)
@@ -168,7 +164,7 @@ class DriverEmulatorCore:
 
     Args:
         config: robot YAML with a ``hardware:`` section (topics, joint order, units).
-        scene: MJCF scene relative to sim/ (default :data:`DEFAULT_SCENES`).
+        scene: MJCF scene relative to sim/ or a path (default: the robot YAML's ``model.scene``).
         period: s per :meth:`step`; rounded to a whole number of physics timesteps.
     """
 
@@ -177,7 +173,7 @@ class DriverEmulatorCore:
         if config.hardware is None:
             raise ConfigError(f"{source or config.name}: the robot YAML has no 'hardware:' section to emulate")
         self.hardware = config.hardware
-        scene = scene or DEFAULT_SCENES.get(config.name)
+        scene = scene or config.model.scene or None
         dt = _timestep(scene) if scene else 0.002
         wanted = period if period is not None else 1.0 / self.hardware.state.rate
         self.period = max(1, round(wanted / dt)) * dt

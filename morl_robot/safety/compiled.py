@@ -23,6 +23,7 @@ import math
 import os
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import numpy as np
 
@@ -335,12 +336,12 @@ def load_rules(robot_or_config: str | os.PathLike[str]) -> CompiledRules:
     """The rules for a robot name (``config/safety/<robot>.yaml``) or a safety YAML path: joint
     limits, actuators and the workspace site's kinematics come from the robot's YAML and MJCF (the
     same :class:`RobotSpec` the robot node uses), parsed without building a simulator."""
-    from morl_robot.robots.config import load_robot_config
+    from morl_robot.robots.config import beside, load_robot_config
     from morl_robot.robots.model import load_robot_model
 
     config, source = load_safety_config(robot_or_config)
-    try:
-        robot_config = load_robot_config(config.robot)
+    try:  # a robot YAML path may be relative to this file's folder (docs/howto/add_robot.md)
+        robot_config = load_robot_config(beside(Path(source), config.robot))
     except UnknownNameError as exc:
         fail(source, "robot", str(exc))
     robot = load_robot_model(robot_config)

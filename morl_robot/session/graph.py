@@ -145,19 +145,22 @@ def deploy_nodes(cfg: SessionConfig) -> list[NodeSpec]:
 
 
 def safety_test_nodes(cfg: SessionConfig) -> list[NodeSpec]:
-    """Per phase (control mode, :data:`~morl_robot.safety.testing.SAFETY_TEST_PHASES`) a bare
-    robot node and its safety monitor in ``/<ns>/<mode>``; the first phase's pair starts active,
-    the later ones unconfigured (``autostart: false``) until the probe reaches them."""
-    from morl_robot.robots.config import load_robot_config
-    from morl_robot.safety.testing import SAFETY_TEST_PHASES, SAFETY_TEST_SCENES
+    """Per phase (control mode: the robot YAML's ``safety_test.phases``,
+    :func:`~morl_robot.safety.testing.safety_test_plan`) a bare robot node and its safety monitor in
+    ``/<ns>/<mode>``; the first phase's pair starts active, the later ones unconfigured
+    (``autostart: false``) until the probe reaches them."""
+    from morl_robot.safety.testing import safety_test_plan
 
-    ns, robot = _ns(cfg), load_robot_config(robot_of(cfg)).name
+    ns, plan = _ns(cfg), safety_test_plan(robot_of(cfg))
+    robot = plan.config.name
     nodes = []
-    for i, mode in enumerate(SAFETY_TEST_PHASES[robot]):
-        robot_params = {**_robot_params(cfg, cfg.seed), "control_mode": mode}
+    for i, mode in enumerate(plan.modes):
+        robot_params = {**_robot_params(cfg, cfg.seed), "control_mode": mode, "robot": plan.robot}
         if cfg.backend == "sim" and not robot_params["scene"]:
-            robot_params["scene"] = SAFETY_TEST_SCENES[robot]
+            robot_params["scene"] = plan.scene
         safety_params = {**_safety_params(cfg, robot), "control_mode": mode}
+        if not safety_params.get("config"):
+            safety_params["config"] = plan.safety
         if i > 0:
             robot_params["autostart"] = safety_params["autostart"] = False
         nodes += [NodeSpec("robot_node", "robot_node", f"{ns}/{mode}", robot_params),

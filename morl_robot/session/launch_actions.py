@@ -230,7 +230,9 @@ def _safety_test_exit(out: str) -> Any:
     def on_exit(event: Any, context: Any) -> list:
         if getattr(context, "is_shutdown", False):
             return []
-        result = {0: "PASS", 1: "FAIL", 3: "INCOMPLETE"}.get(int(event.returncode), f"error (exit {event.returncode})")
+        from morl_robot.safety.testing import VERDICTS
+
+        result = next((v.label for v in VERDICTS if v.code == int(event.returncode)), f"error (exit {event.returncode})")
         return _shutdown(f"safety test finished: {result}; report in {out}/report.md")
 
     return on_exit

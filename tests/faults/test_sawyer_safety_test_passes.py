@@ -66,9 +66,13 @@ def test_sawyer_safety_test_passes_with_compliance_and_the_approach_rule(tmp_pat
             assert threshold <= c["tripped_value"] <= threshold + c["threshold_tolerance"] + 1e-9, c
             assert "force gauge" in c["detail"], c
     assert report["approach_speeds_m_s"] == [0.2] and report["gauge_rate_n_s"] == 20.0
-    assert (tmp_path / "peg_press_0.2.png").is_file()
+    assert (tmp_path / "tool_press_0.2.png").is_file()
     # a check may fail only for a latency beyond its tolerance on this shared 2-core machine (the tool
     # is right to fail such a run); anything else is a real failure
+    # (a latency the host's measured scheduling delay explains is 'not judged (machine)', exit 4)
+    from morl_robot.safety.testing import EXIT_CODES
+
     failed = [c for c in checks if c["status"] == "FAIL"]
     assert all(c["detail"].startswith("latency ") for c in failed), failed
-    assert proc.returncode == (0 if not failed else 1) and report["result"] == ("pass" if not failed else "fail")
+    assert proc.returncode == EXIT_CODES[report["result"]], (proc.returncode, report["result"])
+    assert report["result"] == ("fail" if failed else "not_judged" if any(c["machine"] for c in checks) else "pass")

@@ -121,7 +121,12 @@ def test_shadow_safety_test_passes_with_the_gauge(tmp_path, domain_id):
     assert all(c["status"] != "not reached" for c in report["checks"]), report["checks"]
     # a check may fail only for a latency beyond 20 ms on this shared 2-core machine (the tool is right
     # to fail such a run); anything else is a real failure
+    # (a latency the host's measured scheduling delay explains is 'not judged (machine)', exit 4)
+    from morl_robot.safety.testing import EXIT_CODES
+
     failed = [c for c in report["checks"] if c["status"] == "FAIL"]
     assert all(c["detail"].startswith("latency ") for c in failed), failed
-    assert rc == (0 if not failed else 1) and report["result"] == ("pass" if not failed else "fail")
+    assert rc == EXIT_CODES[report["result"]], (rc, report["result"])
+    assert report["result"] == ("fail" if failed else "not_judged" if any(c["machine"] for c in report["checks"])
+                                else "pass")
     assert "deadline_misses" in report  # host deadline misses counted (item 11)
