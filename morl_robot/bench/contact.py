@@ -24,6 +24,7 @@ from typing import Any
 
 import numpy as np
 
+from morl_robot.cli.options import add_policy, add_set
 from morl_robot.errors import UsageError
 
 TASK = "sawyer_peg_in_hole"
@@ -34,12 +35,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--seed", type=int, default=120_000,
                         help="first episode seed (default 120000: held out from every seed the recipes and the "
                              "contact layers were tuned on)")
-    parser.add_argument("--policy", action="append", default=[], metavar="PATH[@E1,E2]",
-                        help="an ONNX policy to add (repeatable); @E1,E2: an ε-conditioned policy's preference")
-    parser.add_argument("--no-builtin", action="store_true", help="only the --policy rows")
+    add_policy(parser, "ONNX policies to add as rows, PATH[@E1,E2] (@E1,E2: an ε-conditioned policy's preference) "
+                       "(default: the built-in rows only)", many=True)
+    parser.add_argument("--no-builtin", action="store_true", help="only the POLICY rows")
     parser.add_argument("--stiff", action="store_true", help="also every row under contact control 'stiff'")
-    parser.add_argument("--out", default=None, help="write results.json and peak_force.png here")
+    parser.add_argument("--out", default=None, help="write results.json and peak_force.png here (default: print only)")
     parser.add_argument("--no-progress", action="store_true", help="no progress bars")
+    add_set(parser, ("task", "robot", "safety"))
 
 
 def _policy_name(path: str) -> str:
@@ -141,7 +143,7 @@ def run(args: argparse.Namespace) -> int:
         out.mkdir(parents=True, exist_ok=True)
         write_results_json(out / "results.json", {
             "command": "morl-robot bench contact " + " ".join(
-                [f"--episodes {args.episodes}", f"--seed {args.seed}"] + [f"--policy {p}" for p in args.policy]
+                [f"--episodes {args.episodes}", f"--seed {args.seed}"] + list(args.policy)
                 + (["--no-builtin"] if args.no_builtin else []) + (["--stiff"] if args.stiff else [])),
             "task": TASK, "episodes": args.episodes, "seeds": [args.seed, args.seed + args.episodes - 1],
             "rows": [{k: v for k, v in r.items() if k != "source"} | {"policy": r["source"]} for r in rows]})

@@ -18,12 +18,15 @@ import time
 import mujoco
 import numpy as np
 
+from morl_robot.cli.options import add_set
+
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--steps", type=int, default=2000, help="control steps per measurement")
     p.add_argument("--repeats", type=int, default=5, help="interleaved repeats (median reported)")
-    p.add_argument("--task", action="append", help="only these tasks (repeatable)")
-    p.add_argument("--json", action="store_true")
+    p.add_argument("--task", action="append", help="only these tasks (repeatable) (default: every task)")
+    p.add_argument("--json", action="store_true", help="print the figures as one JSON object")
+    add_set(p, ("task", "robot"))
 
 
 def _env_rate(env, steps: int, rng: np.random.Generator) -> tuple[float, np.ndarray, np.ndarray, list[int]]:

@@ -19,6 +19,7 @@ import time
 
 import numpy as np
 
+from morl_robot.cli.options import add_set
 from morl_robot.errors import UsageError
 
 
@@ -31,7 +32,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--coverage-steps", type=int, default=5000, help="random-rollout transitions (default 5000)")
     parser.add_argument("--bootstrap", type=int, default=1000, help="bootstrap resamples (default 1000)")
     parser.add_argument("--repeats", type=int, default=3, help="repeats; medians are printed (default 3)")
-    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--seed", type=int, default=0, help="seed of the rollouts and the samples")
+    add_set(parser, ("task",))
 
 
 def run(args: argparse.Namespace) -> int:

@@ -27,18 +27,21 @@ from typing import Any
 
 import numpy as np
 
+from morl_robot.cli.options import add_set
+
 TASK = "sawyer_peg_in_hole"
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--task", default=TASK)
+    parser.add_argument("--task", default=TASK, help="task the robot node steps")
     parser.add_argument("--duration", type=float, default=20.0, help="seconds of graph stepping per repeat")
-    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--repeats", type=int, default=3, help="repeats per measurement (medians are printed)")
     parser.add_argument("--steps", type=int, default=4000, help="in-process steps per repeat")
     parser.add_argument("--chunk-size", type=int, default=64, help="ingest: transitions per chunk")
-    parser.add_argument("--skip-ingest", action="store_true")
+    parser.add_argument("--skip-ingest", action="store_true", help="skip the learner ingest measurement")
     parser.add_argument("--skip-monitor-free", action="store_true", help="skip the graph run without the monitor")
     parser.add_argument("--warmup", type=int, default=200, help="graph: lockstep steps before measuring")
+    add_set(parser, ("task", "robot", "safety"))
 
 
 def _export_policy(task_name: str, path: Path) -> None:

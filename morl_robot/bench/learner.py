@@ -21,16 +21,18 @@ from morl_robot.learning.replay import SequenceBatch
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--obs-dim", type=int, default=102)
-    parser.add_argument("--action-dim", type=int, default=6)
-    parser.add_argument("--objectives", type=int, default=2)
-    parser.add_argument("--batch-size", type=int, default=512)
-    parser.add_argument("--num-samples", type=int, default=20)
-    parser.add_argument("--sequence-length", type=int, default=8)
-    parser.add_argument("--critic-target", choices=("retrace", "n_step"), default="retrace")
-    parser.add_argument("--critic-architecture", choices=("separate", "shared"), default="separate")
+    parser.add_argument("--obs-dim", type=int, default=102, help="observation size of the synthetic task")
+    parser.add_argument("--action-dim", type=int, default=6, help="action size of the synthetic task")
+    parser.add_argument("--objectives", type=int, default=2, help="number of objectives (critic heads)")
+    parser.add_argument("--batch-size", type=int, default=512, help="sequences per update")
+    parser.add_argument("--num-samples", type=int, default=20, help="actions sampled per state in the E-step")
+    parser.add_argument("--sequence-length", type=int, default=8, help="steps per replayed sequence")
+    parser.add_argument("--critic-target", choices=("retrace", "n_step"), default="retrace",
+                        help="critic target: Retrace or n-step returns")
+    parser.add_argument("--critic-architecture", choices=("separate", "shared"), default="separate",
+                        help="one critic network per objective, or one shared torso with a head each")
     parser.add_argument("--updates", type=int, default=5, help="timed updates")
-    parser.add_argument("--warmup", type=int, default=2)
+    parser.add_argument("--warmup", type=int, default=2, help="untimed updates first")
     parser.add_argument("--threads", type=int, default=0, help="torch threads (0: torch default)")
     parser.add_argument("--no-profile", action="store_true", help="skip the kernel-share profile")
     parser.add_argument("--conditioned", action="store_true",

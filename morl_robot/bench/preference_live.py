@@ -40,6 +40,7 @@ from typing import Any
 
 import numpy as np
 
+from morl_robot.cli.options import add_policy, add_set
 from morl_robot.errors import UsageError
 
 CONDITIONS = ("switched", "before", "after")
@@ -52,7 +53,7 @@ TIME_DECIMALS = 4  # trace, switch and end times: seconds since the episode star
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--policy", required=True, help="ε-conditioned ONNX policy of a robot with a wrist F/T sensor")
+    add_policy(parser, "ε-conditioned ONNX policy of a robot with a wrist F/T sensor", required=True)
     parser.add_argument("--out", required=True, help="folder for preference_live.json, preference_live.png, node logs")
     parser.add_argument("--before", type=float, nargs="+", default=None, metavar="EPS",
                         help="preference before the switch, one ε per objective (default: the force objective at "
@@ -67,7 +68,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="change the preference through the policy server's parameter (default) or topic")
     parser.add_argument("--max-seconds", type=float, default=0.0,
                         help="cut each run after this many seconds (default 0: the whole episode)")
-    parser.add_argument("--domain-id", type=int, default=None)
+    parser.add_argument("--domain-id", type=int, default=None, help="ROS_DOMAIN_ID (default: random)")
+    add_set(parser, ("session", "robot", "safety", "task"))
 
 
 # --- checks and defaults (no ROS) ----------------------------------------------------------------

@@ -48,9 +48,12 @@ from typing import Any
 import numpy as np
 import yaml
 
+from morl_robot.cli.options import add_set
+
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--robot", default="sawyer", choices=("sawyer", "shadow_hand"))
+    parser.add_argument("--robot", default="sawyer", choices=("sawyer", "shadow_hand"),
+                        help="the robot whose safety rules trip")
     parser.add_argument("--trips", type=int, default=1000, help="trips across processes (and in-process, x10)")
     parser.add_argument("--increment", type=float, default=0.5, help="sensor increment per sample (N)")
     parser.add_argument("--sample-period", type=float, default=0.002, help="s between ramp samples across processes")
@@ -58,8 +61,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--check-period", type=float, default=0.002, help="the node's watchdog timer period (s)")
     parser.add_argument("--baseline", action="store_true",
                         help="also time a bare rclpy relay (wrench in, command out) over the same transport")
-    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--seed", type=int, default=0, help="seed of the ramps' random start values")
     parser.add_argument("--domain-id", type=int, default=None, help="ROS_DOMAIN_ID of the node processes (default: random)")
+    add_set(parser, ("robot", "safety"))
 
 
 def _percentiles(x: list[float]) -> str:

@@ -108,7 +108,7 @@ def run_bandit(kind: str, solver: str, scale: float, updates: int, seed: int = 0
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--scale", type=float, default=20.0, help="factor on objective 2 (default 20)")
     parser.add_argument("--updates", type=int, default=800, help="learner updates per run (default 800)")
-    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--seed", type=int, default=0, help="seed of both runs (the same data for each)")
 
 
 def run(args: argparse.Namespace) -> int:

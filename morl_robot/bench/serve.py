@@ -31,6 +31,8 @@ from typing import Any
 
 import numpy as np
 
+from morl_robot.cli.options import add_set
+
 TASKS = ("sawyer_peg_in_hole", "shadow_touch", "shadow_turn", "shadow_orient")
 #: The real-time run publishes observations at this fraction of the loop rate.
 PUBLISH_FRACTION = 0.9
@@ -38,6 +40,7 @@ PUBLISH_FRACTION = 0.9
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--task", action="append", help="only these tasks (repeatable; default all four)")
+    add_set(parser, ("task", "robot"))
     parser.add_argument("--iterations", type=int, default=5000, help="in-process inferences per runtime")
     parser.add_argument("--rate", type=float, default=500.0, help="node loop / publishing rate (Hz)")
     parser.add_argument("--duration", type=float, default=60.0, help="seconds of the real-time node run")

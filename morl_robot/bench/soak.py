@@ -48,6 +48,8 @@ from typing import Any
 
 import numpy as np
 
+from morl_robot.cli.options import add_policy, add_set
+
 FAULTS = ("sensor_dropout", "nan_burst", "latency_spike", "command_flood", "node_restart")
 #: Faults injected once per soak, before the schedule.
 ONCE = ("second_session", "refused_resume")
@@ -58,11 +60,11 @@ EXPECTED = {"sensor_dropout": "stale.", "nan_burst": "wrench.non_finite", "comma
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--minutes", type=float, default=5.0, help="soak duration (default 5)")
     parser.add_argument("--seed", type=int, default=0, help="fault schedule seed")
-    parser.add_argument("--policy", default=None,
-                        help="ONNX policy to serve (default: a freshly initialised Sawyer peg-in-hole policy)")
+    add_policy(parser, "ONNX policy to serve (default: a freshly initialised Sawyer peg-in-hole policy)")
     parser.add_argument("--gap", type=float, default=3.0, help="seconds between faults (default 3)")
     parser.add_argument("--out", default="runs/soak", help="report and node logs (default runs/soak)")
-    parser.add_argument("--domain-id", type=int, default=None)
+    parser.add_argument("--domain-id", type=int, default=None, help="ROS_DOMAIN_ID (default: random)")
+    add_set(parser, ("session", "robot", "safety", "task"))
 
 
 def _fresh_policy(path: Path) -> Path:

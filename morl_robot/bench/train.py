@@ -29,20 +29,26 @@ from typing import Any
 
 import yaml
 
+from morl_robot.cli.options import add_set, deprecated
+
 TASK = "sawyer_peg_in_hole"
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--task", default=TASK)
+    parser.add_argument("--task", default=TASK, help="task to train")
     parser.add_argument("--duration", type=float, default=15.0, help="seconds measured per session")
     parser.add_argument("--warmup", type=int, default=600,
                         help="env steps the learner must have received before measuring")
     parser.add_argument("--repeats", type=int, default=1, help="sessions per variant (medians are printed)")
     parser.add_argument("--envs", type=int, default=8, help="environments per vectorized actor (B)")
-    parser.add_argument("--learner-config", default="mo_mpo_cpu_small", help="learner YAML or name under config/learner/")
+    parser.add_argument("--learner", dest="learner_config", default="mo_mpo_cpu_small", metavar="NAME|PATH",
+                        help="learner profile, name under config/learner/ or path")
     parser.add_argument("--samples-per-insert", type=float, default=0.1,
                         help="the learner's samples-per-insert ratio in the bench (low: actors are not held back)")
-    parser.add_argument("--min-size-to-sample", type=int, default=256)
+    parser.add_argument("--min-size-to-sample", type=int, default=256,
+                        help="replay items before the first update (low: the learner starts early in the bench)")
+    add_set(parser, ("task", "learner", "session", "robot", "safety"))
+    deprecated(parser, "--learner-config", "--learner")
 
 
 def bench_learner_config(name: str, samples_per_insert: float, min_size: int, path: Path) -> Path:
