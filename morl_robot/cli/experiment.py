@@ -48,7 +48,7 @@ if TYPE_CHECKING:
 #: The Sawyer peg-in-hole task's objectives (the names ``--epsilon`` takes).
 SAWYER_OBJECTIVES = ("task", "wrist_force")
 #: ``sawyer-front --method per-setting``'s learner profile (the best measured; docs/howto/choose_learner.md).
-SAWYER_FRONT_PER_SETTING_LEARNER = "sawyer_front_clone_lr"
+SAWYER_FRONT_PER_SETTING_LEARNER = "learner/sawyer_front_clone_lr.yaml"
 
 
 def register(sub: argparse._SubParsersAction) -> None:

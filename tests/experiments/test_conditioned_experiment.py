@@ -176,8 +176,8 @@ def test_every_committed_run_names_the_learner_config_it_was_trained_with():
     for path in runs:
         r = json.loads(path.read_text())
         args = build_parser().parse_args(shlex.split(r["command"])[1:])
-        assert args.config, f"{path}: the command does not name its learner config"
-        cfg = load_learner_config(args.config)
+        assert args.learner, f"{path}: the command does not name its learner config"
+        cfg = load_learner_config(args.learner)
         warm = args.min_replay or cfg.replay.min_size_to_sample
         want = (r["steps"] - warm) * cfg.replay.samples_per_insert / cfg.batch_size
         if r.get("resumed_from_step") is None:
