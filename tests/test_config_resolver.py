@@ -45,7 +45,7 @@ def test_unknown_name_names_the_kind_and_lists_the_available_names():
     with pytest.raises(UnknownNameError) as err:
         resolve_config("learner", "nope")
     names = config_names("learner")  # every shipped learner YAML, in order
-    assert {"conditioned", "demo", "mo_mpo"} <= set(names) and list(names) == sorted(names)
+    assert {"conditioned", "demo_demos", "mo_mpo", "archive/demo"} <= set(names) and list(names) == sorted(names)
     assert f"unknown learner config 'nope'; available: {', '.join(names)} (config/learner/<name>.yaml)" in str(err.value)
     with pytest.raises(UnknownNameError, match=r"unknown reward machine 'sawyer/nope'; available: button_world/abb_cycle"):
         resolve_config("reward_machines", "sawyer/nope")

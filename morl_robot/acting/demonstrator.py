@@ -22,15 +22,16 @@ from morl_robot.errors import ConfigError
 Demonstrator = Callable[[np.ndarray], np.ndarray]
 
 
-def task_demonstrator(task: str) -> Demonstrator:
+def task_demonstrator(task: str, action_mode: str = "absolute") -> Demonstrator:
     """The scripted controller of ``task`` (:func:`~morl_robot.evaluation.protocol.scripted_policy`)
-    as a demonstrator; a :class:`ConfigError` naming the setting for a task without one."""
+    as a demonstrator, acting in the task's ``action_mode`` (a Shadow task's delta actions); a
+    :class:`ConfigError` naming the setting for a task without one."""
     from morl_robot.evaluation.protocol import SCRIPTED_TASKS, scripted_policy
 
     if task not in SCRIPTED_TASKS:
         raise ConfigError(f"training.demonstrations: task '{task}' has no scripted demonstrator "
                           f"(tasks with one: {', '.join(SCRIPTED_TASKS)}); set training.demonstrations.episodes: 0")
-    return scripted_policy(task).act
+    return scripted_policy(task, overrides={"action_mode": action_mode} if action_mode != "absolute" else None).act
 
 
 class NoisyDemonstrator:

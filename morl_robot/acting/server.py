@@ -391,7 +391,8 @@ class PolicyServerCore:
     def _demonstrate(self, ts: TaskStep, contract: PolicyContract) -> PolicyOutput:
         """The noisy demonstrator's action on this step, scaled to the contract's robot units."""
         if self.demonstrator is None:  # the task is the running contract's (ConfigError without a demonstrator)
-            self.demonstrator = NoisyDemonstrator(task_demonstrator(contract.task), self.settings.demonstration_noise,
+            self.demonstrator = NoisyDemonstrator(task_demonstrator(contract.task, contract.action_mode),
+                                                  self.settings.demonstration_noise,
                                                   self.settings.seed + 5)
         if not np.all(np.isfinite(ts.observation)):
             raise NonFiniteInput("the task_step observation is not finite (the demonstrator holds)")

@@ -1,6 +1,6 @@
 """Learner configuration: typed dataclasses loaded from ``config/learner/*.yaml``.
 
-Defaults are the MO-MPO reference values (NOTES.md section 1; Abdolmaleki et al. 2020): N=20
+Defaults are the MO-MPO reference values (Abdolmaleki et al. 2020, appendix; config/learner/mo_mpo.yaml): N=20
 sampled actions, batch 512, Adam 1e-4 (policy, critic) and 1e-2 (duals), grad-norm clip 40,
 ε_k = 0.1, ε_mean = 1e-3, ε_stddev = 1e-5, discount 0.99, hard target copies every 200 updates,
 Retrace on sequences of 8 (or n-step TD with n = 5), policy MLP (300, 200), critic MLP (400, 300).
@@ -25,7 +25,7 @@ from morl_robot.resources import resolve_config
 
 @dataclass
 class NetworkConfig:
-    """Network sizes (paper appendix / NOTES.md: policy (300, 200), critic (400, 300))."""
+    """Network sizes (the paper's appendix: policy (300, 200), critic (400, 300))."""
 
     #: ``[]``: no hidden layers, a policy linear in the observation (categorical: a table on one-hot states)
     policy_hidden: list[int] = field(default_factory=lambda: [300, 200])

@@ -969,7 +969,7 @@ def session_for_task(task_name: str, task_config: str | None, config_file: str |
     if config.training.demonstrations.episodes:  # the task's scripted controller: what the policy is cloned on
         from morl_robot.acting.demonstrator import task_demonstrator
 
-        demonstrator = task_demonstrator(task_name)
+        demonstrator = task_demonstrator(task_name, task.action_mode)
     session = LearnerSession(len(contract.observation_labels), ActionSpec.box(len(contract.action_labels)),
                              len(objectives), config, seed=seed, contract=contract, relabeller=relabeller,
                              propositions=propositions, demonstrator=demonstrator, **options)

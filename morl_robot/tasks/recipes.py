@@ -42,6 +42,7 @@ class RecipeProfile:
     session: str = ""  # a session, when the profile trains through ``morl-robot train``
     about: str = ""  # what it is for; "" = the learner YAML's ``about:``
     result: str | None = None  # its committed result (a path under results/)
+    measured: str = ""  # the result in one line (e.g. "100 % insertion, 3 seeds")
 
     def validate(self) -> None:
         _check_name("learner", "learner", self.learner)
@@ -59,6 +60,7 @@ class TaskRecipe:
     session: str  # session (config/sessions/<name>.yaml)
     about: str = ""  # what it does; "" = the learner YAML's ``about:``
     result: str | None = None  # its measured result (results/recipes/<task>/results.json)
+    measured: str = ""  # the result in one line
     profiles: list[RecipeProfile] = field(default_factory=list)
 
     def validate(self) -> None:
@@ -77,8 +79,9 @@ class Recipe:
     about: str
     result: str | None
     goal: str = "learn"
-    command: str = ""
-    default: bool = False
+    command: str = ""  # the command that trains it
+    measured: str = ""  # its result in one line
+    default: bool = False  # what ``morl-robot train --task TASK`` trains
 
 
 def learner_about(learner: str) -> str:
@@ -106,7 +109,7 @@ def default_recipe(task: str) -> Recipe:
     r = task_recipe(task)
     command = f"morl-robot train --task {task}"
     return Recipe(task=task, learner=r.learner, session=r.session, about=r.about or learner_about(r.learner),
-                  result=r.result, goal="learn", command=command, default=True)
+                  result=r.result, goal="learn", command=command, measured=r.measured, default=True)
 
 
 def recipes(task: str | None = None) -> list[Recipe]:
@@ -123,5 +126,5 @@ def recipes(task: str | None = None) -> list[Recipe]:
         for p in task_recipe(name).profiles:
             command = p.command or f"morl-robot train --task {name} --learner {p.learner} --session {p.session}"
             out.append(Recipe(task=name, learner=p.learner, session=p.session, about=p.about or learner_about(p.learner),
-                              result=p.result, goal=p.goal, command=command))
+                              result=p.result, goal=p.goal, command=command, measured=p.measured))
     return out
