@@ -32,8 +32,10 @@ trips the monitor is reset.
 Also reported: the threshold error — the tripping value minus the threshold — in units of the
 per-sample increment (within one sensor sample means 0 ≤ error ≤ 1).  Goals: p99 below 1 ms
 across processes (issue 5; a bare rclpy relay alone exceeds it here) and for the inner layer
-(issue 11).  Sawyer ramps ‖F‖ along −z (the wrench rules); the Shadow Hand ramps one
-fingertip's touch force (the tactile rule).
+(issue 11).  A robot with a wrist F/T sensor (the Sawyer) ramps ‖F‖ along −z (the wrench rules);
+one with touch sensors only (the Shadow Hand) ramps its first sensor's force (the tactile rule).
+Which applies is read from the robot's sensors, not its name: ``--robot`` may be any robot YAML
+(its safety YAML: ``safety_test.safety`` or ``config/safety/<name>.yaml``).
 """
 from __future__ import annotations
 
@@ -52,8 +54,9 @@ from morl_robot.cli.options import add_set
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--robot", default="sawyer", choices=("sawyer", "shadow_hand"),
-                        help="the robot whose safety rules trip")
+    parser.add_argument("--robot", default="sawyer", metavar="NAME|PATH",
+                        help="the robot whose safety rules trip: a name (sawyer, shadow_hand, alias shadow) or a "
+                             "robot YAML path (default sawyer)")
     parser.add_argument("--trips", type=int, default=1000, help="trips across processes (and in-process, x10)")
     parser.add_argument("--increment", type=float, default=0.5, help="sensor increment per sample (N)")
     parser.add_argument("--sample-period", type=float, default=0.002, help="s between ramp samples across processes")
@@ -71,20 +74,35 @@ def _percentiles(x: list[float]) -> str:
     return f"p50 {np.percentile(a, 50):7.3f} ms  p99 {np.percentile(a, 99):7.3f} ms  max {a.max():7.3f} ms"
 
 
-class _Ramp:
-    """The sensor samples of one trip: a force along one component growing by ``increment``."""
+def _refs(robot: str) -> tuple[str, str]:
+    """(robot reference, safety reference) for ``--robot``: a name, an alias or a robot YAML path
+    (its safety YAML: ``safety_test.safety``, default ``config/safety/<name>.yaml``)."""
+    from morl_robot.robots.config import load_robot_config, resolve_robot
 
-    def __init__(self, robot: str, spec: Any) -> None:
-        self.robot = robot
-        if robot == "shadow_hand":
-            self.labels = next(s for s in spec.sensors if s.kind == "tactile").labels
-        else:
-            self.labels = ("fx", "fy", "fz", "tx", "ty", "tz")
+    ref = resolve_robot(robot)
+    config = load_robot_config(ref)
+    safety = config.safety_test.safety if config.safety_test is not None and config.safety_test.safety else config.name
+    return ref, safety
+
+
+class _Ramp:
+    """The sensor samples of one trip: a force along one component growing by ``increment``:
+    the wrist wrench (``kind`` wrench) if the robot has one, else its touch sensors (``tactile``)."""
+
+    def __init__(self, spec: Any) -> None:
+        kinds = {s.kind: s for s in spec.sensors}
+        self.kind = "wrench" if "wrench" in kinds else "tactile"
+        if self.kind == "tactile" and "tactile" not in kinds:
+            raise ValueError(f"robot '{spec.name}' has neither a wrench nor a tactile sensor: nothing to ramp")
+        self.labels = ("fx", "fy", "fz", "tx", "ty", "tz") if self.kind == "wrench" else kinds["tactile"].labels
 
     def sample(self, magnitude: float) -> np.ndarray:
-        """(6,) wrench pushing down (−z), or (T,) touch forces on the first fingertip."""
+        """(6,) wrench pushing down (−z), or (T,) touch forces on the first touch sensor."""
         v = np.zeros(len(self.labels))
-        v[0 if self.robot == "shadow_hand" else 2] = magnitude if self.robot == "shadow_hand" else -magnitude
+        if self.kind == "wrench":
+            v[2] = -magnitude
+        else:
+            v[0] = magnitude
         return v
 
 
@@ -95,7 +113,7 @@ def _ramp_force(threshold: float, increment: float, offset: float, k: int) -> fl
 
 
 def _feed(monitor: Any, ramp: _Ramp, values: np.ndarray, stamp: float, now: float) -> Any:
-    if ramp.robot == "shadow_hand":
+    if ramp.kind == "tactile":
         return monitor.on_tactile(values, ramp.labels, stamp, now)
     return monitor.on_wrench(values, stamp, now)
 
@@ -104,8 +122,10 @@ def _mid_range(spec: Any) -> list[float]:
     return [0.5 * (j.lower + j.upper) for j in spec.joints]
 
 
-def _command_labels(robot: str, spec: Any) -> tuple[tuple[str, ...], np.ndarray]:
-    if robot == "sawyer":
+def _command_labels(spec: Any) -> tuple[tuple[str, ...], np.ndarray]:
+    """A still command: a Cartesian twist (a robot with Cartesian control: the Sawyer task's vx, vy,
+    vz) or mid-range position targets."""
+    if spec.cartesian is not None:
         return ("vx", "vy", "vz"), np.zeros(3)
     return spec.actuator_names, np.array([0.5 * (a.lower + a.upper) for a in spec.actuators])
 
@@ -114,10 +134,10 @@ def collision_threshold(robot: str) -> float:
     """The force at which the ramp's direction reaches the collision level (N)."""
     from morl_robot.safety.monitor import build_monitor
 
-    m = build_monitor(robot, watchdogs=False)
-    ramp = _Ramp(robot, m.spec)
+    m = build_monitor(_refs(robot)[1], watchdogs=False)
+    ramp = _Ramp(m.spec)
     rows = m.describe_rules()
-    if robot == "shadow_hand":
+    if ramp.kind == "tactile":
         keys = {("tactile", ramp.labels[0])}
     else:
         keys = {("wrench.force_norm", "norm"), ("wrench.force_axis", "fz")}
@@ -128,11 +148,12 @@ def in_process(robot: str, trips: int, increment: float, rng: np.random.Generato
     """(latencies s, threshold errors in increments) of ``trips`` trips of the core."""
     from morl_robot.safety.monitor import build_monitor
 
-    spec = build_monitor(robot, watchdogs=False).spec
-    labels, cmd = _command_labels(robot, spec)
-    m = build_monitor(robot, watchdogs=False, action_labels=labels)  # the Sawyer task's vx, vy, vz
-    ramp = _Ramp(robot, m.spec)
-    if robot == "shadow_hand":  # position-mode hold = the measured positions
+    safety = _refs(robot)[1]
+    spec = build_monitor(safety, watchdogs=False).spec
+    labels, cmd = _command_labels(spec)
+    m = build_monitor(safety, watchdogs=False, action_labels=labels)  # the Sawyer task's vx, vy, vz
+    ramp = _Ramp(m.spec)
+    if labels != ("vx", "vy", "vz"):  # position-mode hold = the measured positions
         m.on_joint_state(m.spec.joint_names, _mid_range(m.spec), [], [], 0.0, 0.0)
     m.on_command(cmd, labels, 0.0)
     threshold = collision_threshold(robot)
@@ -160,8 +181,7 @@ class _DriverFeed:
 
     def __init__(self, robot: Any, ramp: _Ramp) -> None:
         self.robot, self.ramp = robot, ramp
-        spec = robot.spec
-        q = np.array(_mid_range(spec)) if ramp.robot == "shadow_hand" else _sawyer_home(robot)
+        q = _home(robot)
         zeros = np.zeros(len(q))
         self.joint_msg = robot.codec.encode_state(q, zeros, zeros)
         self.stamp = 1.0
@@ -173,7 +193,7 @@ class _DriverFeed:
 
     def sample(self, values: np.ndarray) -> None:
         """One sensor sample (the ramp's units, SI) through the driver callback."""
-        if self.ramp.robot == "shadow_hand":
+        if self.ramp.kind == "tactile":
             hw = self.robot.hardware.tactile
             self.robot.on_tactile(values / hw.scale, self.robot.codec.tactile_labels, self.stamp)
         else:
@@ -182,7 +202,8 @@ class _DriverFeed:
                                  self.robot.hardware.wrench.frame)
 
 
-def _sawyer_home(robot: Any) -> np.ndarray:
+def _home(robot: Any) -> np.ndarray:
+    """The hardware section's ``home`` pose, mid-range for joints it does not name."""
     return np.array([robot.home.get(n, 0.5 * (j.lower + j.upper)) for n, j in zip(robot.spec.joint_names,
                                                                                    robot.spec.joints)])
 
@@ -197,12 +218,13 @@ def inner_layer(robot: str, trips: int, increment: float, rng: np.random.Generat
     from morl_robot.safety.inner import InnerSafety
 
     sent: list[tuple[float, float]] = []
-    hw = load_hardware_robot(robot, control_period=0.05,
+    ref, safety = _refs(robot)
+    hw = load_hardware_robot(ref, control_period=0.05,
                              sink=lambda cmd: sent.append((time.perf_counter(), time.thread_time())))
-    if robot == "sawyer":
+    if _command_labels(hw.spec)[0] == ("vx", "vy", "vz"):
         hw.set_control_mode("cartesian_velocity")
-    runner = TaskRunner(hw, None, inner=InnerSafety.load(robot))
-    ramp = _Ramp(robot, hw.spec)
+    runner = TaskRunner(hw, None, inner=InnerSafety.load(safety))
+    ramp = _Ramp(hw.spec)
     feed = _DriverFeed(hw, ramp)
     labels = runner.command_labels
     threshold = collision_threshold(robot)
@@ -243,7 +265,8 @@ def across_processes(robot: str, trips: int, increment: float, sample_period: fl
 
     from morl_robot.nodes import wire
     from morl_robot.nodes.probe import GraphProbe
-    from morl_robot.resources import resolve_config
+    from morl_robot.resources import is_config_path, resolve_config
+    from morl_robot.robots.config import beside
     from morl_robot.safety.monitor import build_monitor
     from morl_robot.session.processes import (
         NodeProcess,
@@ -252,14 +275,18 @@ def across_processes(robot: str, trips: int, increment: float, sample_period: fl
         ros_env,
     )
 
-    spec = build_monitor(robot, watchdogs=False).spec
-    ramp = _Ramp(robot, spec)
-    labels, cmd = _command_labels(robot, spec)
+    safety_ref = _refs(robot)[1]
+    spec = build_monitor(safety_ref, watchdogs=False).spec
+    ramp = _Ramp(spec)
+    labels, cmd = _command_labels(spec)
     threshold = collision_threshold(robot)
-    cfg = yaml.safe_load(resolve_config("safety", robot).read_text())
+    safety_path = resolve_config("safety", safety_ref)
+    cfg = yaml.safe_load(safety_path.read_text())
+    if is_config_path(str(cfg.get("robot", ""))):  # a robot YAML beside the safety YAML stays found
+        cfg["robot"] = beside(safety_path, str(cfg["robot"]))
     cfg["watchdogs"] = {}  # no wall-clock deadlines: the ramp pauses between trips
     cfg.setdefault("opt_out", {})["watchdogs"] = "bench safety: the sensor ramp pauses between trips"
-    config = work / f"{robot}_no_deadlines.yaml"
+    config = work / f"{spec.name}_no_deadlines.yaml"
     config.write_text(yaml.safe_dump(cfg, allow_unicode=True))
 
     ns = "/bench_safety"
@@ -284,7 +311,7 @@ def across_processes(robot: str, trips: int, increment: float, sample_period: fl
         probe.node.create_subscription(Float64MultiArray, f"{ns}/command_safe", on_safe, wire.COMMAND_QOS)
         probe.node.create_subscription(DiagnosticStatus, f"{ns}/safety/violations", on_event, wire.EVENT_QOS)
         pub_cmd = probe.publisher(f"{ns}/command", Float64MultiArray, wire.COMMAND_QOS)
-        if robot == "shadow_hand":
+        if ramp.kind == "tactile":
             pub_sensor = probe.publisher(f"{ns}/tactile", Float64MultiArray, wire.SENSOR_QOS)
         else:
             pub_sensor = probe.publisher(f"{ns}/wrench", WrenchStamped, wire.SENSOR_QOS)
@@ -301,7 +328,7 @@ def across_processes(robot: str, trips: int, increment: float, sample_period: fl
 
         def send(values: np.ndarray) -> float:
             stamp = time.time()
-            if robot == "shadow_hand":
+            if ramp.kind == "tactile":
                 pub_sensor.publish(wire.labelled_array(values, ramp.labels))
             else:
                 w = WrenchStamped()
@@ -313,7 +340,7 @@ def across_processes(robot: str, trips: int, increment: float, sample_period: fl
 
         # warm up: joint positions (the Shadow Hand's hold command), release, and one command so
         # the monitor knows the command labels
-        if robot == "shadow_hand":
+        if labels != ("vx", "vy", "vz"):  # position-mode hold = the measured positions
             pub_joints = probe.publisher(f"{ns}/joint_states", JointState, wire.SENSOR_QOS)
             probe.wait_for_subscribers(pub_joints, timeout=60)
             pub_joints.publish(JointState(name=list(spec.joint_names), position=_mid_range(spec)))

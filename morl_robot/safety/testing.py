@@ -24,10 +24,10 @@ the delivery) with the measured delays' p50/max, apart from unexplained ones.
 """
 from __future__ import annotations
 
+import contextlib
 import math
 import re
 import threading
-import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -269,18 +269,38 @@ class RuleCheck:
         return row
 
 
+#: The sampler process of :class:`SchedulingDelays`: wakes every ``period`` s and prints
+#: ``<wall time> <lateness>`` per wake-up (flushed every 0.1 s) until its stdin closes.
+_SAMPLER = """
+import sys, threading, time
+period = float(sys.argv[1])
+stop = threading.Event()
+threading.Thread(target=lambda: (sys.stdin.read(), stop.set()), daemon=True).start()
+due, lines, flushed = time.monotonic() + period, [], time.monotonic()
+while not stop.is_set():
+    time.sleep(max(0.0, due - time.monotonic()))
+    now = time.monotonic()
+    lines.append(f"{time.time():.6f} {now - due:.6f}")
+    due = max(due + period, now)
+    if now - flushed > 0.1:
+        sys.stdout.write("\\n".join(lines) + "\\n"); sys.stdout.flush(); lines, flushed = [], now
+sys.stdout.write("".join(x + "\\n" for x in lines))
+"""
+
+
 class SchedulingDelays:
-    """How late this host runs a timer: the lateness (s) of a periodic wake-up, recorded against
-    wall-clock time (what cyclictest measures, from Python: the host's scheduling delay plus this
-    process's own).  :meth:`start` samples in a thread; :meth:`add` records a sample (tests)."""
+    """How late this host runs a timer: the lateness (s) of a periodic wake-up in a small process
+    of its own (what cyclictest measures, at normal priority; apart from this process, so the
+    probe's own threads do not count), recorded against wall-clock time.  :meth:`start` runs the
+    sampler; :meth:`add` records a sample (tests)."""
 
     def __init__(self, period: float = 0.005) -> None:
         self.period = period
         self.times: list[float] = []
         self.delays: list[float] = []
         self._lock = threading.Lock()
-        self._stop = threading.Event()
-        self._thread: threading.Thread | None = None
+        self._proc: Any = None
+        self._reader: threading.Thread | None = None
 
     def add(self, t: float, delay: float) -> None:
         with self._lock:
@@ -288,21 +308,34 @@ class SchedulingDelays:
             self.delays.append(max(0.0, float(delay)))
 
     def start(self) -> SchedulingDelays:
-        def loop() -> None:
-            due = time.monotonic() + self.period
-            while not self._stop.is_set():
-                time.sleep(max(0.0, due - time.monotonic()))
-                now = time.monotonic()
-                self.add(time.time(), now - due)
-                due = max(due + self.period, now)  # a late wake-up is not made up for by early ones
-        self._thread = threading.Thread(target=loop, name="scheduling-delays", daemon=True)
-        self._thread.start()
+        import subprocess
+        import sys
+
+        self._proc = subprocess.Popen([sys.executable, "-c", _SAMPLER, str(self.period)], stdin=subprocess.PIPE,
+                                      stdout=subprocess.PIPE, text=True)
+
+        def read() -> None:
+            for line in self._proc.stdout:
+                with contextlib.suppress(ValueError):
+                    t, d = line.split()
+                    self.add(float(t), float(d))
+        self._reader = threading.Thread(target=read, name="scheduling-delays", daemon=True)
+        self._reader.start()
         return self
 
     def stop(self) -> None:
-        self._stop.set()
-        if self._thread is not None:
-            self._thread.join(timeout=1.0)
+        if self._proc is None:
+            return
+        with contextlib.suppress(OSError):
+            self._proc.stdin.close()  # the sampler flushes nothing more and ends
+        try:
+            self._proc.wait(timeout=2.0)
+        except Exception:  # noqa: BLE001 - never leave it behind
+            self._proc.kill()
+            self._proc.wait()
+        if self._reader is not None:
+            self._reader.join(timeout=1.0)
+        self._proc = None
 
     def window(self, t0: float, t1: float) -> tuple[float, float]:
         """(median, max) delay (s) of the wake-ups due in [t0, t1] (a wake-up's stamp is its actual
@@ -440,8 +473,8 @@ def overall_result(checks: list[RuleCheck]) -> str:
 
 
 def _num(x: float | None, unit: str = "", scale: float = 1.0, digits: int = 4) -> str:
-    if x is None or (isinstance(x, float) and math.isnan(x)):
-        return "–"
+    if x is None or (isinstance(x, float) and not math.isfinite(x)):
+        return "–"  # not measured (nan), or no limit (inf: e.g. a flood has no latency tolerance)
     return f"{x * scale:.{digits}g}" + (f" {unit}" if unit else "")
 
 
@@ -471,7 +504,7 @@ def write_report(checks: list[RuleCheck], out_dir: str | Path, meta: dict[str, A
             f"{_num(c.tripped_value, c.unit)} | {_num(c.threshold_error, c.unit)} "
             f"({_num(c.threshold_tolerance, c.unit)}) | "
             f"{_num(c.latency, 'ms', 1e3, 3)} ({_num(c.latency_tolerance, 'ms', 1e3, 3)}) | "
-            f"{_num(c.host_delay_median, '', 1e3, 3)} / {_num(c.host_delay_max, 'ms', 1e3, 3)} | "
+            f"{_num(c.host_delay_median, 'ms', 1e3, 3)} / {_num(c.host_delay_max, 'ms', 1e3, 3)} | "
             f"{c.status}{': ' + c.summary() if c.summary() else ''} |")
     lines += _deadline_miss_lines(meta.get("deadline_misses") or {})
     host = meta.get("scheduling_delays") or {}

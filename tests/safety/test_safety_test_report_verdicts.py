@@ -54,7 +54,7 @@ def test_the_loaded_machine_heartbeat_is_not_judged_not_failed(tmp_path):
     assert "idle machine" in report["verdict"]["action"]
     md = (tmp_path / "report.md").read_text()
     assert "**NOT JUDGED (machine)**" in md and "exit code 4" in md
-    assert "| 30 / 30 ms |" in md  # the measured delay, median / max, with its unit
+    assert "| 30 ms / 30 ms |" in md  # the measured delay, median / max, with its unit
 
 
 def test_a_late_delivery_of_the_last_heartbeat_is_the_hosts_delay_too():
@@ -145,6 +145,7 @@ def test_a_genuine_over_force_is_a_fail_however_late_the_machine():
 
 
 def test_scheduling_delays_in_a_window():
+    """The window arithmetic on synthetic wake-ups (the sampler process itself: the live runs)."""
     d = SchedulingDelays(period=0.005)
     for t, late in ((1.0, 0.001), (1.01, 0.003), (1.02, 0.030), (2.0, 0.5)):
         d.add(t, late)
