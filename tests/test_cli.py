@@ -31,7 +31,7 @@ def test_tasks_lists_every_task():
 
 
 def test_rollout_prints_one_json_object():
-    out = cli("rollout", "--task", "sawyer_peg_in_hole", "--steps", "200", "--seed", "3", "--policy", "zero").stdout
+    out = cli("rollout", "--task", "sawyer_peg_in_hole", "--steps", "200", "--seed", "3", "zero").stdout
     summary = json.loads(out)
     assert set(summary) == {"task", "steps", "episodes", "returns", "terminations", "steps_per_second"}
     assert summary["task"] == "sawyer_peg_in_hole" and summary["steps"] == 200
@@ -47,7 +47,7 @@ def test_rollout_prints_one_json_object():
     "args, words",
     [
         (["rollout", "--task", "nope", "--steps", "5"], "unknown task 'nope'; known tasks:"),
-        (["rollout", "--task", "shadow_touch", "--steps", "5", "--policy", "clever"], "unknown policy 'clever'"),
+        (["rollout", "--task", "shadow_touch", "--steps", "5", "clever"], "unknown policy 'clever'"),
     ],
 )
 def test_bad_input_exits_2_with_a_clear_message(args, words):
@@ -58,5 +58,5 @@ def test_bad_input_exits_2_with_a_clear_message(args, words):
 def test_malformed_task_yaml(tmp_path):
     bad = tmp_path / "bad.yaml"
     bad.write_text("robot: sawyer\nscene: [unclosed\n")
-    proc = cli("rollout", "--task", "sawyer_peg_in_hole", "--steps", "5", "--config", str(bad), check=False)
+    proc = cli("rollout", "--task", "sawyer_peg_in_hole", "--steps", "5", "--task-config", str(bad), check=False)
     assert proc.returncode == 2 and "bad.yaml: malformed YAML" in proc.stderr

@@ -249,7 +249,9 @@ def parse_sets(items: Sequence[str], kinds: Sequence[str], prog: str = "morl-rob
         try:
             value = yaml.safe_load(text) if text.strip() else ""
         except yaml.YAMLError as exc:
-            raise UsageError(f"--set {item!r}: the value is not YAML: {exc}") from None
+            problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
+            raise UsageError(f"--set {item!r}: the value is not YAML ({problem}); quote a string "
+                             "that looks like YAML") from None
         node = out.setdefault(keys[0], {})
         for key in keys[1:-1]:
             nxt = node.setdefault(key, {})
