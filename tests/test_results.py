@@ -11,14 +11,14 @@ RESULTS = Path(__file__).resolve().parents[1] / "results"
 
 
 DEMO_REPORTS = [(p, "compliant") for p in sorted(RESULTS.glob("demo/seed*/demo_report.json"))] + \
-    [(p, "stiff") for p in sorted(RESULTS.glob("baseline_stiff/demo/seed*/demo_report.json"))]
+    [(p, "stiff") for p in sorted(RESULTS.glob("archive/baseline_stiff/demo/seed*/demo_report.json"))]
 
 
 @pytest.mark.parametrize("report,control", DEMO_REPORTS, ids=lambda x: x.parent.parent.parent.name + "-" + x.parent.name
                          if isinstance(x, Path) else x)
 def test_demo_policies_reproduce_their_after_figures(report, control, capsys):
     """The committed demo policies (results/demo, trained under the compliant contact control) and
-    the baseline from before it (results/baseline_stiff/demo, re-checked with --contact-control stiff)."""
+    the baseline from before it (results/archive/baseline_stiff/demo, re-checked with --contact-control stiff)."""
     data = json.loads(report.read_text())
     after = data["after"]
     argv = ["evaluate", str(report.parent / "policy.onnx"), "--episodes", str(after["episodes"]),

@@ -9,7 +9,7 @@ import pytest
 
 from morl_robot.cli import main
 
-RESULTS = Path(__file__).resolve().parents[2] / "results" / "sawyer_front"
+RESULTS = Path(__file__).resolve().parents[2] / "results" / "archive" / "sawyer_front"  # superseded: results/archive/
 
 
 def test_a_tiny_sweep_runs_resumes_and_writes_its_front(tmp_path, capsys):
@@ -22,7 +22,7 @@ def test_a_tiny_sweep_runs_resumes_and_writes_its_front(tmp_path, capsys):
     assert "scripted controller (reference): gain 2:" in out
     results = json.loads((tmp_path / "results.json").read_text())
     assert results["runs_finished"] == 2 and results["front"]["ref"][0] == 0.0
-    assert results["config"]["learner_config"] == "learner/sawyer_front_demos.yaml"
+    assert results["config"]["learner_config"] == "learner/sawyer_front_clone_lr.yaml"  # per-setting's default
     assert results["config"]["conditioned"] is False
     (reference,) = results["scripted_reference"]
     assert reference["gain"] == 2.0 and reference["episodes"] == 2 and len(reference["returns"]) == 2
@@ -87,7 +87,7 @@ CLONE_LR = RESULTS.parent / "sawyer_front_clone_lr"
 # `evaluate --contact-control stiff`.
 
 
-COMPLIANT_FRONT = RESULTS.parent / "sawyer_front_compliant"  # retrained under the compliant control
+COMPLIANT_FRONT = RESULTS.parents[1] / "sawyer_front_compliant"  # retrained under the compliant control
 
 
 def _committed_runs() -> list[tuple[Path, dict, str]]:
@@ -251,7 +251,7 @@ def test_a_folder_whose_kind_cannot_be_read_is_refused_with_the_remedy(tmp_path,
     assert json.loads((tmp_path / "results.json").read_text()) == {"config": None}
 
 
-CONDITIONED = Path(__file__).resolve().parents[2] / "results" / "sawyer_conditioned"
+CONDITIONED = Path(__file__).resolve().parents[2] / "results" / "archive" / "sawyer_conditioned"
 
 
 @pytest.mark.skipif(not (CONDITIONED / "results.json").is_file(), reason="no committed conditioned Sawyer front")
@@ -453,7 +453,7 @@ def test_the_trade_off_check_counts_clean_insertions_and_where_the_force_goes():
     assert t["force_from_stopped_episodes"] == pytest.approx(400.0 / 500.0)
 
 
-COMPLIANT_CONDITIONED = RESULTS.parent / "sawyer_conditioned_compliant"
+COMPLIANT_CONDITIONED = RESULTS.parents[1] / "sawyer_conditioned_compliant"
 
 
 def test_the_compliant_conditioned_front_inserts_everywhere_and_reproduces(capsys):

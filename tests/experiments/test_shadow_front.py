@@ -84,7 +84,8 @@ def test_discounted_task_return_is_the_success_step_discounted():
     assert discounted_task_returns(eps) == pytest.approx([1.0, 0.99 ** 10, 0.0])
 
 
-@pytest.mark.parametrize("folder", sorted(RESULTS.glob("shadow_*_front")), ids=lambda p: p.name)
+@pytest.mark.parametrize("folder", sorted(RESULTS.glob("shadow_*_front")) + sorted(RESULTS.glob("archive/shadow_*_front")),
+                         ids=lambda p: p.name)
 def test_committed_front_policies_reproduce_their_figures(folder, capsys):
     results = json.loads((folder / "results.json").read_text())
     run = next(r for r in results["runs"] if r["finished"])
@@ -257,7 +258,7 @@ def test_the_committed_orient_check_passes_from_demonstrations():
     random policy, from the orient front without demonstrations); seeds 0 and 2 pass alone."""
     demos = json.loads((RESULTS / "shadow_orient_delta_front" / "results.json").read_text())
     assert demos["orient_check"]["improves_all"] is True
-    absolute_random = json.loads((RESULTS / "shadow_orient_front" / "random_eval.json").read_text())["objectives"]
+    absolute_random = json.loads((RESULTS / "archive" / "shadow_orient_front" / "random_eval.json").read_text())["objectives"]
     evals = {r["eval"]["train_seed"]: r["eval"]["objectives"] for r in demos["runs"] if r["finished"]}
     assert sorted(evals) == [0, 1, 2]
     for name in ("touch", "lift", "orient"):
