@@ -1,5 +1,5 @@
-"""The README's topic contract agrees with morl_robot/nodes/wire.py (the one place it lives), and
-the labelled-array layouts round-trip."""
+"""The documented topic contract (docs/reference/topics.md, generated from morl_robot/nodes/wire.py,
+the one place it lives) names every topic and service, and the labelled-array layouts round-trip."""
 from __future__ import annotations
 
 from pathlib import Path
@@ -12,15 +12,22 @@ from hypothesis import strategies as st
 pytest.importorskip("rclpy")
 from morl_robot.nodes import wire
 
-README = (Path(__file__).resolve().parents[1] / "README.md").read_text()
+DOCS_EXT = Path(__file__).resolve().parents[1] / "docs" / "_ext"
 
 
-def test_every_topic_and_service_is_documented_with_its_type_and_qos():
+def test_every_topic_and_service_is_documented_with_its_type():
+    import sys
+
+    sys.path.insert(0, str(DOCS_EXT))
+    try:
+        from morl_docs import topics
+        page = topics.render()
+    finally:
+        sys.path.remove(str(DOCS_EXT))
     for t in wire.TOPICS:
-        row = f"| `{t.name}` | `{t.type.replace('/msg/', '/')}` | {t.qos.replace('_QOS', '').lower()} |"
-        assert row in README, f"README topic table lacks or disagrees on {t.name}"
+        assert t.name in page and t.type in page, f"docs/reference/topics.md lacks {t.name} ({t.type})"
     for name, srv_type, _ in wire.SERVICES:
-        assert f"| `{name}` | `{srv_type.replace('/srv/', '/')}` |" in README
+        assert name in page and srv_type in page, f"docs/reference/topics.md lacks {name} ({srv_type})"
 
 
 labels_st = st.lists(st.text(alphabet="abcxyz_/-0123456789", min_size=1, max_size=8), min_size=1, max_size=12,
