@@ -10,8 +10,7 @@ layout carries them (see :func:`labelled_array`):
 * a table of R rows × C named columns (an experience chunk) has two dimensions:
   ``dim[0] = ("rows", R, R*C)`` and ``dim[1] = ("c1,c2,…", C, C)``, row-major.
 
-Labels never contain commas.  The README's "Topic contract" section documents this module; a test
-checks the two agree.
+Labels never contain commas.  docs/reference/topics.md is generated from this module.
 """
 from __future__ import annotations
 
@@ -73,7 +72,7 @@ class Topic:
     description: str
 
 
-#: The topic contract (documented in the README; names relative to the robot namespace).
+#: The topic contract (names relative to the robot namespace; rendered in docs/reference/topics.md).
 TOPICS: tuple[Topic, ...] = (
     Topic("joint_states", "sensor_msgs/msg/JointState", "SENSOR_QOS", "robot_node",
           "joint position (rad), velocity (rad/s), effort (N·m); names in the robot's joint order"),

@@ -34,7 +34,8 @@ def render() -> str:
     parts.append(md.table(("service", "type", "what it does"),
                           [(md.code(n), md.code(t), md.text(d)) for n, t, d in wire.SERVICES]))
     parts.append("## Labelled arrays\n")
-    layout = [p for p in wire.__doc__.split("\n\n")[1:] if "README" not in p]
+    layout = [p.replace("docs/reference/topics.md is generated from this module.", "").strip()
+              for p in wire.__doc__.split("\n\n")[1:] if "README" not in p]
     parts.append(md.docstring("\n\n".join(layout)))
     exp_notes = schema.module_comments(experience)
     labels = [
