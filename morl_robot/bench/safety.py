@@ -35,7 +35,7 @@ across processes (issue 5; a bare rclpy relay alone exceeds it here) and for the
 (issue 11).  A robot with a wrist F/T sensor (the Sawyer) ramps ‖F‖ along −z (the wrench rules);
 one with touch sensors only (the Shadow Hand) ramps its first sensor's force (the tactile rule).
 Which applies is read from the robot's sensors, not its name: ``--robot`` may be any robot YAML
-(its safety YAML: ``safety_test.safety`` or ``config/safety/<name>.yaml``).
+(its safety YAML: the robot YAML's ``safety`` or ``config/safety/<name>.yaml``).
 """
 from __future__ import annotations
 
@@ -76,13 +76,12 @@ def _percentiles(x: list[float]) -> str:
 
 def _refs(robot: str) -> tuple[str, str]:
     """(robot reference, safety reference) for ``--robot``: a name, an alias or a robot YAML path
-    (its safety YAML: ``safety_test.safety``, default ``config/safety/<name>.yaml``)."""
+    (its safety YAML: the robot YAML's ``safety``, default ``config/safety/<name>.yaml``)."""
     from morl_robot.robots.config import load_robot_config, resolve_robot
 
     ref = resolve_robot(robot)
     config = load_robot_config(ref)
-    safety = config.safety_test.safety if config.safety_test is not None and config.safety_test.safety else config.name
-    return ref, safety
+    return ref, config.safety or config.name
 
 
 class _Ramp:

@@ -73,11 +73,12 @@ class RobotOutputs:
 
 # --- construction --------------------------------------------------------------------------------
 def inner_layer_for(robot: Robot) -> InnerSafety:
-    """The inner safety layer of ``robot``: the stopping rules of ``config/safety/<robot>.yaml``
-    (the monitor's rules); an error if they were written for other joints or sensors."""
+    """The inner safety layer of ``robot``: the stopping rules of its safety YAML (the robot YAML's
+    ``safety``, default ``config/safety/<robot>.yaml``: the monitor's rules); an error if they were
+    written for other joints or sensors."""
     from morl_robot.safety.inner import InnerSafety
 
-    inner = InnerSafety.load(robot.spec.name)
+    inner = InnerSafety.load(getattr(getattr(robot, "config", None), "safety", "") or robot.spec.name)
     spec = inner.rules.spec
     if spec.joint_names != robot.spec.joint_names or inner.rules.tactile_labels != (
             robot.spec.sensor("tactile").labels if robot.spec.has_sensor("tactile") else ()):

@@ -296,7 +296,6 @@ class SafetyTestConfig:
 
     phases: list[SafetyTestPhase]
     scene: str = ""  # simulation: the scene the probes press against ("" = model.scene)
-    safety: str = ""  # the safety YAML (name or path, as mjcf); "" = config/safety/<name>.yaml
     press: PressConfig | None = None
     joint_limit: JointLimitProbe | None = None
     flood_step: float = 0.1  # command units (m/s, rad) alternated by the command flood
@@ -372,6 +371,9 @@ class RobotConfig:
     wrench: WrenchConfig | None = None
     tactile: TactileConfig | None = None
     hardware: HardwareConfig | None = None  # the ros2_control driver interface (backend 'hardware')
+    # The robot's safety YAML (name or path, as model.mjcf), read by the safety monitor the safety
+    # test starts and by the robot node's inner safety layer; "" = config/safety/<name>.yaml
+    safety: str = ""
     safety_test: SafetyTestConfig | None = None  # what `morl-robot safety-test` probes
     aliases: list[str] = field(default_factory=list)  # other names the robot is known by (e.g. shadow)
 
@@ -427,13 +429,13 @@ def beside(path: Path, ref: str) -> str:
 def load_robot_config(name_or_path: str | os.PathLike[str]) -> RobotConfig:
     """Load a robot's YAML by robot name or alias (``sawyer``, ``shadow_hand``, ``shadow``) or by
     file path (:func:`~morl_robot.resources.resolve_config`).  Files the YAML names (``model.mjcf``,
-    ``model.scene``, ``safety_test.scene``/``safety``) may be relative to its own folder: a robot
+    ``model.scene``, ``safety``, ``safety_test.scene``) may be relative to its own folder: a robot
     defined outside the package is one folder (docs/howto/add_robot.md)."""
     path = resolve_config("robots", resolve_robot(name_or_path))
-    config = load_config(RobotConfig, path)
+    config = load_config(RobotConfig, path, kind="robots")  # `extends: shadow_hand` works from any folder
     config.model.mjcf = beside(path, config.model.mjcf)
     config.model.scene = beside(path, config.model.scene)
+    config.safety = beside(path, config.safety)
     if config.safety_test is not None:
         config.safety_test.scene = beside(path, config.safety_test.scene)
-        config.safety_test.safety = beside(path, config.safety_test.safety)
     return config

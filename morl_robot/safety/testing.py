@@ -120,15 +120,18 @@ def safety_test_plan(robot: str) -> SafetyTestPlan:
     """The plan for ``robot`` (a name, an alias such as ``shadow`` or a robot YAML path); a robot
     YAML without a ``safety_test:`` section is a ConfigError saying where to add it."""
     from morl_robot.errors import ConfigError
+    from morl_robot.resources import is_config_path, resolve_config
     from morl_robot.robots.config import load_robot_config, resolve_robot
 
     ref = resolve_robot(robot)
+    if is_config_path(ref):  # the nodes (other processes, other folders) get the file's absolute path
+        ref = str(resolve_config("robots", ref).resolve())
     config = load_robot_config(ref)
     if config.safety_test is None:
         raise ConfigError(f"robot '{robot}': its YAML has no 'safety_test:' section (the phases and probes of "
                           "`morl-robot safety-test`; see docs/howto/add_robot.md)")
     st = config.safety_test
-    return SafetyTestPlan(ref, config, st, st.scene or config.model.scene, st.safety or config.name)
+    return SafetyTestPlan(ref, config, st, st.scene or config.model.scene, config.safety or config.name)
 
 
 #: The unit of each number a :class:`RuleCheck` carries in report.json (``unit``: the rule's own,
@@ -472,6 +475,11 @@ def overall_result(checks: list[RuleCheck]) -> str:
     return "incomplete" if len(reachable) < len(checks) else "pass"
 
 
+def _cell(text: str) -> str:
+    """``text`` inside a Markdown table cell (a ``|`` would end the cell)."""
+    return text.replace("|", "\\|")
+
+
 def _num(x: float | None, unit: str = "", scale: float = 1.0, digits: int = 4) -> str:
     if x is None or (isinstance(x, float) and not math.isfinite(x)):
         return "–"  # not measured (nan), or no limit (inf: e.g. a flood has no latency tolerance)
@@ -505,11 +513,11 @@ def write_report(checks: list[RuleCheck], out_dir: str | Path, meta: dict[str, A
             f"({_num(c.threshold_tolerance, c.unit)}) | "
             f"{_num(c.latency, 'ms', 1e3, 3)} ({_num(c.latency_tolerance, 'ms', 1e3, 3)}) | "
             f"{_num(c.host_delay_median, 'ms', 1e3, 3)} / {_num(c.host_delay_max, 'ms', 1e3, 3)} | "
-            f"{c.status}{': ' + c.summary() if c.summary() else ''} |")
+            f"{c.status}{': ' + _cell(c.summary()) if c.summary() else ''} |")
     lines += _deadline_miss_lines(meta.get("deadline_misses") or {})
     host = meta.get("scheduling_delays") or {}
     if host.get("samples"):
-        lines += ["", (f"Host scheduling delay (the probe's {host['period_ms']:g} ms timer, {host['samples']} "
+        lines += ["", (f"Host scheduling delay (a sampler process's {host['period_ms']:g} ms timer, {host['samples']} "
                        f"wake-ups): median {host['median_ms']:.2f} ms, p99 {host['p99_ms']:.2f} ms, max "
                        f"{host['max_ms']:.1f} ms" + (f"; load average {meta['load_average']:.2f} on "
                                                      f"{meta.get('cpus', '?')} CPUs" if 'load_average' in meta
