@@ -29,17 +29,17 @@ def _session(tmp_path, node: str, **params):
 
 
 @pytest.mark.parametrize("make, words", [
-    (lambda t: ["--learner-config", str(_learner(t, default_epsilon=-0.1))], "default_epsilon"),
-    (lambda t: ["--learner-config", str(_learner(t, policy_lr=float("nan")))], "policy_lr"),
-    (lambda t: ["--learner-config", str(_learner(t, epsilons=[0.1, float("nan")]))], "finite"),
-    (lambda t: ["--learner-config", str(_learner(t, not_a_key=1))], "not_a_key"),
-    (lambda t: ["--learner-config", "no_such_profile"], "unknown learner config 'no_such_profile'; available: "),
-    (lambda t: ["--config", str(_session(t, "learner_node", snapshot_every=0))], "snapshot_every"),
-    (lambda t: ["--learner-config", str(_learner(t, training={"checkpoint_every": -5}))], "training.checkpoint_every"),
-    (lambda t: ["--config", str(_session(t, "learner_node", snapshot_evry=10))], "snapshot_evry"),
-    (lambda t: ["--config", str(_session(t, "policy_server", chunk_sise=10))], "allowed"),
+    (lambda t: ["--learner", str(_learner(t, default_epsilon=-0.1))], "default_epsilon"),
+    (lambda t: ["--learner", str(_learner(t, policy_lr=float("nan")))], "policy_lr"),
+    (lambda t: ["--learner", str(_learner(t, epsilons=[0.1, float("nan")]))], "finite"),
+    (lambda t: ["--learner", str(_learner(t, not_a_key=1))], "not_a_key"),
+    (lambda t: ["--learner", "no_such_profile"], "unknown learner config 'no_such_profile'; available: "),
+    (lambda t: ["--session", str(_session(t, "learner_node", snapshot_every=0))], "snapshot_every"),
+    (lambda t: ["--learner", str(_learner(t, training={"checkpoint_every": -5}))], "training.checkpoint_every"),
+    (lambda t: ["--session", str(_session(t, "learner_node", snapshot_evry=10))], "snapshot_evry"),
+    (lambda t: ["--session", str(_session(t, "policy_server", chunk_sise=10))], "allowed"),
     (lambda t: ["--steps", str(10**23)], "total_steps"),
-    (lambda t: ["--learner-config", str(_learner(t, replay={"crm": True}))], "replay.crm is true but"),
+    (lambda t: ["--learner", str(_learner(t, replay={"crm": True}))], "replay.crm is true but"),
     (lambda t: ["--task", "shadow_touch", "--reward-machine", "sawyer/peg_touch_then_insert"],
      "written for task 'sawyer_peg_in_hole', not 'shadow_touch'"),
     (lambda t: ["--reward-machine", "sawyer/no_such_machine"], "no_such_machine"),
@@ -86,9 +86,9 @@ def test_unreadable_or_mismatched_configs_get_one_clear_line(tmp_path, capsys):
     latin1.write_bytes("task: sawyer_peg_in_hole  # caf\xe9\n".encode("latin-1"))
     wrong_robot = tmp_path / "peg_on_the_hand.yaml"
     wrong_robot.write_text(cp("tasks/sawyer_peg_in_hole.yaml").read_text().replace("robot: sawyer", "robot: shadow_hand"))
-    cases = [(["train", "--config", str(latin1)], "not UTF-8"),
-             (["train", "--config", str(tmp_path)], "is a directory"),
-             (["rollout", "--task", "sawyer_peg_in_hole", "--steps", "1", "--config", str(wrong_robot)],
+    cases = [(["train", "--session", str(latin1)], "not UTF-8"),
+             (["train", "--session", str(tmp_path)], "is a directory"),
+             (["rollout", "--task", "sawyer_peg_in_hole", "--steps", "1", "--task-config", str(wrong_robot)],
               "runs on robot 'sawyer'")]
     for argv, words in cases:
         assert main(argv) == 2, argv
