@@ -11,7 +11,7 @@ in the replay, behaviour cloning on them, then MO-MPO), then exported to ONNX un
 with the protocol (:mod:`morl_robot.evaluation.protocol`: deterministic episodes on fixed seeds,
 the robot's safety rules in the loop).  The sweep **resumes**: a run whose ``eval.json`` is at the
 sweep's budget is skipped, an interrupted run continues from its newest checkpoint (``train``
-resumes one), so a sweep can span several sittings.  Runs go ``--parallel`` at a time, each
+resumes one), so a sweep can span several sittings.  Runs go ``--processes`` at a time, each
 process on one core (:func:`morl_robot.evaluation.sweep.run_sweep`).
 
 Outputs (small; commit them under ``results/``):
@@ -89,15 +89,15 @@ class FrontSweepConfig:
 
     def validate(self) -> None:
         if not self.eps_force or any(not (e >= 0 and math.isfinite(e)) for e in self.eps_force):
-            raise UsageError(f"--eps-force: give finite values >= 0, got {self.eps_force}")
+            raise UsageError(f"--epsilon wrist_force=…: give finite values >= 0, got {self.eps_force}")
         if not (self.eps_task > 0 and math.isfinite(self.eps_task)):
-            raise UsageError(f"--eps-task must be a finite value > 0, got {self.eps_task}")
+            raise UsageError(f"--epsilon task=… must be a finite value > 0, got {self.eps_task}")
         if self.steps < 1 or self.eval_episodes < 1 or self.parallel < 1 or not self.seeds:
-            raise UsageError("--steps, --eval-episodes and --parallel must be >= 1, and --seeds non-empty")
+            raise UsageError("--steps, --eval-episodes and --processes must be >= 1, and --seeds non-empty")
         if any(not (g > 0 and math.isfinite(g)) for g in self.reference_gains):
             raise UsageError(f"--reference-gains: give finite gains > 0 (1/s), got {self.reference_gains}")
         if self.conditioned and not min(self.eps_force) > 0:
-            raise UsageError(f"--conditioned: the ε_force settings span a log-scale box, so all must be > 0, "
+            raise UsageError(f"--method conditioned: the ε_force settings span a log-scale box, so all must be > 0, "
                              f"got {self.eps_force}")
 
 
