@@ -68,7 +68,6 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from numpy.typing import NDArray
 
 from morl_robot.errors import UsageError
 
@@ -584,147 +583,57 @@ def random_policy(task: str, seed: int = 0, overrides: dict[str, Any] | None = N
                         task_overrides=dict(overrides or {}))
 
 
-#: tasks with a hand-written controller (``morl-robot evaluate scripted --task T``, demonstrations)
-SCRIPTED_TASKS = ("sawyer_peg_in_hole", "shadow_touch", "shadow_turn", "shadow_orient")
-
-#: shadow_touch's pressing posture (rad; J0 = J1 + J2): the wrist flexed, the first finger bent at
-#: J3 and slightly at J1/J2 (``tests/test_shadow_hand_model.py::test_touch_press_block``)
-SHADOW_PRESS_POSTURE = {"rh_WRJ1": 0.49, "rh_FFJ3": 0.9, "rh_FFJ0": 0.3}
-#: shadow_turn's turning posture (rad): the wrist flexed, the four fingers bent at J3 with J1/J2
-#: straight, which sweeps the paddle past the target (``test_shadow_hand_model.py::test_turn_dial``)
-SHADOW_TURN_POSTURE = {"rh_WRJ1": 0.49, **{f"rh_{f}J3": 1.2 for f in ("FF", "MF", "RF", "LF")},
-                       **{f"rh_{f}J0": 0.0 for f in ("FF", "MF", "RF", "LF")}}
-@dataclass(frozen=True)
-class ShadowPhase:
-    """One phase of a scripted Shadow Hand motion: move toward ``posture`` (rad per motor).  It is
-    done once every motor of it is within the tolerance of its posture, or, for a grasp
-    (``felt_by`` tactile pads), once those pads all read at least ``felt_force`` N (fingers that
-    close on an object stop short of their posture)."""
-
-    posture: dict[str, float]
-    felt_by: tuple[str, ...] = ()
-    felt_force: float = 1.0
-
-
-#: shadow_orient's grasp and lift (``test_shadow_hand_model.py::test_orient_touch_and_lift_peg``): the
-#: thumb to opposition; a pinch of the peg between thumb, first and middle finger, done once the
-#: first-finger and thumb tips feel it; the wrist extended, which lifts the pinched peg, held near one
-#: end, and it swings toward upright.  Each phase keeps the earlier ones' targets.
-SHADOW_ORIENT_PHASES = (
-    ShadowPhase({"rh_THJ5": 0.72, "rh_THJ2": -0.31, "rh_THJ1": -0.08, "rh_THJ4": 1.2}),
-    ShadowPhase({"rh_FFJ3": 1.57, "rh_FFJ0": 1.03, "rh_MFJ3": 1.57, "rh_MFJ0": 1.03, "rh_FFJ4": 0.06,
-                 "rh_MFJ4": -0.2}, felt_by=("rh_ffdistal_touch", "rh_thdistal_touch")),
-    ShadowPhase({"rh_WRJ1": -0.6}),
+# The hand-written controllers live with their tasks (Task.scripted / Task.scripted_policy); these
+# names stay importable from here.
+from morl_robot.tasks.shadow_hand import (
+    SHADOW_ORIENT_PHASES,
+    SHADOW_PRESS_POSTURE,
+    SHADOW_TURN_POSTURE,
+    ShadowPhase,
 )
-#: per Shadow task: (postures in phases, default lead in rad per step, what the controller does)
-SHADOW_SCRIPTS = {"shadow_touch": ((ShadowPhase(SHADOW_PRESS_POSTURE),), 0.01, "slow press"),
-                  "shadow_turn": ((ShadowPhase(SHADOW_TURN_POSTURE),), 0.03, "slow sweep"),
-                  "shadow_orient": (SHADOW_ORIENT_PHASES, 0.03, "grasp and lift")}
+
+__all__ = ["SHADOW_ORIENT_PHASES", "SHADOW_PRESS_POSTURE", "SHADOW_TURN_POSTURE", "ShadowPhase"]
 
 
-def scripted_policy(task: str, gain: float = 5.0, clearance: float = 0.002, lead: float | None = None,
+def __getattr__(name: str) -> Any:
+    if name == "SCRIPTED_TASKS":  # the old constant: now whatever the registered tasks declare
+        return scripted_tasks()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def scripted_tasks() -> tuple[str, ...]:
+    """The tasks with a hand-written controller (``morl-robot evaluate scripted --task T``,
+    demonstrations): :func:`morl_robot.tasks.registry.scripted_tasks`."""
+    from morl_robot.tasks.registry import scripted_tasks as registered
+
+    return registered()
+
+
+def scripted_policy(task: str, gain: float | None = None, clearance: float | None = None, lead: float | None = None,
                     overrides: dict[str, Any] | None = None) -> LoadedPolicy:
-    """A hand-written controller for a task in :data:`SCRIPTED_TASKS` (the reference a learned
-    policy is read against, and the demonstrator of learning from demonstrations).
-
-    ``sawyer_peg_in_hole`` (``gain``, ``clearance``): see :func:`_sawyer_insertion`.
-    ``shadow_touch`` / ``shadow_turn`` (``lead``, default :data:`SHADOW_SCRIPTS`; ``overrides`` of the
-    task config, e.g. its action mode): see :func:`_shadow_slow_posture`."""
-    if task not in SCRIPTED_TASKS:
-        raise UsageError(f"a scripted policy exists for {', '.join(SCRIPTED_TASKS)} only, not {task!r}")
-    if task == "sawyer_peg_in_hole":
-        if overrides:
-            raise UsageError(f"the scripted {task} controller takes no task overrides, got {overrides}")
-        return _sawyer_insertion(gain, clearance)
-    phases, default_lead, what = SHADOW_SCRIPTS[task]
-    return _shadow_slow_posture(task, phases, default_lead if lead is None else lead, what, overrides)
-
-
-def _shadow_phase(phases: Sequence[ShadowPhase], pos: NDArray[np.float64], motor: dict[str, int],
-                  pads: dict[str, float], tolerance: float = 0.05) -> int:
-    """Which of ``phases`` the hand is in, read off the observation alone (so a clone can learn it):
-    the first phase not yet done (:class:`ShadowPhase`); ``pos`` (20,) motor positions, rad;
-    ``pads`` the tactile readings (N) by pad name; ``tolerance`` rad."""
-    for k, phase in enumerate(phases[:-1]):
-        if phase.felt_by:
-            done = all(pads[name] >= phase.felt_force for name in phase.felt_by)
-        else:
-            done = all(abs(pos[motor[m]] - v) <= tolerance for m, v in phase.posture.items())
-        if not done:
-            return k
-    return len(phases) - 1
-
-
-def _shadow_slow_posture(task_name: str, phases: Sequence[ShadowPhase], lead: float, what: str,
-                         overrides: dict[str, Any] | None = None) -> LoadedPolicy:
-    """Move the hand slowly into a posture, or through postures in phases.  Each motor's position
-    target is its current position (from the observation; a coupled J0 motor: J1 + J2) moved toward
-    the posture of the current phase and the earlier ones by at most ``lead`` rad, the other motors
-    held where they are.  The lead sets the approach speed.  The phase is read off the observation
-    (:func:`_shadow_phase`), so the controller is a function of the observation, as a clone is.
-
-    ``shadow_touch`` (:data:`SHADOW_PRESS_POSTURE`) presses the block; the lead trades the
-    (discounted) task reward against pain: on seeds 0–4, 0.01 rad presses in 30–36 steps with pain
-    −3.4 … −4.4; 0.02 in 17–20 steps with −6 … −10; 0.05 in 7–8 steps with −6 … −20.
-    ``shadow_turn`` (:data:`SHADOW_TURN_POSTURE`) sweeps the dial's paddle toward +angle; the
-    observation has no dial angle, so the sweep is open loop and succeeds when it passes the
-    target window (the episode ends there).
-    ``shadow_orient`` (:data:`SHADOW_ORIENT_PHASES`) pinches the peg and lifts it with the wrist.
-
-    The targets are written in the task's action mode (``overrides``, e.g.
-    ``{"action_mode": "delta"}``; :meth:`ShadowHandTask.action_for_targets`): absolute, the
-    targets themselves; delta, at most ±lead on the posture's motors and 0 on the others."""
+    """The hand-written controller of ``task`` (its :meth:`~morl_robot.tasks.base.Task.scripted_policy`:
+    the reference a learned policy is read against, and the demonstrator of learning from
+    demonstrations), on the task built with ``overrides`` (e.g. its action mode).  ``gain``,
+    ``clearance`` (sawyer_peg_in_hole), ``lead`` (Shadow Hand tasks): the task's
+    :attr:`~morl_robot.tasks.base.Task.scripted_options`; None: the task's default."""
     from morl_robot.envs.mo_env import MORobotEnv
+    from morl_robot.tasks.registry import task_class, task_entries
 
-    env = MORobotEnv(task_name, overrides=overrides)
-    task, spec = env.task, env.robot.spec
-    env.close()
-    nj = len(spec.joints)  # observation: joint positions (J,), velocities (J,), tactile pads (T,)
-    motor = {m: i for i, m in enumerate(spec.actuator_names)}
-    pad_at = {name: 2 * nj + i for i, name in enumerate(spec.sensor("tactile").labels)}
-    mode = "" if task.action_mode == "absolute" else f", {task.action_mode} actions"
-
-    def act(obs: np.ndarray) -> np.ndarray:
-        o = np.asarray(obs, dtype=np.float64)
-        pos = spec.actuator_positions(o[:nj])  # (20,) motor positions
-        goal = pos.copy()
-        pads = {name: float(o[i]) for name, i in pad_at.items()}
-        for phase in phases[:_shadow_phase(phases, pos, motor, pads) + 1]:
-            for m, v in phase.posture.items():
-                goal[motor[m]] = v
-        return task.action_for_targets(pos + np.clip(goal - pos, -lead, lead), pos)
-
-    return LoadedPolicy(act, task_name, f"scripted {what} (lead {lead:g} rad per step{mode})",
-                        task_overrides=dict(overrides or {}))
-
-
-def _sawyer_insertion(gain: float, clearance: float) -> LoadedPolicy:
-    """A hand-written resolved-rate insertion controller for ``sawyer_peg_in_hole`` (the reference a
-    learned policy is read against; it shows the task is physically feasible).
-
-    The hole is a calibrated fixture: its opening and depth are read once from the scene.  From the
-    observation's newest peg-tip position p (labels ``t-0/ee_x|y|z``): aim 1 cm above the opening
-    until the tip is within 2 mm of the hole axis, then aim ``clearance`` above the bottom; command
-    v = gain·(target − p), scaled to the normalised action and clipped to [-1, 1]."""
-    from morl_robot.envs.mo_env import MORobotEnv
-
-    task = "sawyer_peg_in_hole"
-    env = MORobotEnv(task)
-    env.reset(seed=0)
-    hole, depth = env.task._hole[:3].copy(), float(env.task._hole_depth)
-    v_max = np.asarray(env.task._twist_hi[:3], dtype=np.float64)
-    labels = list(env.observation_labels)
-    env.close()
-    index = [labels.index(f"t-0/ee_{axis}") for axis in "xyz"]
-
-    def act(obs: np.ndarray) -> np.ndarray:
-        p = np.asarray(obs, dtype=np.float64)[index]
-        target = hole.copy()
-        aligned = math.hypot(p[0] - hole[0], p[1] - hole[1]) <= 0.002
-        target[2] = hole[2] - depth + clearance if aligned else hole[2] + 0.01
-        return np.clip(gain * (target - p) / v_max, -1.0, 1.0)
-
-    return LoadedPolicy(act, task, f"scripted insertion controller (gain {gain:g}/s)")
+    have = scripted_tasks()
+    if task not in task_entries() or task_class(task).scripted is None:
+        raise UsageError(f"a scripted policy exists for {', '.join(have)} only, not {task!r}")
+    cls = task_class(task)
+    options = {k: v for k, v in (("gain", gain), ("clearance", clearance), ("lead", lead)) if v is not None}
+    unknown = sorted(set(options) - set(cls.scripted_options))
+    if unknown:
+        raise UsageError(f"the scripted {task} controller takes {', '.join(cls.scripted_options) or 'no options'}, "
+                         f"not {', '.join(unknown)}")
+    env = MORobotEnv(task, overrides=overrides or None)
+    try:
+        act, what = env.task.scripted_policy(env, **options)
+    finally:
+        env.close()
+    return LoadedPolicy(act, task, what, task_overrides=dict(overrides or {}))
 
 
 #: Policies named instead of a file: uniform random, the task's hand-written controller, the hostile press.
@@ -738,13 +647,17 @@ def load_policy(source: str | os.PathLike[str], task: str | None = None, seed: i
     (:func:`press_policy`; these need ``task``);
     ``preference`` for an ε-conditioned ONNX policy; ``action_mode`` (Shadow tasks: ``absolute`` or
     ``delta``) for a random or scripted policy (an ONNX policy's contract declares its own); ``gain``
-    for the scripted Sawyer insertion controller (1/s, default 5: see :func:`_sawyer_insertion`)."""
+    for a scripted controller that takes one (the Sawyer insertion controller: 1/s, default 5; see
+    :meth:`~morl_robot.tasks.sawyer_peg_in_hole.SawyerPegInHole.scripted_policy`)."""
     if preference is not None and str(source) in BUILT_IN_POLICIES:
         raise UsageError(f"--preference is for an ε-conditioned ONNX policy, not a {source} policy")
     if gain is not None:
-        if str(source) != "scripted" or task != "sawyer_peg_in_hole":
-            raise UsageError("--gain is the scripted sawyer_peg_in_hole controller's gain: give it with "
-                             "'scripted --task sawyer_peg_in_hole'")
+        from morl_robot.tasks.registry import task_class, task_entries
+
+        with_gain = [n for n in scripted_tasks() if "gain" in task_class(n).scripted_options]
+        if str(source) != "scripted" or task not in task_entries() or task not in with_gain:
+            raise UsageError(f"--gain is the scripted {' / '.join(with_gain)} controller's gain: give it with "
+                             f"'scripted --task {with_gain[0] if with_gain else 'TASK'}'")
         if not (gain > 0 and math.isfinite(gain)):
             raise UsageError(f"--gain must be a finite number > 0 (1/s), got {gain}")
     if action_mode is not None and str(source) not in ("random", "scripted"):
@@ -754,12 +667,23 @@ def load_policy(source: str | os.PathLike[str], task: str | None = None, seed: i
     if str(source) in BUILT_IN_POLICIES:
         if not task:
             raise UsageError(f"a {source} policy needs --task")
-        from morl_robot.tasks.registry import TASKS
+        import dataclasses
 
-        if task not in TASKS:
-            raise UsageError(f"--task {task!r}: unknown task; known: {', '.join(sorted(TASKS))}")
-        if overrides and not task.startswith("shadow_"):
-            raise UsageError(f"--action-mode: task {task} has no action modes (the Shadow Hand tasks have)")
+        from morl_robot.tasks.registry import (
+            config_class,
+            task_class,
+            task_entries,
+            task_names,
+        )
+
+        if task not in task_entries():
+            raise UsageError(f"--task {task!r}: unknown task; known: {', '.join(sorted(task_names()))}")
+        fields = {f.name for f in dataclasses.fields(config_class(task_class(task)))}
+        if overrides and "action_mode" not in fields:
+            with_modes = [n for n in task_names() if "action_mode" in
+                          {f.name for f in dataclasses.fields(config_class(task_class(n)))}]
+            raise UsageError(f"--action-mode: task {task} has no action modes (tasks with them: "
+                             f"{', '.join(with_modes)})")
         if str(source) == "random":
             return random_policy(task, seed, overrides)
         if str(source) == "press":

@@ -52,7 +52,22 @@ from morl_robot.errors import UsageError
 from morl_robot.evaluation.provenance import write_results_json
 from morl_robot.evaluation.records import write_json_atomic
 
-TASKS = ("shadow_touch", "shadow_turn", "shadow_orient")
+TASKS = ("shadow_touch", "shadow_turn", "shadow_orient")  # the package's; front_tasks() adds plugin hand tasks
+
+
+def front_tasks() -> tuple[str, ...]:
+    """The tasks a Shadow Hand front runs on: every registered task on the ``shadow_hand`` robot."""
+    from morl_robot.tasks.registry import task_class, task_names
+
+    return tuple(n for n in task_names() if task_class(n).robot_name == "shadow_hand")
+
+
+def aligned(task: str) -> bool:
+    """Whether ``task``'s objectives are aligned (its ``tradeoff`` is None, e.g. shadow_orient): one ε
+    on every objective, MO-MPO against the random policy, the front over the undiscounted returns."""
+    from morl_robot.tasks.registry import task_class
+
+    return task_class(task).tradeoff is None
 ALGORITHMS = ("mo-mpo", "scalarized-mpo")
 DEFAULT_LEARNER = "learner/shadow_front.yaml"
 DISCOUNT = 0.99  # the paper's discount of the task reward in Fig. 6 / Table 1
@@ -97,13 +112,13 @@ class ShadowFrontConfig:
         return {} if self.action_mode is None else {"action_mode": self.action_mode}
 
     def validate(self) -> None:
-        if self.task not in TASKS:
-            raise UsageError(f"--task: unknown {self.task!r}; allowed: {', '.join(TASKS)}")
+        if self.task not in front_tasks():
+            raise UsageError(f"--task: unknown {self.task!r}; allowed: {', '.join(front_tasks())}")
         unknown = sorted(set(self.algorithms) - set(ALGORITHMS))
         if unknown or not self.algorithms:
             raise UsageError(f"--algorithms: unknown {unknown}; allowed: {', '.join(ALGORITHMS)}")
-        if self.task == "shadow_orient" and self.algorithms != ["mo-mpo"]:
-            raise UsageError("shadow_orient: the orient check trains MO-MPO only (--algorithms mo-mpo)")
+        if aligned(self.task) and self.algorithms != ["mo-mpo"]:
+            raise UsageError(f"{self.task}: the orient check (aligned objectives) trains MO-MPO only (--algorithms mo-mpo)")
         if not self.eps_pain or any(not (e > 0 and math.isfinite(e)) for e in self.eps_pain):
             raise UsageError(f"--eps-pain: give finite values > 0, got {self.eps_pain}")
         if not (self.eps_task > 0 and math.isfinite(self.eps_task)):
@@ -153,7 +168,7 @@ def sweep_values(cfg: ShadowFrontConfig, algorithm: str) -> list[float]:
 def learner_overrides(cfg: ShadowFrontConfig, algorithm: str, value: float, num_objectives: int) -> dict[str, Any]:
     """The per-run learner settings: ε (MO-MPO) or weights and ε (scalarized MPO)."""
     if algorithm == "mo-mpo":
-        eps = [value] * num_objectives if cfg.task == "shadow_orient" else [cfg.eps_task, value]
+        eps = [value] * num_objectives if aligned(cfg.task) else [cfg.eps_task, value]
         run: dict[str, Any] = {"algorithm": "mo_mpo", "epsilons": eps}
     else:
         run = {"algorithm": "scalarized_mpo", "scalarization_weights": [1.0 - value, value],
@@ -225,7 +240,7 @@ def train_and_evaluate(setting: Any, out: str, cfg: dict[str, Any]) -> list[floa
         "demonstrations": dataclasses.asdict(config.training.demonstrations),
         "task_overrides": sweep.task_overrides,
     })
-    if sweep.task != "shadow_orient":
+    if not aligned(sweep.task):
         data["discounted_task_return"] = float(np.mean(discounted_task_returns(data["per_episode"])))
     write_json_atomic(eval_path, data)
     return evaluation.mean_returns.tolist()
@@ -276,7 +291,7 @@ def random_baseline(cfg: ShadowFrontConfig, out: Path) -> dict[str, Any]:
     data = evaluate_policy(policy.act, cfg.task, cfg.eval_episodes, cfg.eval_seed, policy.description,
                            task_overrides=cfg.task_overrides).to_json()
     data["task_overrides"] = cfg.task_overrides
-    if cfg.task != "shadow_orient":
+    if not aligned(cfg.task):
         data["discounted_task_return"] = float(np.mean(discounted_task_returns(data["per_episode"])))
     write_json_atomic(path, data)
     return data
@@ -292,7 +307,7 @@ def front_returns(ev: dict[str, Any], names: list[str]) -> tuple[float, ...]:
 
 def reference_point(task: str, num_objectives: int) -> list[float]:
     """The paper's (footnote 7): [0, 20] for touch and turn (pain ≤ 0 here: (0, −20)), zero for orient."""
-    return [0.0, PAIN_REFERENCE] if task != "shadow_orient" else [0.0] * num_objectives
+    return [0.0, PAIN_REFERENCE] if not aligned(task) else [0.0] * num_objectives
 
 
 def summarise(out: Path, cfg: ShadowFrontConfig, wall_time_s: float | None = None,
@@ -304,7 +319,7 @@ def summarise(out: Path, cfg: ShadowFrontConfig, wall_time_s: float | None = Non
 
     task = load_task(cfg.task)
     names = list(task.objective_names)
-    front_names = ["task (discounted)", "pain"] if cfg.task != "shadow_orient" else names
+    front_names = ["task (discounted)", "pain"] if not aligned(cfg.task) else names
     ref = reference_point(cfg.task, len(names))
     runs: list[dict[str, Any]] = []
     points: dict[str, list[FrontPoint]] = {a: [] for a in cfg.algorithms}
@@ -331,11 +346,11 @@ def summarise(out: Path, cfg: ShadowFrontConfig, wall_time_s: float | None = Non
             continue
         fronts[a] = front_report(pts, ref, front_names)
         fronts[a]["pooled_hypervolume"] = hypervolume(np.asarray([p.returns for p in pts]), np.asarray(ref))
-        if cfg.task != "shadow_orient":  # touch / turn: does weighting pain more trade task for pain?
+        if not aligned(cfg.task):  # touch / turn: does weighting pain more trade task for pain?
             fronts[a]["preference_response"] = pain_response(pts, front_names)
     results: dict[str, Any] = {
         "experiment": f"{cfg.task}: MO-MPO ε sweep vs scalarized MPO weight sweep (MO-MPO §6.2, Table 1)"
-                      if cfg.task != "shadow_orient" else "shadow_orient: MO-MPO vs random (MO-MPO §6.2)",
+                      if not aligned(cfg.task) else f"{cfg.task}: MO-MPO vs random (MO-MPO §6.2)",
         "config": asdict(cfg),
         "budget": {"env_steps_per_run": cfg.steps, "runs_per_algorithm": {
             a: len(sweep_values(cfg, a)) * len(cfg.seeds) for a in cfg.algorithms}},
@@ -357,7 +372,7 @@ def summarise(out: Path, cfg: ShadowFrontConfig, wall_time_s: float | None = Non
                                               if "discounted_task_return" in baseline else {})
     results["random"]["front_point"] = list(front_returns(baseline, names))
     results["random"]["hypervolume"] = hypervolume(np.asarray([front_returns(baseline, names)]), np.asarray(ref))
-    if cfg.task == "shadow_orient":
+    if aligned(cfg.task):
         results["orient_check"] = orient_check([r["eval"] for r in runs if r["finished"]], baseline, names)
     write_results_json(out / "results.json", results)
     if any(points.values()):
@@ -403,8 +418,8 @@ def _plot(out: Path, cfg: ShadowFrontConfig, points: dict[str, list[Any]], front
                               for p in pts] for a, pts in points.items() if pts}
     sets["random"] = [list(front_returns(baseline, names))]
     labels["random"] = ["random"]
-    if cfg.task == "shadow_orient":  # three objectives: the paper plots lift against orient
-        idx = [names.index("lift"), names.index("orient")]
+    if len(names) > 2:  # orient's three objectives: the paper plots lift against orient (the last two)
+        idx = [len(names) - 2, len(names) - 1]
         sets = {k: [[v[i] for i in idx] for v in pts] for k, pts in sets.items()}
         front_names, ref = [names[i] for i in idx], [ref[i] for i in idx]
     plot_pareto_fronts(sets, out / "plots" / "front.png", ref=ref, objective_names=front_names, labels=labels,

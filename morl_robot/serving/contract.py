@@ -461,12 +461,12 @@ class PolicyContract:
         the field, both values and the YAML (an unknown task or robot: the known ones)."""
         from morl_robot.errors import UnknownNameError
         from morl_robot.resources import resolve_config
-        from morl_robot.tasks.registry import TASKS, load_task
+        from morl_robot.tasks.registry import TASKS, load_task, task_config_file
 
         if self.task not in TASKS:
             raise ContractError(f"contract field 'task' is '{self.task}': no such task here; known tasks: "
                                 f"{', '.join(TASKS)}")
-        source = resolve_config("tasks", task_config if task_config is not None else self.task)
+        source = resolve_config("tasks", task_config) if task_config is not None else task_config_file(self.task)
         self.check_task(load_task(self.task, source, self.task_overrides() or None), str(source))
         from morl_robot.robots.config import load_robot_config
 

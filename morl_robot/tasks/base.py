@@ -63,6 +63,57 @@ class Transition:
     info: dict[str, Any]
 
 
+@dataclass(frozen=True)
+class Quantity:
+    """One named part of a task's observation, action or reward, as the docs state it: ``size``
+    components, in ``unit`` ("" unitless), within ``range`` (text, e.g. "[0, 1]")."""
+
+    name: str
+    unit: str
+    range: str
+    meaning: str
+    size: int = 1
+
+
+@dataclass(frozen=True)
+class TaskDescription:
+    """A task's reference card (:meth:`Task.describe`), rendered into ``docs/reference/tasks.md``.
+
+    The observation is ``frames`` copies of ``observations`` (newest first); ``actions`` are
+    normalised to [-1, 1] (``range`` gives what ±1 commands); ``rewards`` has one entry per
+    objective, in order; ``terminations`` lists (reason, when) of the early ends."""
+
+    name: str
+    robot: str
+    summary: str
+    control_mode: str
+    control_rate_hz: float
+    episode_s: float
+    observations: tuple[Quantity, ...]
+    actions: tuple[Quantity, ...]
+    rewards: tuple[Quantity, ...]
+    terminations: tuple[tuple[str, str], ...] = ()
+    success: str = ""  # what info['success'] means ("": the task reports none)
+    scripted: str | None = None  # what the task's hand-written controller does (None: none)
+    frames: int = 1
+
+    @property
+    def observation_size(self) -> int:
+        return self.frames * sum(q.size for q in self.observations)
+
+    @property
+    def action_size(self) -> int:
+        return sum(q.size for q in self.actions)
+
+    @property
+    def objective_names(self) -> tuple[str, ...]:
+        return tuple(q.name for q in self.rewards)
+
+
+#: A hand-written controller (:meth:`Task.scripted_policy`): what it acts with, and what it does.
+ScriptedController = tuple[Callable[[np.ndarray], np.ndarray], str]
+
+
 class Task(abc.ABC):
     """One multi-objective task on one robot; holds per-episode state (frame stacks, latches)."""
 
@@ -188,6 +239,35 @@ class Task(abc.ABC):
     def progress(self, info: dict[str, Any]) -> float | None:
         """The value of :attr:`progress_measure` in a step's ``info`` (None: not reported)."""
         return None
+
+    # --- per-task behaviour the rest of the stack asks the task for (docs/howto/add_task.md) --------
+    #: The objectives a preference front trades off, (goal, cost), e.g. ("task", "pain"); None: the
+    #: objectives are aligned (a front sweep puts one ε on every objective and has no cost axis).
+    tradeoff: ClassVar[tuple[str, str] | None] = None
+
+    #: What the task's hand-written controller does (:meth:`scripted_policy`: ``morl-robot evaluate
+    #: scripted``, demonstrations); None: the task has none.
+    scripted: ClassVar[str | None] = None
+    #: The keyword options :meth:`scripted_policy` takes (e.g. ``("gain", "clearance")``).
+    scripted_options: ClassVar[tuple[str, ...]] = ()
+
+    def scripted_policy(self, env: Any, **options: float) -> ScriptedController:
+        """A hand-written controller acting in ``env`` (a :class:`~morl_robot.envs.mo_env.MORobotEnv`
+        of this task, reset by the caller only if the controller needs it): (observation → normalised
+        action, description).  Only for a task whose :attr:`scripted` is set."""
+        raise NotImplementedError(f"task '{self.name}' has no scripted controller")
+
+    def describe(self) -> TaskDescription:
+        """The task's observations, actions and rewards with units and ranges (for the docs; a test
+        checks it against the built environment).  Optional for a plugin task."""
+        raise NotImplementedError(f"task '{self.name}' ({type(self).__qualname__}) has no describe()")
+
+    def _description(self, summary: str, observations: list[Quantity], actions: list[Quantity],
+                     rewards: list[Quantity], **more: Any) -> TaskDescription:
+        """A :class:`TaskDescription` with the fields every task shares filled in."""
+        return TaskDescription(self.name, self.robot_name, summary, self.control_mode.value, self.control_rate,
+                               self.config.episode_duration, tuple(observations), tuple(actions), tuple(rewards),
+                               scripted=self.scripted, **more)
 
 
 #: Units of a command component in each control mode (Cartesian: linear m/s, angular rad/s).

@@ -49,8 +49,11 @@ from morl_robot.robots.spec import (
     RobotState,
 )
 from morl_robot.tasks.base import (
+    Quantity,
+    ScriptedController,
     Task,
     TaskConfig,
+    TaskDescription,
     Transition,
     TransitionReward,
     next_state_reward,
@@ -180,6 +183,76 @@ class SawyerPegInHole(Task):
             h = self._held_axes
             twist[h] = np.minimum(np.maximum(hold[h - 3], -hi[h]), hi[h])
         return twist
+
+    tradeoff: ClassVar[tuple[str, str] | None] = ("task", "wrist_force")
+    scripted: ClassVar[str | None] = "resolved-rate insertion: above the hole, then down its axis"
+    scripted_options: ClassVar[tuple[str, ...]] = ("gain", "clearance")
+
+    def scripted_policy(self, env: Any, gain: float = 5.0, clearance: float = 0.002) -> ScriptedController:
+        """A hand-written resolved-rate insertion controller (the reference a learned policy is read
+        against; it shows the task is physically feasible).
+
+        The hole is a calibrated fixture: its opening and depth are read once from the scene.  From the
+        observation's newest peg-tip position p (labels ``t-0/ee_x|y|z``): aim 1 cm above the opening
+        until the tip is within 2 mm of the hole axis, then aim ``clearance`` (m) above the bottom;
+        command v = gain·(target − p) (gain 1/s), scaled to the normalised action and clipped to [-1, 1]."""
+        env.reset(seed=0)
+        task = env.task
+        hole, depth = task._hole[:3].copy(), float(task._hole_depth)
+        v_max = np.asarray(task._twist_hi[:3], dtype=np.float64)
+        labels = list(env.observation_labels)
+        index = [labels.index(f"t-0/ee_{axis}") for axis in "xyz"]
+
+        def act(obs: np.ndarray) -> np.ndarray:
+            p = np.asarray(obs, dtype=np.float64)[index]
+            target = hole.copy()
+            aligned = math.hypot(p[0] - hole[0], p[1] - hole[1]) <= 0.002
+            target[2] = hole[2] - depth + clearance if aligned else hole[2] + 0.01
+            return np.clip(gain * (target - p) / v_max, -1.0, 1.0)
+
+        return act, f"scripted insertion controller (gain {gain:g}/s)"
+
+    def describe(self) -> TaskDescription:
+        c = self.config
+        from morl_robot.robots.config import load_robot_config
+
+        cart = load_robot_config(c.robot).cartesian
+        v = cart.max_linear_velocity if cart is not None else math.nan
+        if c.max_tip_speed > 0:
+            v = min(v, c.max_tip_speed)
+        w = cart.max_angular_velocity if cart is not None else math.nan
+        d = len(c.action_axes)
+        obs = [
+            Quantity("ee_position", "m", "workspace", "peg-tip position in the robot base frame (x, y, z)", 3),
+            Quantity("ee_orientation", "", "unit quaternion", "peg-tip orientation (w, x, y, z)", 4),
+            Quantity("joint_position", "rad", "joint limits", "joint angles right_j0 … right_j6", 7),
+            Quantity("joint_velocity", "rad/s", "joint velocity limits", "joint velocities", 7),
+            Quantity("wrist_force", "N", "sensor range", "wrist F/T force, tared at the episode start", 3),
+            Quantity("wrist_torque", "N·m", "sensor range", "wrist F/T torque, tared at the episode start", 3),
+            Quantity("last_action", "", "[-1, 1]", f"the previous normalised action ({', '.join(c.action_axes)})", d),
+        ]
+        if c.observe_hole_offset:
+            obs.append(Quantity("hole_offset", "mm", "workspace", "peg tip − hole opening (a calibrated fixture)", 3))
+        actions = [Quantity(a, "m/s" if a.startswith("v") else "rad/s",
+                            f"[-1, 1] → ±{v if a.startswith('v') else w:g}",
+                            f"peg-tip {'linear' if a.startswith('v') else 'angular'} velocity along {a[1:]}")
+                   for a in c.action_axes]
+        fine = f" (+ a second scale {c.fine_shaping_scale * 1e3:g} mm)" if c.fine_shaping_scale > 0 else ""
+        rewards = [
+            Quantity("task", "", "[0, 1]",
+                     f"½ (1 − tanh(d / {c.shaping_scale * 1e2:g} cm)){fine} + ½ insertion depth fraction: d the "
+                     f"distance to {c.pre_insert_height * 1e3:g} mm above the hole opening; depth counts while the "
+                     f"tip is within {c.align_tolerance * 1e3:g} mm of the hole axis"),
+            Quantity("wrist_force", "N", f"[-{c.force_reward_clip:g}, 0]",
+                     f"−‖F‖₁ of the tared wrist force, clipped at −{c.force_reward_clip:g} N"),
+        ]
+        return self._description(
+            "Insert a peg into a hole with 1.5 mm clearance, gently: Cartesian velocity control of the peg tip "
+            "(MO-MPO paper §6); the orientation is held.",
+            obs, actions, rewards, frames=c.frame_stack,
+            terminations=(("force_threshold", f"the tared wrist force ‖F‖₂ exceeds {c.force_threshold:g} N"),
+                          ("time_limit", f"after {c.episode_duration:g} s (truncation)")),
+            success=f"the peg reached {c.success_depth:.0%} of the hole depth (latched)")
 
     def contact_force(self, info: dict[str, Any]) -> float | None:
         """The step's contact force (N): the tared wrist force norm ‖F‖₂ (the quantity the force

@@ -26,6 +26,7 @@ Shared by all three:
 """
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
@@ -35,8 +36,11 @@ from morl_robot.configuration import fail
 from morl_robot.robots.base import Robot
 from morl_robot.robots.spec import ControlMode, RobotState, delta_label
 from morl_robot.tasks.base import (
+    Quantity,
+    ScriptedController,
     Task,
     TaskConfig,
+    TaskDescription,
     Transition,
     TransitionReward,
     next_state_reward,
@@ -78,8 +82,117 @@ def pain_penalty(tactile: np.ndarray, previous: np.ndarray, impact_threshold: fl
     return -np.minimum(rise.sum(axis=-1), clip)
 
 
+@dataclass(frozen=True)
+class ShadowPhase:
+    """One phase of a scripted Shadow Hand motion: move toward ``posture`` (rad per motor).  It is
+    done once every motor of it is within the tolerance of its posture, or, for a grasp
+    (``felt_by`` tactile pads), once those pads all read at least ``felt_force`` N (fingers that
+    close on an object stop short of their posture)."""
+
+    posture: dict[str, float]
+    felt_by: tuple[str, ...] = ()
+    felt_force: float = 1.0
+
+
+#: shadow_touch's pressing posture (rad; J0 = J1 + J2): the wrist flexed, the first finger bent at
+#: J3 and slightly at J1/J2 (``tests/test_shadow_hand_model.py::test_touch_press_block``)
+SHADOW_PRESS_POSTURE = {"rh_WRJ1": 0.49, "rh_FFJ3": 0.9, "rh_FFJ0": 0.3}
+#: shadow_turn's turning posture (rad): the wrist flexed, the four fingers bent at J3 with J1/J2
+#: straight, which sweeps the paddle past the target (``test_shadow_hand_model.py::test_turn_dial``)
+SHADOW_TURN_POSTURE = {"rh_WRJ1": 0.49, **{f"rh_{f}J3": 1.2 for f in ("FF", "MF", "RF", "LF")},
+                       **{f"rh_{f}J0": 0.0 for f in ("FF", "MF", "RF", "LF")}}
+#: shadow_orient's grasp and lift (``test_shadow_hand_model.py::test_orient_touch_and_lift_peg``): the
+#: thumb to opposition; a pinch of the peg between thumb, first and middle finger, done once the
+#: first-finger and thumb tips feel it; the wrist extended, which lifts the pinched peg, held near one
+#: end, and it swings toward upright.  Each phase keeps the earlier ones' targets.
+SHADOW_ORIENT_PHASES = (
+    ShadowPhase({"rh_THJ5": 0.72, "rh_THJ2": -0.31, "rh_THJ1": -0.08, "rh_THJ4": 1.2}),
+    ShadowPhase({"rh_FFJ3": 1.57, "rh_FFJ0": 1.03, "rh_MFJ3": 1.57, "rh_MFJ0": 1.03, "rh_FFJ4": 0.06,
+                 "rh_MFJ4": -0.2}, felt_by=("rh_ffdistal_touch", "rh_thdistal_touch")),
+    ShadowPhase({"rh_WRJ1": -0.6}),
+)
+
+
+def shadow_phase(phases: Sequence[ShadowPhase], pos: np.ndarray, motor: dict[str, int],
+                 pads: dict[str, float], tolerance: float = 0.05) -> int:
+    """Which of ``phases`` the hand is in, read off the observation alone (so a clone can learn it):
+    the first phase not yet done (:class:`ShadowPhase`); ``pos`` (20,) motor positions, rad;
+    ``pads`` the tactile readings (N) by pad name; ``tolerance`` rad."""
+    for k, phase in enumerate(phases[:-1]):
+        if phase.felt_by:
+            done = all(pads[name] >= phase.felt_force for name in phase.felt_by)
+        else:
+            done = all(abs(pos[motor[m]] - v) <= tolerance for m, v in phase.posture.items())
+        if not done:
+            return k
+    return len(phases) - 1
+
+
 class ShadowHandTask(Task):
     """Common observation/action/pain of the three hand tasks."""
+
+    #: A scripted task's motion (:meth:`scripted_policy`): postures in phases, and the default lead
+    #: (rad per step, the approach speed).
+    script_phases: ClassVar[tuple[ShadowPhase, ...]] = ()
+    script_lead: ClassVar[float] = 0.03
+    scripted_options: ClassVar[tuple[str, ...]] = ("lead",)
+
+    def scripted_policy(self, env: Any, lead: float | None = None) -> ScriptedController:
+        """Move the hand slowly into a posture, or through postures in phases (:attr:`script_phases`).
+        Each motor's position target is its current position (from the observation; a coupled J0
+        motor: J1 + J2) moved toward the posture of the current phase and the earlier ones by at most
+        ``lead`` rad (default :attr:`script_lead`), the other motors held where they are.  The lead
+        sets the approach speed.  The phase is read off the observation (:func:`shadow_phase`), so
+        the controller is a function of the observation, as a clone is.
+
+        ``shadow_touch`` presses the block; the lead trades the (discounted) task reward against pain:
+        on seeds 0–4, 0.01 rad presses in 30–36 steps with pain −3.4 … −4.4; 0.02 in 17–20 steps with
+        −6 … −10; 0.05 in 7–8 steps with −6 … −20.  ``shadow_turn`` sweeps the dial's paddle toward
+        +angle; the observation has no dial angle, so the sweep is open loop and succeeds when it
+        passes the target window (the episode ends there).  ``shadow_orient`` pinches the peg and
+        lifts it with the wrist.
+
+        The targets are written in the task's action mode (:meth:`action_for_targets`): absolute, the
+        targets themselves; delta, at most ±lead on the posture's motors and 0 on the others."""
+        lead = self.script_lead if lead is None else float(lead)
+        phases = self.script_phases
+        spec = env.robot.spec
+        self.bind(env.robot)
+        nj = len(spec.joints)  # observation: joint positions (J,), velocities (J,), tactile pads (T,)
+        motor = {m: i for i, m in enumerate(spec.actuator_names)}
+        pad_at = {name: 2 * nj + i for i, name in enumerate(spec.sensor("tactile").labels)}
+        mode = "" if self.action_mode == "absolute" else f", {self.action_mode} actions"
+
+        def act(obs: np.ndarray) -> np.ndarray:
+            o = np.asarray(obs, dtype=np.float64)
+            pos = spec.actuator_positions(o[:nj])  # (20,) motor positions
+            goal = pos.copy()
+            pads = {name: float(o[i]) for name, i in pad_at.items()}
+            for phase in phases[:shadow_phase(phases, pos, motor, pads) + 1]:
+                for m, v in phase.posture.items():
+                    goal[motor[m]] = v
+            return self.action_for_targets(pos + np.clip(goal - pos, -lead, lead), pos)
+
+        return act, f"scripted {self.scripted} (lead {lead:g} rad per step{mode})"
+
+    def _hand_description(self, summary: str, rewards: list[Quantity], **more: Any) -> TaskDescription:
+        c = self.config
+        obs = [Quantity("joint_position", "rad", "joint limits", "hand joint angles (rh_WRJ2 … rh_THJ1)", 24),
+               Quantity("joint_velocity", "rad/s", "", "hand joint velocities", 24),
+               Quantity("tactile", "N", "≥ 0", "normal force on each touch pad (fingertips first)", 15)]
+        if c.action_mode == "delta":
+            act = Quantity("motor_delta", "rad", f"[-1, 1] → ±{c.max_delta:g}",
+                           "change of each motor's position target from its measured position", 20)
+        else:
+            act = Quantity("motor_target", "rad", "[-1, 1] → each motor's range",
+                           "position target of each motor (a coupled J0 motor drives J1 + J2)", 20)
+        return self._description(summary, obs, [act], rewards, **more)
+
+    def _pain_quantity(self) -> Quantity:
+        c = self.config
+        return Quantity("pain", "N", f"[-{c.pain_clip:g}, 0]",
+                        f"−min({c.pain_clip:g}, Σ over the 15 pads of max(0, force rise in the step − "
+                        f"{c.impact_threshold:g} N)): slapping costs, slow pressing is free")
 
     robot_name: ClassVar[str] = "shadow_hand"
     control_mode: ClassVar[ControlMode] = ControlMode.POSITION
@@ -225,6 +338,7 @@ class SparseTaskWithPain(ShadowHandTask):
     ('success'); ``pain`` as in the module docstring."""
 
     objective_names: ClassVar[tuple[str, ...]] = ("task", "pain")
+    tradeoff: ClassVar[tuple[str, str] | None] = ("task", "pain")
 
     @property
     def reward_lower(self) -> tuple[float, ...]:
@@ -272,6 +386,19 @@ class ShadowTouch(SparseTaskWithPain):
 
     name: ClassVar[str] = "shadow_touch"
     config: ShadowTouchConfig
+    scripted: ClassVar[str | None] = "slow press"
+    script_phases: ClassVar[tuple[ShadowPhase, ...]] = (ShadowPhase(SHADOW_PRESS_POSTURE),)
+    script_lead: ClassVar[float] = 0.01
+
+    def describe(self) -> TaskDescription:
+        c = self.config
+        return self._hand_description(
+            "Press a block with a fingertip, gently (MO-MPO paper §6, Shadow Hand touch).",
+            [Quantity("task", "", "{0, 1}", f"1 on the step the block is pressed with more than {c.press_force:g} N "
+                                            "(ends the episode)"), self._pain_quantity()],
+            terminations=(("success", f"the block is pressed with more than {c.press_force:g} N"),
+                          ("time_limit", f"after {c.episode_duration:g} s (truncation)")),
+            success=f"the block was pressed with more than {c.press_force:g} N")
 
     task_features: ClassVar[tuple[str, ...]] = ("block_force",)  # N
 
@@ -330,6 +457,20 @@ class ShadowTurn(SparseTaskWithPain):
 
     name: ClassVar[str] = "shadow_turn"
     config: ShadowTurnConfig
+    scripted: ClassVar[str | None] = "slow sweep"
+    script_phases: ClassVar[tuple[ShadowPhase, ...]] = (ShadowPhase(SHADOW_TURN_POSTURE),)
+    script_lead: ClassVar[float] = 0.03
+
+    def describe(self) -> TaskDescription:
+        c = self.config
+        start = f"in {c.start_range} rad" if c.start_range is not None else "anywhere on the circle"
+        goal = f"the dial is within {c.tolerance:g} rad of {c.target_angle:g} rad"
+        return self._hand_description(
+            f"Turn a dial, started at a random angle {start} at least {c.min_start_offset:g} rad from the "
+            "target, to the target angle, gently (MO-MPO paper §6, Shadow Hand turn).",
+            [Quantity("task", "", "{0, 1}", f"1 on the step {goal} (ends the episode)"), self._pain_quantity()],
+            terminations=(("success", goal), ("time_limit", f"after {c.episode_duration:g} s (truncation)")),
+            success=goal)
 
     def scene_configuration(self, robot: Robot, rng: np.random.Generator) -> dict[str, Any]:
         c = self.config
@@ -386,6 +527,20 @@ class ShadowOrient(ShadowHandTask):
     name: ClassVar[str] = "shadow_orient"
     objective_names: ClassVar[tuple[str, ...]] = ("touch", "lift", "orient")
     config: ShadowOrientConfig
+    tradeoff: ClassVar[tuple[str, str] | None] = None  # three aligned objectives
+    scripted: ClassVar[str | None] = "grasp and lift"
+    script_phases: ClassVar[tuple[ShadowPhase, ...]] = SHADOW_ORIENT_PHASES
+    script_lead: ClassVar[float] = 0.03
+
+    def describe(self) -> TaskDescription:
+        c = self.config
+        return self._hand_description(
+            "Pick up a peg and stand it upright: three aligned objectives, no early end (MO-MPO paper §6, "
+            "Shadow Hand orient).",
+            [Quantity("touch", "", "{0, 1}", f"1 while the hand presses the peg with more than {c.touch_force:g} N"),
+             Quantity("lift", "", "[0, 1]", f"the peg's height above its start / {c.lift_height * 1e2:g} cm, clipped"),
+             Quantity("orient", "", "[0, 1]", "|â · ẑ| for the peg's long axis â: 1 upright, 0 lying flat")],
+            terminations=(("time_limit", f"after {c.episode_duration:g} s (truncation)"),))
 
     @property
     def reward_lower(self) -> tuple[float, ...]:
