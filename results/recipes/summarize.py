@@ -34,18 +34,15 @@ def _wall_time(log: Path) -> float | None:
 
 
 def _train_info(run: Path, log: Path | None) -> dict:
-    rows = list(csv.DictReader((run / "metrics.csv").open())) if (run / "metrics.csv").is_file() else []
+    """Steps, episodes (demonstrations: policy version 0), learner updates (as last logged) and wall time."""
+    metrics = list(csv.DictReader((run / "metrics.csv").open())) if (run / "metrics.csv").is_file() else []
     episodes = list(csv.DictReader((run / "episodes.csv").open())) if (run / "episodes.csv").is_file() else []
     info = {"run_dir": str(run), "episodes": len(episodes),
-            "env_steps": int(float(rows[-1].get("env_steps", 0))) if rows and "env_steps" in rows[-1] else None,
-            "learner_updates": int(float(rows[-1].get("step", 0))) if rows and "step" in rows[-1] else None}
+            "demonstration_episodes": sum(e["policy_version"] == "0" for e in episodes),
+            "env_steps": int(episodes[-1]["env_steps"]) if episodes else None,
+            "learner_updates_last_logged": int(metrics[-1]["step"]) if metrics else None}
     if log is not None and log.is_file():
         info["wall_time_s"] = _wall_time(log)
-        first = [line for line in log.read_text().splitlines() if line.startswith("env steps")]
-        if first:
-            m = re.search(r"env steps (\d+) updates=(\d+)", first[-1])
-            if m:
-                info["env_steps"], info["learner_updates"] = int(m.group(1)), int(m.group(2))
     return info
 
 
