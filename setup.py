@@ -100,5 +100,13 @@ setup(
             "driver_emulator = morl_robot.nodes.driver_emulator:main",
             "vector_actor = morl_robot.nodes.vector_actor:main",
         ],
+        # tasks (morl_robot.tasks.registry; a plugin package declares its own the same way:
+        # docs/howto/add_task.md)
+        "morl_robot.tasks": [
+            "sawyer_peg_in_hole = morl_robot.tasks.sawyer_peg_in_hole:SawyerPegInHole",
+            "shadow_touch = morl_robot.tasks.shadow_hand:ShadowTouch",
+            "shadow_turn = morl_robot.tasks.shadow_hand:ShadowTurn",
+            "shadow_orient = morl_robot.tasks.shadow_hand:ShadowOrient",
+        ],
     },
 )
