@@ -158,6 +158,8 @@ def deprecated(parser: argparse.ArgumentParser, old: str, new: str, *,
     shown = new if new.startswith("-") else (target.metavar or target.dest).upper()
 
     class Alias(argparse.Action):
+        replacement = shown  # the new spelling (deprecated_spellings)
+
         def __call__(self, p: argparse.ArgumentParser, namespace: argparse.Namespace, values: Any,
                      option_string: str | None = None) -> None:
             value = convert(values) if convert is not None else values
@@ -177,6 +179,18 @@ def deprecated(parser: argparse.ArgumentParser, old: str, new: str, *,
         nargs=target.nargs if nargs == "keep" else nargs,
         type=target.type if type == "keep" else type,
         choices=None if convert is not None else target.choices, metavar=metavar)
+
+
+def deprecated_spellings(parser: argparse.ArgumentParser) -> list[tuple[str, str, str]]:
+    """Every deprecated spelling under ``parser``: ``(command, old, new)``, e.g.
+    ``("morl-robot train", "--learner-config", "--learner")`` (for the docs' vocabulary table)."""
+    rows = []
+    for prog, p in sub_parsers(parser):
+        for action in p._actions:
+            new = getattr(action, "replacement", None)
+            if new is not None:
+                rows.extend((prog, old, new) for old in action.option_strings)
+    return rows
 
 
 # --- late defaults (a positional that may also come from a deprecated option) -------------------
