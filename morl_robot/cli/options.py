@@ -231,18 +231,18 @@ def add_policy(parser: argparse.ArgumentParser | Any, help: str, *, default: Any
 def add_set(parser: argparse.ArgumentParser | Any, kinds: Sequence[str],
             owner: argparse.ArgumentParser | None = None) -> None:
     """``--set KIND.key.sub=value`` (repeatable) for the config kinds this command reads."""
-    for kind in kinds:
-        assert kind in SET_KINDS, kind
+    assert kinds and kinds[0] in _EXAMPLE and set(kinds) <= set(SET_KINDS), kinds
     parser.add_argument(
         "--set", action="append", default=[], metavar="KIND.KEY=VALUE",
         help=f"override one value of a YAML this command reads (repeatable); KIND: {', '.join(kinds)}; "
              "VALUE is read as YAML (a number, true/false, a list [a, b]), e.g. "
-             f"--set {kinds[0]}.{_EXAMPLE.get(kinds[0], 'key')}=VALUE (default: none)")
+             f"--set {_EXAMPLE[kinds[0]]} (default: none)")
     (owner or parser).set_defaults(_set_kinds=tuple(kinds))
 
 
-_EXAMPLE = {"learner": "replay.samples_per_insert", "session": "total_steps", "task": "episode_duration",
-            "robot": "control_rate", "safety": "heartbeat_timeout"}
+_EXAMPLE = {"learner": "learner.replay.samples_per_insert=8", "session": "session.total_steps=2000",
+            "task": "task.episode_duration=4.0", "robot": "robot.default_control_mode=velocity",
+            "safety": "safety.command.slow_scale.value=0.4"}
 
 
 def parse_sets(items: Sequence[str], kinds: Sequence[str], prog: str = "morl-robot") -> dict[str, dict[str, Any]]:
