@@ -118,9 +118,14 @@ def test_a_robot_without_a_safety_test_section_is_refused_with_rc_2(tmp_path, ca
 
 def test_the_howto_covers_each_step():
     text = HOWTO.read_text()
-    for words in ("safety_test:", "model:", "scene:", "aliases:", "joint_limit:", "press:", "```bash",
-                  "morl-robot safety-test --robot", "driver_emulator", "hardware:"):
+    for words in ("safety_test:", "`model`", "`safety`", "`aliases`", "joint_limit:", "press:", "```bash",
+                  "morl-robot safety-test --robot", "driver_emulator", "`hardware`", "exit code"):
         assert words in text, words
+    # the example it runs is a robot defined outside config/, by path
+    from morl_robot.safety.testing import safety_test_plan
+
+    plan = safety_test_plan(str(HOWTO.parent / "add_robot" / "my_hand.yaml"))
+    assert plan.config.name == "my_hand" and plan.safety.endswith("docs/howto/add_robot/my_hand_safety.yaml")
 
 
 @pytest.mark.ros
