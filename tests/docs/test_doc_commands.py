@@ -58,9 +58,9 @@ BUDGETS: dict[str, list[str]] = {
     "rm inspect": [],
     "demo": ["--steps", "300", "--eval-episodes", "1", "--episodes", "1"],
 }
-#: Exit codes a command may end with (default 0): the Shadow Hand safety test is INCOMPLETE (3) in
-#: simulation by design (no gauge presses a fingertip).
-OK_CODES: dict[str, set[int]] = {"safety-test": {0, 3}}
+#: Exit codes a command may end with (default 0): a safety test may end INCOMPLETE (3: a threshold
+#: not reached) or NOT JUDGED (4: this shared machine too late to judge a check; not a robot FAIL).
+OK_CODES: dict[str, set[int]] = {"safety-test": {0, 3, 4}}
 #: Options whose value is something a command writes: always moved into the page's work folder.
 OUTPUT_OPTIONS = {"--out", "--png", "--dot", "--save-coverage"}
 TIMEOUT = 300.0
