@@ -55,7 +55,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--session", default=None, metavar="NAME|PATH",
                    help=f"training session YAML, name under config/sessions/ or path (default: the task's recipe, "
                         f"{session} for {DEMO_TASK})")
-    add_set(p, ("task", "learner", "session", "robot", "safety"))
+    add_set(p, ("learner", "session", "task", "robot", "safety"))
     p.add_argument("--steps", type=int, default=DEMO_STEPS, help=f"training env steps (default {DEMO_STEPS})")
     p.add_argument("--eval-episodes", type=int, default=10,
                    help="evaluation episodes per policy, seeds S…S+N−1 (default 10)")

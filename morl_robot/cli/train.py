@@ -65,7 +65,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                         "replay.crm in the learner YAML, counterfactual experience (default: none)")
     p.add_argument("--backend", choices=("sim", "hardware"), default=None,
                    help="the robot: MuJoCo simulation or the hardware driver (default: the session YAML's)")
-    add_set(p, ("task", "learner", "session", "robot", "safety"))
+    add_set(p, ("learner", "session", "task", "robot", "safety"))
     p.add_argument("--steps", type=int, default=None,
                    help="environment steps in total (a resumed run continues) (default: the session YAML's "
                         "total_steps)")
