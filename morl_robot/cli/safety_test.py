@@ -53,6 +53,7 @@ import os
 import sys
 import threading
 import time
+import traceback
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -60,7 +61,7 @@ from typing import Any
 import numpy as np
 
 from morl_robot.cli.options import add_set, deprecated
-from morl_robot.errors import UsageError
+from morl_robot.errors import MorlRobotError, UsageError
 from morl_robot.robots.spec import ControlMode
 
 
@@ -902,7 +903,11 @@ def run(args: argparse.Namespace) -> int:
     delays = SchedulingDelays().start()  # how late this host runs a timer, in each check's window
     try:
         checks = _probe_graph(args, cfg, plan, out, bodies, misses, delays)
-    except (RuntimeError, TimeoutError) as exc:  # a probe could not go on: nothing judged
+    except MorlRobotError:
+        raise  # a configuration error: rc 2, one line
+    except Exception as exc:  # noqa: BLE001 - a probe could not go on: nothing judged, and not a FAIL (1)
+        if not isinstance(exc, (RuntimeError, TimeoutError)):  # not a probe's own refusal: show where
+            traceback.print_exc()
         print(f"morl-robot safety-test: probe aborted: {exc} (node logs: {out / 'logs'}); exit 5", file=sys.stderr)
         return 5
     finally:

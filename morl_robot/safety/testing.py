@@ -84,7 +84,8 @@ VERDICTS: tuple[Verdict, ...] = (
             "Fix what the message names and rerun."),
     Verdict(5, "", "ERROR (probe aborted)",
             "A probe could not go on (the graph did not start, the robot never touched the fixture, the safety "
-            "monitor would not release); one line names it. Nothing was judged, no report was written.",
+            "monitor would not release, or a bug: its traceback is printed); one line names it. Nothing was "
+            "judged, no report was written (so 1 always means a rule failed).",
             "Read the message and the node logs in OUT/logs; fix the cause (e.g. the scene, the robot's start "
             "pose) and rerun."),
     Verdict(130, "", "INTERRUPTED", "Stopped with Ctrl-C; the nodes were shut down.", "Rerun."),

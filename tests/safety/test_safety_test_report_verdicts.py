@@ -172,3 +172,28 @@ def test_the_exit_code_table():
     assert len(codes) == len(set(codes)) and {0, 1, 2, 3, 4} <= set(codes)
     assert all(v.meaning and v.action and v.label for v in VERDICTS)
     assert EXIT_CODES == {"pass": 0, "fail": 1, "not_judged": 4, "incomplete": 3}
+
+
+@pytest.mark.parametrize("outcome, rc, says", [
+    (lambda: [_heartbeat(_heartbeat_event(0.0344, monitor_late_ms=30))], 4, "NOT JUDGED (machine) (exit 4)"),
+    (lambda: [_heartbeat(_heartbeat_event(0.0344))], 1, "FAIL (exit 1)"),
+    (lambda: [add_host_delay(_force(40.2, 0.004), None)], 0, "PASS (exit 0)"),
+    (TimeoutError("timed out waiting for the tool (tool) to touch the scene"), 5, "probe aborted: timed out"),
+    (KeyError("a bug"), 5, "probe aborted: 'a bug'"),
+])
+def test_the_cli_exits_with_the_verdicts_code(tmp_path, monkeypatch, capsys, outcome, rc, says):
+    """``morl-robot safety-test`` through the real entry point, the graph replaced by its outcome:
+    checks (judged as the probes judge them) or a probe that cannot go on (never exit 1: that is FAIL)."""
+    import morl_robot.cli.safety_test as st
+    from morl_robot.cli import main
+
+    def probe_graph(*args, **kwargs):
+        if isinstance(outcome, Exception):
+            raise outcome
+        return outcome()
+    monkeypatch.setattr(st, "_probe_graph", probe_graph)
+    assert main(["safety-test", "--robot", "shadow", "--out", str(tmp_path)]) == rc
+    assert says in capsys.readouterr().err
+    if rc != 5:
+        report = json.loads((tmp_path / "report.json").read_text())
+        assert report["exit_code"] == rc and report["scheduling_delays"]["samples"] >= 0
