@@ -869,12 +869,15 @@ def run(args: argparse.Namespace) -> int:
     from morl_robot.safety.testing import (
         EXIT_CODES,
         SchedulingDelays,
+        check_scene,
         deadline_miss_report,
         safety_test_plan,
         write_report,
     )
 
     plan = safety_test_plan(args.robot)  # a robot name, alias or YAML path; its safety_test: section
+    if args.backend == "sim":
+        check_scene(plan)
     robot = plan.config.name
     out = Path(args.out).resolve()
     out.mkdir(parents=True, exist_ok=True)

@@ -135,6 +135,25 @@ def safety_test_plan(robot: str) -> SafetyTestPlan:
     return SafetyTestPlan(ref, config, st, st.scene or config.model.scene, config.safety or config.name)
 
 
+def check_scene(plan: SafetyTestPlan) -> None:
+    """Simulation: the scene compiles and has the body the force gauge pushes (a ConfigError naming
+    the robot YAML's key, before any node starts)."""
+    import mujoco
+
+    from morl_robot.errors import ConfigError
+    from morl_robot.robots.model import load_model, model_path
+
+    press = plan.test.press
+    if press is None:
+        return
+    model = load_model(model_path(plan.config, plan.scene or None))
+    if mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_BODY, press.gauge.body) < 0:
+        bodies = sorted(filter(None, (mujoco.mj_id2name(model, mujoco.mjtObj.mjOBJ_BODY, i)
+                                      for i in range(model.nbody))))
+        raise ConfigError(f"robot '{plan.robot}': safety_test.press.gauge.body: '{press.gauge.body}' is not a body of "
+                          f"the scene {plan.scene or plan.config.model.mjcf}; bodies: {', '.join(bodies)}")
+
+
 #: The unit of each number a :class:`RuleCheck` carries in report.json (``unit``: the rule's own,
 #: e.g. N, N·m, rad, m/s, s), as its ``units`` field.
 CHECK_UNITS = {"threshold": "unit", "tripped_value": "unit", "threshold_error": "unit",

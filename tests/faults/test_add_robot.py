@@ -116,6 +116,19 @@ def test_a_robot_without_a_safety_test_section_is_refused_with_rc_2(tmp_path, ca
     assert "has no 'safety_test:' section" in capsys.readouterr().err
 
 
+def test_a_gauge_body_missing_from_the_scene_is_refused_before_any_node_starts(tmp_path, capsys):
+    from morl_robot.cli import main
+
+    path = make_robot(tmp_path / "my_hand")
+    data = yaml.safe_load(path.read_text())
+    data["safety_test"]["press"]["gauge"]["body"] = "rh_nose"
+    path.write_text(yaml.safe_dump(data, sort_keys=False))
+    assert main(["safety-test", "--robot", str(path), "--out", str(tmp_path / "out")]) == 2
+    err = capsys.readouterr().err
+    assert "safety_test.press.gauge.body: 'rh_nose' is not a body of the scene" in err and "rh_ffdistal" in err
+    assert not (tmp_path / "out" / "logs").exists()
+
+
 def test_the_howto_covers_each_step():
     text = HOWTO.read_text()
     for words in ("safety_test:", "`model`", "`safety`", "`aliases`", "joint_limit:", "press:", "```bash",
