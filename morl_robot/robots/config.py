@@ -412,6 +412,8 @@ def resolve_robot(name_or_path: str | os.PathLike[str]) -> str:
     if is_config_path(name_or_path):
         return os.fspath(name_or_path)
     text = os.fspath(name_or_path)
+    if text and (config_path("robots") / f"{text}.yaml").is_file():
+        return text  # a shipped robot's own name: no YAML read
     names = robot_names()
     if text in names:
         return names[text]
