@@ -23,6 +23,10 @@ def _section(title: str, intro: str, cls: type, level: str = "##") -> str:
 
 
 def render() -> str:
+    import dataclasses
+
+    from morl_robot import configuration
+    from morl_robot.learning import config as learner_config
     from morl_robot.learning.config import MPOConfig
     from morl_robot.reward_machines.env import RMTaskSpec
     from morl_robot.reward_machines.labelling import LabellingSpec
@@ -30,8 +34,20 @@ def render() -> str:
     from morl_robot.robots.config import RobotConfig
     from morl_robot.safety.config import SafetyConfig
     from morl_robot.session.config import SessionConfig
+    from morl_robot.tasks import registry
 
-    parts = ["## Task configs\n",
+    comments = schema.module_comments(configuration)
+    lcomments = schema.module_comments(learner_config)
+    class_key = next((f.default for f in dataclasses.fields(registry.TaskEntry) if f.name == "key"), "class")
+    keys = [(md.code(configuration.EXTENDS), "every kind", md.text(
+                comments.get("EXTENDS", "").rstrip(".") + "; the child states only what it changes (a name of the "
+                "same kind or a path relative to the child's folder)"))]
+    keys += [(md.code(k), "learner profiles", md.text(lcomments.get("LEARNER_METADATA", ""))) for k in
+             getattr(learner_config, "LEARNER_METADATA", ())]
+    keys.append((md.code(class_key), "task configs", md.text(
+        "the task class, `module:Class`, for a task that is not built in") + " ([add a task](../howto/add_task.md))"))
+    parts = ["## Keys of every kind\n", md.table(("key", "where", "meaning"), keys)]
+    parts += ["## Task configs\n",
              ("One YAML per task, `config/tasks/<task>.yaml` (a task config name or a path: "
              "`--task-config`). Keys common to every task come first in each table.\n")]
     for name, cls in task_configs():
