@@ -1,5 +1,7 @@
 """The results index: ``results/README.md`` and ``docs/results/`` generated from each folder's
-``RESULT.yaml``, and the check of every summary against the per-seed reports it summarises.
+``RESULT.yaml``, and the check of every summary against the per-seed files it summarises (demo
+``seed*/demo_report.json``, ``conditioned-report`` hypervolumes, ButtonWorld ``runs/``, Deep Sea
+Treasure ``sweep_<algorithm>.json``).
 
 ``python -m morl_robot.evaluation.results_index`` writes the index; ``--check`` only compares
 (exit 1 naming the stale files); ``--summarise FOLDER`` rebuilds a demo summary from its seeds'
@@ -292,6 +294,59 @@ def _conditioned_mismatches(report: Path, summary: dict[str, Any]) -> list[str]:
     return out
 
 
+def _nondominated(points: list[list[float]]) -> list[tuple[float, ...]]:
+    pts = {tuple(round(float(x), 9) for x in p) for p in points}
+    return sorted(p for p in pts if not any(q != p and all(a >= b for a, b in zip(q, p, strict=True)) for q in pts))
+
+
+def _button_world_mismatches(folder: Path, summary: dict[str, Any]) -> list[str]:
+    """Each pair's per-seed learning curve (the front over the seed's ε runs at every evaluation)
+    against the cached runs ``runs/<pair>/<crm|plain>/eps<i>_seed<s>.json``."""
+    out = []
+    for pair, entry in summary["pairs"].items():
+        for arm, sub in (("with_crm", "crm"), ("without_crm", "plain")):
+            for seed_entry in entry.get(arm, {}).get("seeds", []):
+                seed = seed_entry["seed"]
+                runs = [json.loads(p.read_text()) for p in sorted((folder / "runs" / pair / sub).glob(f"eps*_seed{seed}.json"))]
+                by_step: dict[int, list[list[float]]] = {}
+                for run in runs:
+                    for step, point in run["curve"]:
+                        by_step.setdefault(int(step), []).append(point)
+                for point in seed_entry["curve"]:
+                    expected = _nondominated(by_step.get(int(point["step"]), []))
+                    if _nondominated(point["front"]) != expected:
+                        out.append(f"{pair} {arm} seed {seed} step {point['step']}: summary front {point['front']}, "
+                                   f"runs/{pair}/{sub}/eps*_seed{seed}.json give {[list(p) for p in expected]}")
+    return out
+
+
+def _sweep_files(folder: Path) -> list[Path]:
+    return [p for p in sorted(folder.glob("sweep_*.json")) if p.name != "sweep_progress.json"]
+
+
+def _sweep_mismatches(folder: Path, summary: dict[str, Any]) -> list[str]:
+    """A Deep Sea Treasure sweep's per-setting returns against its per-run records (``sweep_<algorithm>.json``)."""
+    out = []
+    for sweep in _sweep_files(folder):
+        algorithm = sweep.stem.removeprefix("sweep_")
+        if algorithm not in summary:
+            continue
+        records = {(r["setting"]["name"], r["setting"]["seed"]): r
+                   for r in json.loads(sweep.read_text())["records"] if r.get("error") is None}
+        stated = summary[algorithm].get("per_setting", [])
+        for entry in stated:
+            key = (entry["setting"]["name"], entry["setting"]["seed"])
+            rec = records.pop(key, None)
+            if rec is None:
+                out.append(f"{algorithm} {key[0]} seed {key[1]}: not in {sweep.name}")
+            elif [round(x, 6) for x in rec["returns"]] != [round(x, 6) for x in entry["returns"]]:
+                out.append(f"{algorithm} {key[0]} seed {key[1]}: summary returns {entry['returns']}, "
+                           f"{sweep.name} {rec['returns']}")
+        if stated and records and algorithm == "mo-mpo":
+            out.append(f"{algorithm}: {len(records)} finished runs of {sweep.name} are not in the summary")
+    return out
+
+
 def summary_mismatches(folder: Path, summary: dict[str, Any] | None = None) -> list[str]:
     """Where ``folder``'s summary disagrees with the per-seed files it summarises ([] if it agrees
     or the folder has no such pair).  ``summary`` replaces the committed file's content."""
@@ -301,6 +356,10 @@ def summary_mismatches(folder: Path, summary: dict[str, Any] | None = None) -> l
         summary = json.loads(path.read_text())
     if summary is not None and "seeds" in summary and _seed_reports(folder):
         return _demo_mismatches(folder, summary)
+    if summary is not None and "pairs" in summary and (folder / "runs").is_dir():
+        return _button_world_mismatches(folder, summary)
+    if summary is not None and _sweep_files(folder):
+        return _sweep_mismatches(folder, summary)
     if folder.name.startswith("report") and (folder / "summary.json").is_file():
         return _conditioned_mismatches(folder, summary or json.loads((folder / "summary.json").read_text()))
     return []
@@ -308,7 +367,8 @@ def summary_mismatches(folder: Path, summary: dict[str, Any] | None = None) -> l
 
 def summary_folders(root: Path = RESULTS) -> list[Path]:
     """Every folder holding a summary and the per-seed files it summarises."""
-    demo = [p.parent for p in root.rglob("results.json") if _seed_reports(p.parent)]
+    demo = [p.parent for p in root.rglob("results.json")
+            if _seed_reports(p.parent) or (p.parent / "runs").is_dir() or _sweep_files(p.parent)]
     cond = [p.parent for p in root.rglob("summary.json") if p.parent.name.startswith("report")]
     return sorted(demo + cond)
 

@@ -29,10 +29,11 @@ def test_every_summary_agrees_with_its_per_seed_reports(folder):
     assert summary_mismatches(folder) == []
 
 
-def test_the_summaries_checked_include_every_demo_and_conditioned_report():
+def test_the_summaries_checked_include_every_kind():
     names = {p.relative_to(RESULTS).as_posix() for p in summary_folders(RESULTS)}
     assert "demo" in names and any(n.endswith("baseline_stiff/demo") for n in names)
     assert sum(n.startswith("conditioned/") for n in names) >= 5
+    assert "button_world" in names and "deep_sea_treasure_learned/exploring_starts/es_h1_table_c51" in names
     assert check_summaries(RESULTS) == {}
 
 
@@ -65,3 +66,23 @@ def test_a_conditioned_report_with_a_wrong_seed_is_caught():
     summary["methods"]["capql"]["hypervolume_per_seed"][1] *= 1.01
     (bad,) = summary_mismatches(report, summary)
     assert bad.startswith("report: capql seed 1: summary hypervolume")
+
+
+def test_a_button_world_curve_that_is_not_its_runs_front_is_caught():
+    folder = RESULTS / "button_world"
+    summary = json.loads((folder / "results.json").read_text())
+    seed0 = summary["pairs"]["term-term"]["with_crm"]["seeds"][0]
+    assert seed0["seed"] == 0 and seed0["curve"][1]["front"]
+    seed0["curve"][1]["front"] = [[0.0, 0.0]]  # the step-2000 front the runs do not give
+    (bad,) = summary_mismatches(folder, summary)
+    assert bad.startswith("term-term with_crm seed 0 step 2000: summary front [[0.0, 0.0]]")
+
+
+def test_a_deep_sea_treasure_setting_that_is_not_its_run_is_caught():
+    folder = RESULTS / "deep_sea_treasure_learned" / "exploring_starts" / "es_h1_table_c51"
+    summary = json.loads((folder / "results.json").read_text())
+    summary["mo-mpo"]["per_setting"][0]["returns"] = [23.7, -19.0]
+    del summary["mo-mpo"]["per_setting"][1]
+    bad = summary_mismatches(folder, summary)
+    assert bad[0].startswith("mo-mpo eps_time=0.02,c=0.500 seed 0: summary returns [23.7, -19.0]")
+    assert bad[-1] == "mo-mpo: 1 finished runs of sweep_mo-mpo.json are not in the summary"
