@@ -15,7 +15,9 @@ def _subparsers(parser: argparse.ArgumentParser) -> argparse._SubParsersAction |
     return None
 
 
-def _default(action: argparse.Action) -> str:
+def _default(action: argparse.Action, formatter: argparse.HelpFormatter) -> str:
+    if action.help and "default" in _expanded(action, formatter).lower():
+        return ""  # the help text states it
     if action.required:
         return "required"
     if isinstance(action, (argparse._StoreTrueAction, argparse._StoreFalseAction)):
@@ -41,13 +43,18 @@ def _names(action: argparse.Action, formatter: argparse.HelpFormatter) -> str:
     return ", ".join(md.code(f"{s} {arg}") for s in action.option_strings)
 
 
+def _expanded(action: argparse.Action, formatter: argparse.HelpFormatter) -> str:
+    """The help text as ``--help`` prints it (the parser's formatter may append the default)."""
+    try:
+        return formatter._expand_help(action)
+    except (KeyError, TypeError, ValueError):
+        return action.help or ""
+
+
 def _help(action: argparse.Action, formatter: argparse.HelpFormatter) -> str:
     if not action.help:
         return ""
-    try:
-        help_text = formatter._expand_help(action)
-    except (KeyError, TypeError, ValueError):
-        help_text = action.help
+    help_text = _expanded(action, formatter)
     out = md.text(help_text)
     if (action.choices is not None and action.metavar is not None
             and not isinstance(action, argparse._SubParsersAction)):
@@ -55,6 +62,16 @@ def _help(action: argparse.Action, formatter: argparse.HelpFormatter) -> str:
         if shown and "choices" not in help_text:
             out += f" (one of {shown})"
     return out
+
+
+def _row(action: argparse.Action, formatter: argparse.HelpFormatter) -> tuple[str, str]:
+    """(option, meaning): the help as ``--help`` prints it, plus the default where it does not say it."""
+    meaning, default = _help(action, formatter), _default(action, formatter)
+    if action.required:
+        meaning = f"{meaning} (required)"
+    elif default and default != "—" and action.nargs != 0:  # a flag's default is being off
+        meaning = f"{meaning} (default {default})" if meaning else f"default {default}"
+    return _names(action, formatter), meaning
 
 
 def _command_section(parser: argparse.ArgumentParser, path: list[str], level: int, out: list[str]) -> None:
@@ -66,14 +83,14 @@ def _command_section(parser: argparse.ArgumentParser, path: list[str], level: in
     formatter = parser._get_formatter()
     for group in parser._action_groups:
         actions = [a for a in group._group_actions
-                   if a.help is not argparse.SUPPRESS and not isinstance(a, argparse._SubParsersAction)]
+                   if a.help is not argparse.SUPPRESS
+                   and not isinstance(a, (argparse._SubParsersAction, argparse._HelpAction))]
         if not actions:
             continue
         title_g = group.title or "options"
         heading = md.text(title_g[:1].upper() + title_g[1:])
         out.append(f"**{heading}**" + (f": {md.text(group.description)}" if group.description else "") + "\n")
-        rows = [(_names(a, formatter), _help(a, formatter), _default(a)) for a in actions]
-        out.append(md.table(("option", "meaning", "default"), rows))
+        out.append(md.table(("option", "meaning"), [_row(a, formatter) for a in actions]))
     sub = _subparsers(parser)
     if sub is not None:
         out.append(_command_table(sub, path))
@@ -105,8 +122,7 @@ def render() -> str:
     out.append(md.fence(parser.format_usage().replace("usage: ", "", 1)))
     top = [a for a in parser._actions if a.help is not argparse.SUPPRESS
            and not isinstance(a, argparse._SubParsersAction)]
-    out.append(md.table(("option", "meaning", "default"), [(_names(a, formatter), _help(a, formatter), _default(a))
-                                                         for a in top]))
+    out.append(md.table(("option", "meaning"), [_row(a, formatter) for a in top]))
     sub = _subparsers(parser)
     if sub is not None:
         out.append("## Commands\n")
