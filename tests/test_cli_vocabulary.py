@@ -212,3 +212,18 @@ def test_exit_code_table():
     assert {0, 1, 2, 3, 130} <= set(safety) and "INCOMPLETE" in safety[3]
     commands = {prog.removeprefix("morl-robot ") for prog, _ in sub_parsers(build_parser())}
     assert set(EXIT_CODES) - {"*"} <= commands
+
+
+def test_the_console_script_builds_benchmarks_lazily():
+    """`morl-robot` (build_parser(lazy=True)) imports no benchmark module, hence no torch, until a
+    benchmark's parser is used; a lazily built benchmark parses and helps as the eager one does."""
+    code = ("import sys; from morl_robot.cli import build_parser; "
+            "a = build_parser(lazy=True).parse_args(['rollout', '--task', 'sawyer_peg_in_hole']); "
+            "print(sorted(m for m in ('torch', 'morl_robot.bench.learner') if m in sys.modules))")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300, check=False)
+    assert proc.returncode == 0 and proc.stdout.strip() == "[]", proc.stderr
+    lazy, eager = build_parser(lazy=True), build_parser()
+    argv = ["bench", "train", "--learner", "x", "--set", "learner.replay.samples_per_insert=8"]
+    assert vars(lazy.parse_args(argv)) == vars(eager.parse_args(argv))
+    assert _cli("bench", "train", "--help").stdout == "".join(
+        dict(sub_parsers(eager))["morl-robot bench train"].format_help())

@@ -10,14 +10,12 @@ from __future__ import annotations
 
 import argparse
 import time
+from typing import TYPE_CHECKING
 
 import numpy as np
-import torch
 
-from morl_robot.learning.config import MPOConfig
-from morl_robot.learning.learner import MOMPOLearner
-from morl_robot.learning.networks import ActionSpec
-from morl_robot.learning.replay import SequenceBatch
+if TYPE_CHECKING:
+    from morl_robot.learning.replay import SequenceBatch
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -41,6 +39,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def random_batch(obs_dim: int, action_dim: int, k: int, batch: int, seq: int, seed: int = 0) -> SequenceBatch:
+    from morl_robot.learning.replay import (
+        SequenceBatch,  # torch: imported when the bench runs, not by the CLI
+    )
+
     rng = np.random.default_rng(seed)
     return SequenceBatch(
         observations=rng.normal(size=(seq + 1, batch, obs_dim)).astype(np.float32),
@@ -54,6 +56,12 @@ def random_batch(obs_dim: int, action_dim: int, k: int, batch: int, seq: int, se
 
 
 def run(args: argparse.Namespace) -> int:
+    import torch
+
+    from morl_robot.learning.config import MPOConfig
+    from morl_robot.learning.learner import MOMPOLearner
+    from morl_robot.learning.networks import ActionSpec
+
     if args.threads:
         torch.set_num_threads(args.threads)
     cfg = MPOConfig(batch_size=args.batch_size, num_samples=args.num_samples, sequence_length=args.sequence_length,

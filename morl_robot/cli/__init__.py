@@ -22,7 +22,10 @@ SUBCOMMANDS = ("tasks", "rollout", "train", "deploy", "safety_test", "release", 
                "bench", "experiment", "epic", "rm", "demo")
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(lazy: bool = False) -> argparse.ArgumentParser:
+    """The whole ``morl-robot`` parser.  ``lazy`` (the console script): a benchmark's options are
+    added when its parser is used (``morl-robot`` and every other command start without importing
+    torch); the default builds every parser fully (docs, tests)."""
     from morl_robot.cli.options import HelpFormatter, finish_parser
 
     parser = argparse.ArgumentParser(
@@ -36,6 +39,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"%(prog)s {_version()}",
                         help="print the package version and exit")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    sub.lazy = lazy  # type: ignore[attr-defined]  # read by cli/bench.py
     for name in SUBCOMMANDS:
         try:
             module = importlib.import_module(f"morl_robot.cli.{name}")
@@ -74,7 +78,7 @@ def _stop_signal(signum: int, frame: object) -> None:
 def main(argv: list[str] | None = None) -> int:
     from morl_robot.cli.options import apply_late_defaults, set_overrides
 
-    parser = build_parser()
+    parser = build_parser(lazy=True)
     args = parser.parse_args(argv)
     command = " ".join(filter(None, ["morl-robot", args.command]))
     from morl_robot.evaluation.provenance import record_command

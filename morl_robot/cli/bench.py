@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import importlib.util
+from typing import Any
 
 BENCHMARKS = {
     "env": "environment steps/s per task vs. raw mujoco.mj_step",
@@ -23,17 +25,58 @@ BENCHMARKS = {
 }
 
 
+class LazyBenchParser(argparse.ArgumentParser):
+    """A benchmark's parser whose options are added (its module, often torch, imported) on first use:
+    ``morl-robot`` itself does not pay for importing every benchmark (see :func:`register`)."""
+
+    def __init__(self, *args: Any, module: str = "", **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._bench_module = module
+
+    def load(self) -> None:
+        if self._bench_module:
+            name, self._bench_module = self._bench_module, ""
+            _add(self, importlib.import_module(name))
+            from morl_robot.cli.options import group_options
+
+            group_options(self)
+
+    def parse_known_args(self, args: Any = None, namespace: Any = None) -> Any:
+        self.load()
+        return super().parse_known_args(args, namespace)
+
+    def format_help(self) -> str:
+        self.load()
+        return super().format_help()
+
+    def format_usage(self) -> str:
+        self.load()
+        return super().format_usage()
+
+
+def _add(parser: argparse.ArgumentParser, module: Any) -> None:
+    module.add_arguments(parser)
+    parser.set_defaults(func=module.run)
+
+
 def register(sub: argparse._SubParsersAction) -> None:
+    """The benchmarks' parsers; ``sub.lazy`` (``build_parser(lazy=True)``, the console script): each
+    benchmark's module is imported only when its parser is used."""
     parser = sub.add_parser("bench", help="run a benchmark and print its figures")
-    bench_sub = parser.add_subparsers(dest="benchmark", metavar="BENCHMARK")
+    lazy = bool(getattr(sub, "lazy", False))
+    bench_sub = parser.add_subparsers(dest="benchmark", metavar="BENCHMARK",
+                                      parser_class=LazyBenchParser if lazy else argparse.ArgumentParser)
     bench_sub.required = True
     for name, help_text in BENCHMARKS.items():
+        module_name = f"morl_robot.bench.{name.replace('-', '_')}"
+        if lazy:
+            if importlib.util.find_spec(module_name) is not None:
+                bench_sub.add_parser(name, help=help_text, module=module_name)
+            continue
         try:
-            module = importlib.import_module(f"morl_robot.bench.{name.replace('-', '_')}")
+            module = importlib.import_module(module_name)
         except ModuleNotFoundError as exc:
-            if exc.name == f"morl_robot.bench.{name.replace('-', '_')}":
+            if exc.name == module_name:
                 continue
             raise
-        p = bench_sub.add_parser(name, help=help_text)
-        module.add_arguments(p)
-        p.set_defaults(func=module.run)
+        _add(bench_sub.add_parser(name, help=help_text), module)
