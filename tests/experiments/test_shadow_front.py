@@ -70,7 +70,7 @@ def test_the_orient_check_compares_mo_mpo_with_random(tmp_path, capsys):
 @pytest.mark.parametrize("extra, message", [
     (["--task", "shadow_touch", "--weights-pain", "1.5"], "--weights-pain"),
     (["--task", "shadow_turn", "--algorithms", "ppo"], "--algorithms"),
-    (["--task", "shadow_touch", "--eps-pain", "nan"], "--eps-pain"),
+    (["--task", "shadow_touch", "--epsilon", "pain=nan"], "pain"),
     (["--task", "shadow_orient", "--algorithms", "scalarized-mpo"], "orient check"),
 ])
 def test_bad_sweep_settings_are_refused(tmp_path, capsys, extra, message):
