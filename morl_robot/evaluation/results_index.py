@@ -50,6 +50,7 @@ class Result:
     run_time: str
     superseded_by: str | None = None
     figures: str = ""    # Markdown (a small table with CIs) for the docs page
+    order: int = 50      # where the index lists it (smaller first), then by folder
 
     @property
     def page(self) -> str:
@@ -74,7 +75,8 @@ def _load(path: Path, root: Path) -> Result:
     missing = [k for k in ("title", "claim", "status", "recheck", "regenerate", "run_time") if k not in data]
     if missing:
         raise ResultsIndexError(f"{where}: missing {', '.join(missing)}")
-    unknown = set(data) - {"title", "claim", "status", "recheck", "regenerate", "run_time", "superseded_by", "figures"}
+    unknown = set(data) - {"title", "claim", "status", "recheck", "regenerate", "run_time", "superseded_by", "figures",
+                            "order"}
     if unknown:
         raise ResultsIndexError(f"{where}: unknown field(s) {', '.join(sorted(unknown))}")
     folder = path.parent.relative_to(root).as_posix()
@@ -91,13 +93,13 @@ def _load(path: Path, root: Path) -> Result:
                   status=status, recheck=_commands(data["recheck"], where, "recheck"),
                   regenerate=_commands(data["regenerate"], where, "regenerate"),
                   run_time=" ".join(str(data["run_time"]).split()), superseded_by=data.get("superseded_by"),
-                  figures=str(data.get("figures") or "").strip())
+                  figures=str(data.get("figures") or "").strip(), order=int(data.get("order", 2 if folder.startswith("recipes/") else 50)))  # the task recipes: near the top
 
 
 def load_results(root: Path = RESULTS) -> list[Result]:
     """Every ``RESULT.yaml`` under ``root``: current results first, then the archive, by folder."""
     found = [_load(p, root) for p in sorted(root.rglob(RESULT_FILE))]
-    return sorted(found, key=lambda r: (r.status != "current", r.folder))
+    return sorted(found, key=lambda r: (r.status != "current", r.order, r.folder))
 
 
 def folders_without_metadata(root: Path = RESULTS) -> list[str]:
