@@ -227,3 +227,18 @@ def test_the_console_script_builds_benchmarks_lazily():
     assert vars(lazy.parse_args(argv)) == vars(eager.parse_args(argv))
     assert _cli("bench", "train", "--help").stdout == "".join(
         dict(sub_parsers(eager))["morl-robot bench train"].format_help())
+
+
+@pytest.mark.parametrize("argv, words", [
+    (["experiment", "sawyer-front", "--epsilon", "force=0.1"], "unknown objective 'force'; one of task, wrist_force"),
+    (["experiment", "sawyer-front", "--epsilon", "task=0.1,0.2"], "ε_task is fixed, one value"),
+    (["experiment", "sawyer-peg-in-hole", "--epsilon", "task=0.1"], "both task and wrist_force, or neither"),
+    (["experiment", "dst-diagnose", "--c", "1", "--epsilon", "time=0.1,0.2"], "takes one value"),
+])
+def test_a_bad_epsilon_is_rc_2_naming_it(tmp_path, capsys, argv, words):
+    assert main(argv + ["--out", str(tmp_path / "out")]) == 2
+    err = capsys.readouterr().err
+    assert words in err and len(err.strip().splitlines()) == 1, err
+    with pytest.raises(SystemExit) as exc:  # not OBJECTIVE=VALUE: argparse's usage error, also rc 2
+        parse(["experiment", "sawyer-front", "--out", str(tmp_path), "--epsilon", "0.1"])
+    assert exc.value.code == 2 and "expected OBJECTIVE=VALUE[,VALUE...]" in capsys.readouterr().err
