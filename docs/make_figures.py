@@ -5,7 +5,7 @@ Writes ``peg_in_hole.gif`` (the episode) and ``peg_in_hole.png`` (four moments s
 ``osmesa``.  The episode is the evaluation protocol's: the ONNX policy's served action through the
 Sawyer's safety rules, seed 10000 (the first evaluation seed of ``results/demo``)::
 
-    .venv/bin/python docs/make_figures.py                      # ~10 s
+    .venv/bin/python docs/make_figures.py                      # 6-50 s (a shared 2-core machine)
     .venv/bin/python docs/make_figures.py --steps 4 --out /tmp/fig --width 64 --height 48   # a smoke run
 """
 from __future__ import annotations
