@@ -327,10 +327,10 @@ def run(args: argparse.Namespace) -> int:
                  "and raw (force_raw_N); t: s since the episode's start event (probe receipt times)",
         "episodes": [],
     }
-    from morl_robot.evaluation.records import write_json_atomic
+    from morl_robot.evaluation.provenance import write_results_json
 
     finished = _run_graph(args, contract, before, after, switch_after, out, report)
-    write_json_atomic(out / "preference_live.json", report)
+    write_results_json(out / "preference_live.json", report)
     if report["episodes"]:
         plot(report, out / "preference_live.png")
     print(format_table(report))
