@@ -174,7 +174,8 @@ def render_page(r: Result) -> str:
               "## Regenerate", "", f"Run time: {r.run_time}.", "",
               "<!-- doc-test: parse-only (retrains the committed result) -->", "```bash"]
     lines += [_wrap(c) for c in r.regenerate]
-    lines += ["```", "", f"Files: `results/{r.folder}/` (`RESULT.yaml`, `results.json` with its provenance)."]
+    summary = " and `results.json` with its provenance" if (RESULTS / r.folder / "results.json").is_file() else ""
+    lines += ["```", "", f"Files: `results/{r.folder}/` (`RESULT.yaml`{summary})."]
     if r.has_notes:
         lines.append(f"History, variants tried and what did not work: `results/{r.folder}/NOTES.md`.")
     return "\n".join(lines) + "\n"
