@@ -55,3 +55,21 @@ def test_a_recheck_does_not_train():
             sub = shlex.split(c)[1]
             assert sub in ("evaluate", "experiment", "epic", "bench"), c
             assert not c.startswith(("morl-robot train", "morl-robot demo")), c
+
+
+def test_a_result_yaml_that_says_something_impossible_is_named(tmp_path):
+    from morl_robot.evaluation.results_index import ResultsIndexError
+
+    good = {"title": "t", "claim": "c", "status": "current", "recheck": "morl-robot evaluate x", "regenerate":
+            ["morl-robot demo"], "run_time": "1 s"}
+    cases = [({k: v for k, v in good.items() if k != "claim"}, "x/RESULT.yaml: missing claim"),
+             ({**good, "status": "superseded", "superseded_by": "results/y"}, "must live under results/archive/"),
+             ({**good, "recheck": "evaluate x"}, "'recheck' must be one or more `morl-robot ...` commands"),
+             ({**good, "colour": "red"}, "unknown field(s) colour")]
+    import yaml
+
+    for data, message in cases:
+        (tmp_path / "x").mkdir(exist_ok=True)
+        (tmp_path / "x" / "RESULT.yaml").write_text(yaml.safe_dump(data))
+        with pytest.raises(ResultsIndexError, match=message.replace("(", r"\(").replace(")", r"\)").replace("`", ".")):
+            load_results(tmp_path)
