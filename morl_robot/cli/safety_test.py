@@ -28,9 +28,13 @@ watches ``command_safe``, ``safety/estop``, ``safety/violations`` and the sensor
   the finger's own motor reaches ~23 N, not 60 N); on hardware the probe asks the operator (on
   stderr) to press the fingertip with a gauge and waits 60 s — nobody pressing leaves the rule
   'not reached' (INCOMPLETE, exit 3); approach a joint limit.
-* Both: drop the sensor streams (the simulation is paused: stale-sensor e-stop), send NaN (e-stop),
-  flood commands at 20x the control rate (the monitor answers each one within its rate limits),
-  stop the heartbeat (e-stop).
+* Both: drop the sensor streams (the simulation is paused: stale-sensor e-stop; on hardware the
+  probe cannot stop the driver: 'not reached'), send NaN (e-stop), flood commands at 20x the control
+  rate (the monitor answers each one within its rate limits), stop the heartbeat (e-stop).
+
+``--backend hardware --emulate FAULTS`` starts the MuJoCo driver emulator (as ``deploy --emulate``):
+the hardware backend against an emulated driver, where nobody presses the gauge (its levels are
+'not reached' at once).
 
 The report also counts the monitor's missed deadlines that no probe caused on purpose, split into
 those a late process on this host explains (the monitor's own watchdog check, the robot node's
@@ -72,6 +76,10 @@ def register(sub: argparse._SubParsersAction) -> None:
                         "path with a safety_test: section (docs/howto/add_robot.md)")
     p.add_argument("--backend", choices=("sim", "hardware"), default="sim",
                    help="the robot: MuJoCo simulation or the hardware driver")
+    p.add_argument("--emulate", default=None, metavar="FAULTS",
+                   help="--backend hardware without a robot: start the MuJoCo driver emulator, with faults "
+                        "(latency=S,jitter=S,drop=P,reorder=P,rate=HZ,seed=N) or 'none'; no operator: the gauge "
+                        "levels are 'not reached' at once (default: no emulator)")
     p.add_argument("--out", required=True, help="report directory (report.json, report.md, plots, logs/)")
     p.add_argument("--session", default="safety_test", metavar="NAME|PATH",
                    help="session YAML, name under config/sessions/ or path (default safety_test)")
@@ -105,7 +113,7 @@ class Harness:
     """The probe's side of the graph: a stand-in policy (commands + heartbeat at ``rate``) and
     wall-clock-stamped records of everything the monitor and the robot publish."""
 
-    def __init__(self, runner: Any, ns: str, labels: tuple[str, ...], rate: float) -> None:
+    def __init__(self, runner: Any, ns: str, labels: tuple[str, ...], rate: float, backend: str = "sim") -> None:
         from diagnostic_msgs.msg import DiagnosticStatus
         from geometry_msgs.msg import WrenchStamped
         from sensor_msgs.msg import JointState
@@ -114,6 +122,7 @@ class Harness:
         from morl_robot.nodes import wire
 
         self.runner, self.ns, self.labels, self.period = runner, ns, labels, 1.0 / rate
+        self.backend = backend
         self.wire = wire
         probe = runner.probe
         self.pub_cmd = probe.publisher(f"{ns}/command", Float64MultiArray, wire.COMMAND_QOS)
@@ -228,13 +237,15 @@ class Harness:
         return self.runner.probe.call(service, srv_type, request, timeout=10.0)
 
     def restart(self) -> None:
-        """Robot back to its start configuration, simulation running, e-stop released."""
+        """Simulation: robot back to its start configuration, simulation running; both backends:
+        e-stop released (a real robot stays where it is: a reset would be a motion)."""
         from std_srvs.srv import SetBool, Trigger
 
         self.sending = False
         self.heartbeat = True
-        self.call(f"{self.ns}/robot_node/set_pause", SetBool, SetBool.Request(data=False))
-        self.call(f"{self.ns}/robot_node/reset_world", Trigger)
+        if self.backend == "sim":
+            self.call(f"{self.ns}/robot_node/set_pause", SetBool, SetBool.Request(data=False))
+            self.call(f"{self.ns}/robot_node/reset_world", Trigger)
         time.sleep(0.5)
         deadline = time.monotonic() + 15
         while True:
@@ -369,6 +380,8 @@ def probe_peg_press(h: Harness, monitor: Any, speed: float, tol: float, out: Pat
             h.press(gauge_body, (0.0, 0.0, 0.0))
         gauge = (f"simulated force gauge on '{gauge_body}' (world {gauge_dir}), ramped at "
                  f"{gauge_rate:g} N/s, {pushed:.3g} N applied at the end; the probe withdrew at {withdraw:g} m/s")
+    elif gauge_timeout <= 0:
+        gauge = "no force gauge (the driver emulator: nobody to press)"
     else:
         print(f"\n*** Press the tool ({gauge_body}) along {gauge_dir} (world frame) with a force gauge, slowly (about "
               f"{gauge_rate:g} N/s), until the e-stop trips at {collision:g} N on the wrist sensor; waiting "
@@ -412,7 +425,7 @@ def probe_peg_press(h: Harness, monitor: Any, speed: float, tol: float, out: Pat
             peak = max((v for t, v in zip(tr.times, tr.values) if t >= t_approach), default=0.0)
             c.reachable = peak >= c.threshold
             c.detail = ((f"the wrist read at most {peak:.3g} N ({gauge}); on hardware an operator presses the tool "
-                         f"with a force gauge past {c.threshold:g} N within the {gauge_timeout:g} s the probe waits")
+                         f"with a force gauge past {c.threshold:g} N within the {gauge_timeout or 60:g} s the probe waits")
                         if not c.reachable else f"no violation event although the threshold was crossed ({gauge})")
         checks.append(c.judge())
     plot = out / f"{gauge_body}_press_{speed:g}.png"
@@ -512,6 +525,8 @@ def probe_fingertip(h: Harness, monitor: Any, tol: float, out: Path, press: Any,
             h.press(gauge_body, (0.0, 0.0, 0.0))
         gauge = (f"simulated force gauge on {gauge_body} (world {gauge_dir}), ramped at {gauge_rate:g} N/s, "
                  f"{pushed:.3g} N applied at the end")
+    elif hit is None and gauge_timeout <= 0:
+        gauge = "no force gauge (the driver emulator: nobody to press)"
     elif hit is None:
         print(f"\n*** Press the sensor {sensor} straight onto its pad with a force gauge, slowly "
               f"(about {gauge_rate:g} N/s), until the e-stop trips at {threshold:g} N; waiting {gauge_timeout:g} s "
@@ -545,7 +560,7 @@ def probe_fingertip(h: Harness, monitor: Any, tol: float, out: Path, press: Any,
             peak = max(trace.values, default=0.0)
             c.reachable = peak >= thr
             c.detail = ((f"{sensor} read at most {peak:.3g} N ({gauge or 'its own motors'}); on hardware an "
-                         f"operator presses it with a force gauge past {thr:g} N within the {gauge_timeout:g} s "
+                         f"operator presses it with a force gauge past {thr:g} N within the {gauge_timeout or 60:g} s "
                          "the probe waits")
                         if not c.reachable else "no violation event although the threshold was crossed")
         checks.append(c.judge())
@@ -615,12 +630,20 @@ def probe_joint_limit(h: Harness, monitor: Any, tol: float, joint: str, step: fl
 
 
 def probe_stale(h: Harness, monitor: Any, tol: float, check_period: float) -> list[Any]:
-    """Pause the simulation: joint_states (and wrench/tactile) stop; e-stop after the deadline."""
+    """Pause the simulation: joint_states (and wrench/tactile) stop; e-stop after the deadline.  On
+    hardware the probe cannot stop the driver's streams: 'not reached' (test it by stopping the
+    driver with the robot held)."""
     from std_srvs.srv import SetBool
 
-    from morl_robot.safety.testing import watchdog_check
+    from morl_robot.safety.testing import RuleCheck, watchdog_check
 
     deadline, _, resp = _limit(monitor, "stale.joint_states", "deadline")
+    if h.backend != "sim":
+        c = RuleCheck("sensor streams dropped", "stale.joint_states", "deadline", resp, deadline, "s",
+                      latency_tolerance=check_period + tol, reachable=False,
+                      detail="hardware: the probe cannot stop the driver's streams; stop the driver (the robot held "
+                             "by its brakes) and watch the monitor e-stop within the deadline")
+        return [c.judge()]
     h.restart()
     h.command, h.sending = np.zeros(len(h.labels)), False
     t_paused = time.time()
@@ -733,7 +756,7 @@ def probe_heartbeat(h: Harness, monitor: Any, tol: float, check_period: float) -
 # --- the session ---------------------------------------------------------------------------
 def _phase(probe: Any, root_ns: str, plan: Any, control_mode: str, period: float, last: bool,
            body: Callable[[Harness, Any], list[Any]], misses: list[dict[str, Any]] | None = None,
-           first: bool = False, delays: Any = None) -> list[Any]:
+           first: bool = False, delays: Any = None, backend: str = "sim") -> list[Any]:
     """One phase on the graph: its robot node and monitor in ``root_ns/<control_mode>`` walked to
     active, the probes run, the pair walked back to unconfigured unless it is the ``last``.  The
     monitor's missed deadlines that no probe caused on purpose are added to ``misses``; each check
@@ -753,7 +776,7 @@ def _phase(probe: Any, root_ns: str, plan: Any, control_mode: str, period: float
         # probe walked it back)
         if not (first and _wait_active(probe, f"{ns}/{node}")):
             probe.lifecycle(f"{ns}/{node}", "active")
-    h = Harness(SimpleNamespace(probe=probe), ns, labels, 1.0 / period)
+    h = Harness(SimpleNamespace(probe=probe), ns, labels, 1.0 / period, backend)
     try:
         probe.wait_for(lambda: len(h.joints) > 3, 60, f"{robot} joint_states in {ns}")
         checks = [add_host_delay(c, delays) for c in body(h, monitor)]
@@ -807,7 +830,7 @@ def _run_phases(probe: Any, cfg: Any, plan: Any, bodies: dict[str, Callable[[Har
     checks: list[Any] = []
     for i, mode in enumerate(phases):
         checks += _phase(probe, root, plan, mode, period, i == len(phases) - 1, bodies[mode], misses,
-                         first=i == 0, delays=delays)
+                         first=i == 0, delays=delays, backend=cfg.backend)
     return checks
 
 
@@ -831,7 +854,15 @@ def _probe_graph(args: argparse.Namespace, cfg: Any, plan: Any, out: Path,
     from morl_robot.session.graph import safety_test_nodes
     from morl_robot.session.runner import SessionRunner
 
-    runner = SessionRunner(safety_test_nodes(cfg), out / "logs", args.domain_id)
+    specs = safety_test_nodes(cfg)
+    if getattr(args, "emulate", None) is not None:  # the driver, played from MuJoCo (as deploy --emulate)
+        from morl_robot.cli.deploy import _faults
+        from morl_robot.session.config import node_parameters
+        from morl_robot.session.processes import NodeSpec
+
+        emulator = node_parameters(cfg.driver_emulator, {"robot": plan.robot})  # the session YAML's section
+        specs.insert(0, NodeSpec("driver_emulator", "driver_emulator", "/", {**emulator, **_faults(args.emulate)}))
+    runner = SessionRunner(specs, out / "logs", args.domain_id)
     try:
         runner.start()
         return _run_phases(runner.probe, cfg, plan, bodies, misses, delays)
@@ -840,16 +871,17 @@ def _probe_graph(args: argparse.Namespace, cfg: Any, plan: Any, out: Path,
 
 
 def _bodies(plan: Any, speeds: list[float], tol: float, out: Path, backend: str, gauge_rate: float,
-            check_period: float) -> dict[str, Callable[[Harness, Any], list[Any]]]:
-    """Per phase (control mode) the probes the robot YAML's ``safety_test.phases`` name, in order."""
+            check_period: float, gauge_timeout: float = 60.0) -> dict[str, Callable[[Harness, Any], list[Any]]]:
+    """Per phase (control mode) the probes the robot YAML's ``safety_test.phases`` name, in order
+    (``gauge_timeout``: s an operator has to press the gauge on hardware)."""
     st, robot = plan.test, plan.config.name
 
     def run_probe(name: str, h: Harness, monitor: Any) -> list[Any]:
         if name == "press":
             if st.press.kind == "wrench":
                 return [c for speed in speeds for c in probe_peg_press(h, monitor, speed, tol, out, st.press, backend,
-                                                                       gauge_rate, robot=robot)]
-            return probe_fingertip(h, monitor, tol, out, st.press, backend, gauge_rate=gauge_rate, robot=robot)
+                                                                       gauge_rate, gauge_timeout, robot=robot)]
+            return probe_fingertip(h, monitor, tol, out, st.press, backend, gauge_timeout, gauge_rate, robot=robot)
         if name == "joint_limit":
             j = st.joint_limit
             return probe_joint_limit(h, monitor, tol, j.joint, step=j.step, direction=1 if j.side == "upper" else -1)
@@ -900,8 +932,12 @@ def run(args: argparse.Namespace) -> int:
     session = getattr(args, "session", None) or getattr(args, "config", None) or "safety_test"
     cfg = load_session_config(session, {"robot": plan.robot, "task": "", "backend": args.backend,
                                         "namespace": args.namespace, "use_sim_time": args.use_sim_time or None})
+    emulate = getattr(args, "emulate", None)
+    if emulate is not None and (args.backend != "hardware" or args.attach):
+        raise UsageError("--emulate stands in for the robot's driver: use it with --backend hardware (not --attach)")
     check_period = 0.002
-    bodies = _bodies(plan, speeds, tol, out, args.backend, gauge_rate, check_period)
+    bodies = _bodies(plan, speeds, tol, out, args.backend, gauge_rate, check_period,
+                     gauge_timeout=0.0 if emulate is not None else 60.0)  # an emulator has no operator
     misses: list[dict[str, Any]] = []
     delays = SchedulingDelays().start()  # how late this host runs a timer, in each check's window
     try:

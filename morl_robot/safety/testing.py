@@ -275,8 +275,9 @@ class RuleCheck:
         return self
 
     def summary(self) -> str:
-        """What was wrong (problems) and the probe's note: ``problems (note)``."""
-        text = "; ".join(self.problems)
+        """What was wrong (problems) and the probe's note: ``problems (note)``; a level the probe
+        could not reach is said by its note alone."""
+        text = "; ".join(p for p in self.problems if self.reachable or p != "did not trip")
         if self.detail:
             text = f"{text} ({self.detail})" if text else self.detail
         return text

@@ -132,7 +132,7 @@ def test_a_gauge_body_missing_from_the_scene_is_refused_before_any_node_starts(t
 def test_the_howto_covers_each_step():
     text = HOWTO.read_text()
     for words in ("safety_test:", "`model`", "`safety`", "`aliases`", "joint_limit:", "press:", "```bash",
-                  "morl-robot safety-test --robot", "driver_emulator", "`hardware`", "exit code"):
+                  "morl-robot safety-test --robot", "--emulate", "driver_emulator", "`hardware`", "exit code"):
         assert words in text, words
     # the example it runs is a robot defined outside config/, by path
     from morl_robot.safety.testing import safety_test_plan
@@ -163,3 +163,38 @@ def test_safety_test_on_a_robot_defined_outside_the_package(tmp_path, domain_id)
     assert all(c["detail"].startswith("latency ") for c in failed), failed
     assert proc.returncode == EXIT_CODES[report["result"]] and report["result"] in ("pass", "not_judged", "fail")
     assert (out / "rh_ffdistal_touch_press.png").is_file()
+
+
+def test_emulate_needs_the_hardware_backend(tmp_path, capsys):
+    from morl_robot.cli import main
+
+    assert main(["safety-test", "--robot", "shadow", "--emulate", "none", "--out", str(tmp_path)]) == 2
+    assert "--emulate stands in for the robot's driver: use it with --backend hardware" in capsys.readouterr().err
+
+
+@pytest.mark.ros
+def test_safety_test_through_the_driver_emulator_on_a_robot_defined_outside_the_package(tmp_path, domain_id):
+    """``--backend hardware --emulate none``: the robot node on the hardware backend, the driver
+    played from MuJoCo by the emulator (the robot YAML's hardware: topics, names, units and scene).
+    The robot's own press, the joint limit, NaN, flood and heartbeat are judged; the gauge level
+    (nobody presses) and the dropped streams (the probe cannot stop a driver) are 'not reached':
+    INCOMPLETE, exit 3, unless a check failed or the machine was too late to judge one."""
+    from morl_robot.safety.testing import EXIT_CODES
+    from morl_robot.session.processes import ros_env
+
+    path = make_robot(tmp_path / "my_hand")
+    out = tmp_path / "report"
+    cmd = [sys.executable, "-m", "morl_robot.cli", "safety-test", "--robot", str(path), "--backend", "hardware",
+           "--emulate", "none", "--out", str(out), "--domain-id", str(domain_id)]
+    proc = subprocess.run(cmd, env=ros_env(domain_id), capture_output=True, text=True, timeout=400, check=False)
+    assert "Traceback" not in proc.stderr, proc.stderr[-3000:]
+    report = json.loads((out / "report.json").read_text())
+    status = {(c["rule"], c["level"]): c["status"] for c in report["checks"]}
+    assert status[("tactile", "collision")] == "not reached" and status[("stale.joint_states", "deadline")] == "not reached"
+    judged = {k: v for k, v in status.items() if v != "not reached"}
+    assert set(judged) == {("tactile", "contact"), ("joints.position", "soft"), ("command.non_finite", "fault"),
+                           ("command.rate", "soft"), ("stale.heartbeat", "deadline")}, status
+    failed = [c for c in report["checks"] if c["status"] == "FAIL"]
+    assert all(c["detail"].startswith("latency ") for c in failed), failed
+    assert proc.returncode == EXIT_CODES[report["result"]] and report["result"] in ("incomplete", "not_judged", "fail")
+    assert (out / "logs" / "driver_emulator.log").is_file()
