@@ -32,3 +32,18 @@ def test_the_learned_deep_sea_treasure_recheck_reproduces_the_committed_sweep(tm
     got = json.loads((copy / "results.json").read_text())
     assert figures(got) == figures(json.loads((committed / "results.json").read_text()))
     assert got["provenance"]["command"].startswith("morl-robot experiment deep-sea-treasure --out ")
+
+
+def test_the_button_world_recheck_reproduces_a_committed_pair(tmp_path, capsys):
+    """--finished-only trains nothing: it re-summarises the committed runs (one pair here, on a copy)."""
+    (result,) = [r for r in load_results() if r.folder == "button_world"]
+    (command,) = result.recheck
+    argv = shlex.split(command)[1:]
+    committed = RESULTS.parent / argv[argv.index("--out") + 1]
+    copy = tmp_path / "button_world"
+    shutil.copytree(committed, copy)
+    argv[argv.index("--out") + 1] = str(copy)
+    assert main([*argv, "--pairs", "term-term", "--no-progress"]) == 0
+    capsys.readouterr()
+    got = json.loads((copy / "results.json").read_text())["pairs"]
+    assert got == {"term-term": json.loads((committed / "results.json").read_text())["pairs"]["term-term"]}
