@@ -37,7 +37,7 @@ PROGRAM = "morl-robot"
 BUDGETS: dict[str, list[str]] = {
     "tasks": [],
     "rollout": ["--steps", "20"],
-    "train": ["--steps", "300"],
+    "train": ["--steps", "100"],
     "deploy": ["--episodes", "1"],
     "safety-test": [],
     "export": [],
@@ -54,16 +54,30 @@ BUDGETS: dict[str, list[str]] = {
     "experiment simple-world": [],
     "experiment sawyer-peg-in-hole": ["--steps", "300"],
     "experiment epic-gridworld": [],
+    "experiment dst-exact": ["--c-values", "2", "--processes", "1"],
+    "experiment conditioned-report": [],
     "epic": ["--steps", "200", "--n-v", "64", "--n-m", "64", "--bootstrap", "10", "--weight-points", "2"],
     "rm inspect": [],
-    "demo": ["--steps", "300", "--eval-episodes", "1", "--episodes", "1"],
+    "demo": ["--steps", "100", "--eval-episodes", "1", "--episodes", "1"],
 }
 #: Exit codes a command may end with (default 0): a safety test may end INCOMPLETE (3: a threshold
 #: not reached) or NOT JUDGED (4: this shared machine too late to judge a check; not a robot FAIL).
 OK_CODES: dict[str, set[int]] = {"safety-test": {0, 3, 4}}
 #: Options whose value is something a command writes: always moved into the page's work folder.
 OUTPUT_OPTIONS = {"--out", "--png", "--dot", "--save-coverage"}
+#: Subcommands that write next to their input unless given ``--out``: given one in the work folder.
+DEFAULT_OUT: dict[str, str] = {"deploy": "_deploy_out", "export": "_exported.onnx"}
+#: Subcommands run in this process (``morl_robot.cli.main``): no ROS graph, and no interpreter
+#: start-up per command; the others run as ``python -m morl_robot.cli`` on the page's DDS domain.
+IN_PROCESS = {"tasks", "inspect", "evaluate", "rm inspect", "export", "experiment conditioned-report"}
 TIMEOUT = 300.0
+
+
+def budget_for(sub: str, argv: list[str]) -> list[str]:
+    """The options appended to ``argv`` (a command of subcommand ``sub``)."""
+    if sub == "deploy" and ("hardware" in argv or "--duration" in argv):
+        return ["--duration", "5"]  # --episodes is the sim-only lockstep check: a timed session runs for a time
+    return BUDGETS[sub]
 
 
 @dataclass
@@ -245,11 +259,62 @@ def test_doc_commands_have_budgets() -> None:
 
 
 _PAGES = sorted({c.page for c in COMMANDS if c.parse_only is None})
-_DONE: dict[str, Path] = {}  # command text -> the work folder it ran in (identical commands run once)
+#: effective command (parsed, outputs left out) -> (work folder, argv as written) of its run: a command
+#: another page already ran with the same effect is not run again; what it wrote is linked instead.
+_DONE: dict[str, tuple[Path, list[str]]] = {}
+
+
+def _final_parser(parser: argparse.ArgumentParser, argv: list[str]) -> argparse.ArgumentParser:
+    p, rest = parser, list(argv)
+    while True:
+        sub = next((a for a in p._actions if isinstance(a, argparse._SubParsersAction)), None)
+        word = next((w for w in rest if not w.startswith("-")), None) if sub else None
+        if sub is None or word not in sub.choices:
+            return p
+        p, rest = sub.choices[word], rest[rest.index(word) + 1:]
+
+
+def effect_key(parser: argparse.ArgumentParser, argv: list[str]) -> str:
+    """What a command does, independent of option order and of where it writes."""
+    final = _final_parser(parser, argv)
+    outputs = {a.dest for a in final._actions if set(a.option_strings) & OUTPUT_OPTIONS}
+    with contextlib.redirect_stderr(io.StringIO()):
+        ns = parser.parse_args(argv)
+    return repr(sorted((k, repr(v)) for k, v in vars(ns).items() if k not in outputs and not callable(v)))
+
+
+def _out_value(argv: list[str]) -> str | None:
+    value = None
+    for i, token in enumerate(argv):
+        if token == "--out" and i + 1 < len(argv):
+            value = argv[i + 1]
+        elif token.startswith("--out="):
+            value = token.split("=", 1)[1]
+    return value
+
+
+def _run_in_process(argv: list[str]) -> tuple[int, str, str]:
+    """``morl_robot.cli.main(argv)`` with its output captured and the signal handlers it sets restored."""
+    import signal
+
+    from morl_robot.cli import main
+
+    handlers = {sig: signal.getsignal(sig) for sig in (signal.SIGTERM, signal.SIGHUP)}
+    out, err = io.StringIO(), io.StringIO()
+    try:
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            try:
+                rc = int(main(argv) or 0)
+            except SystemExit as exc:
+                rc = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 2)
+    finally:
+        for sig, handler in handlers.items():
+            signal.signal(sig, handler)
+    return rc, out.getvalue(), err.getvalue()
 
 
 @pytest.mark.parametrize("page", _PAGES)
-def test_doc_commands_run(page: str, tmp_path: Path, domain_id: int) -> None:
+def test_doc_commands_run(page: str, tmp_path: Path, domain_id: int, monkeypatch: pytest.MonkeyPatch) -> None:
     """Each runnable command of ``page``, in page order, on a tiny budget; fails naming the first
     command that did not end with an expected exit code."""
     from morl_robot.session.processes import ros_env
@@ -259,51 +324,47 @@ def test_doc_commands_run(page: str, tmp_path: Path, domain_id: int) -> None:
     env["MORL_DOC_TEST"] = "1"
     work = tmp_path / "work"
     work.mkdir()
+    monkeypatch.chdir(work)  # in-process commands: relative outputs land in the work folder too
     seen: set[str] = set()
     timings = []
-    for cmd in (c for c in COMMANDS if c.page == page and c.parse_only is None):
+    for n, cmd in enumerate(c for c in COMMANDS if c.page == page and c.parse_only is None):
         if cmd.text in seen:
             continue
         seen.add(cmd.text)
         sub = command_path(parser, cmd.argv)
         if sub not in BUDGETS:
             pytest.fail(f"{cmd.where}: no tiny budget for '{sub}': add it to BUDGETS (or mark the fence parse-only)")
-        if cmd.text in _DONE:  # ran on an earlier page: reuse what it wrote
-            _link_outputs(cmd.argv, _DONE[cmd.text], work)
-            continue
-        budget = BUDGETS[sub]
-        if sub == "deploy" and "hardware" in cmd.argv:  # --episodes is the sim-only check: a hardware session runs for a time
-            budget = ["--duration", "5"]
+        budget = budget_for(sub, cmd.argv)
         argv = rewrite(cmd.argv, work) + budget
-        start = time.monotonic()
-        try:
-            proc = subprocess.run([sys.executable, "-m", "morl_robot.cli", *argv], cwd=work, env=env,
-                                  capture_output=True, text=True, timeout=TIMEOUT, check=False)
-        except subprocess.TimeoutExpired:
-            pytest.fail(f"{cmd.where}: `{cmd.text}` ran past {TIMEOUT:.0f} s on its tiny budget "
-                        f"({' '.join(budget)}): shrink BUDGETS['{sub}'] or mark the fence parse-only")
-        timings.append((time.monotonic() - start, cmd.text))
-        if proc.returncode not in OK_CODES.get(sub, {0}):
-            pytest.fail(f"{cmd.where}: `{cmd.text}` exited {proc.returncode} (ran as `morl-robot {shlex.join(argv)}` "
-                        f"in {work}):\n--- stderr ---\n{proc.stderr[-4000:]}\n--- stdout ---\n{proc.stdout[-2000:]}")
-        _DONE[cmd.text] = work
-    print(f"{page}: " + ", ".join(f"{t:.1f} s `{text[:60]}`" for t, text in timings))
-
-
-def _link_outputs(argv: list[str], source: Path, work: Path) -> None:
-    """Make what an identical command wrote in ``source`` visible in ``work`` (its output paths)."""
-    for i, token in enumerate(argv):
-        value = None
-        if token in OUTPUT_OPTIONS and i + 1 < len(argv):
-            value = argv[i + 1]
-        elif token.split("=", 1)[0] in OUTPUT_OPTIONS and "=" in token:
-            value = token.split("=", 1)[1]
-        if value is None:
+        if sub in DEFAULT_OUT and _out_value(cmd.argv) is None:
+            argv += ["--out", str(work / f"{DEFAULT_OUT[sub]}{n}")]
+        key = effect_key(parser, argv)
+        if key in _DONE and _DONE[key][0] != work:  # another page ran the same: link what it wrote
+            prev_work, prev_argv = _DONE[key]
+            mine, theirs = _out_value(cmd.argv), _out_value(prev_argv)
+            if mine is not None and theirs is not None:
+                src, dst = _into(prev_work, theirs), _into(work, mine)
+                if src.exists() and not dst.exists():
+                    dst.parent.mkdir(parents=True, exist_ok=True)
+                    dst.symlink_to(src, target_is_directory=src.is_dir())
             continue
-        src, dst = _into(source, value), _into(work, value)
-        if src.exists() and not dst.exists():
-            dst.parent.mkdir(parents=True, exist_ok=True)
-            dst.symlink_to(src, target_is_directory=src.is_dir())
+        start = time.monotonic()
+        if sub in IN_PROCESS:
+            rc, stdout, stderr = _run_in_process(argv)
+        else:
+            try:
+                proc = subprocess.run([sys.executable, "-m", "morl_robot.cli", *argv], cwd=work, env=env,
+                                      capture_output=True, text=True, timeout=TIMEOUT, check=False)
+            except subprocess.TimeoutExpired:
+                pytest.fail(f"{cmd.where}: `{cmd.text}` ran past {TIMEOUT:.0f} s on its tiny budget "
+                            f"({' '.join(budget)}): shrink BUDGETS['{sub}'] or mark the fence parse-only")
+            rc, stdout, stderr = proc.returncode, proc.stdout, proc.stderr
+        timings.append((time.monotonic() - start, cmd.text))
+        if rc not in OK_CODES.get(sub, {0}):
+            pytest.fail(f"{cmd.where}: `{cmd.text}` exited {rc} (ran as `morl-robot {shlex.join(argv)}` "
+                        f"in {work}):\n--- stderr ---\n{stderr[-4000:]}\n--- stdout ---\n{stdout[-2000:]}")
+        _DONE[key] = (work, cmd.argv)
+    print(f"{page}: " + ", ".join(f"{t:.1f} s `{text[:60]}`" for t, text in timings))
 
 
 def test_collector_reads_the_convention(tmp_path: Path) -> None:
