@@ -17,7 +17,7 @@ from morl_robot.errors import ConfigError, UnknownNameError
 from morl_robot.tasks import registry
 
 ROOT = Path(__file__).resolve().parent.parent
-EXAMPLE = ROOT / "examples" / "tasks"
+EXAMPLE = ROOT / "docs" / "howto" / "add_task"
 CLI = str(Path(sys.executable).parent / "morl-robot")
 
 
@@ -183,3 +183,29 @@ def test_every_package_task_has_a_description_and_its_per_task_behaviour():
     assert registry.scripted_tasks()[:4] == tuple(registry.BUILTIN_TASKS)
     assert [aligned(t) for t in front_tasks()[:3]] == [False, False, True]
     assert registry.task_class("sawyer_peg_in_hole").scripted_options == ("gain", "clearance")
+
+
+def test_a_plugin_task_trains_through_the_graph_and_its_policy_evaluates(tmp_path, domain_id):
+    """The how-to's step 4 on a tiny budget: `train --task sawyer_reach` with the task's folder on
+    $MORL_ROBOT_TASK_PATH (the ROS nodes are other processes: they find the task the same way), then
+    `evaluate` of the run's policy (its contract names the plugin task, with its observation units)."""
+    from morl_robot.session.processes import ros_env
+
+    folder = user_task(tmp_path)
+    env = ros_env(domain_id, {k: v for k, v in os.environ.items() if k != "PYTHONPATH"})
+    env[registry.TASK_PATH_VAR] = str(folder)
+    out = tmp_path / "runs" / "reach"
+    train = subprocess.run([CLI, "train", "--task", "sawyer_reach", "--learner", "mo_mpo_cpu_small", "--session", "train",
+                            "--steps", "200", "--out", str(out), "--no-progress"], cwd=tmp_path, env=env,
+                           capture_output=True, text=True, timeout=600, check=False)
+    assert train.returncode == 0, train.stdout[-2000:] + train.stderr[-3000:]
+    contract = json.loads(subprocess.run([CLI, "inspect", str(out), "--json"], cwd=tmp_path, env=env, capture_output=True,
+                                         text=True, timeout=300, check=False).stdout or "{}")
+    if contract:  # the units of the task's own labels reach the contract
+        units = dict(zip(contract["observation_labels"], contract["observation_units"]))
+        assert units["target_dx"] == "m"
+    done = subprocess.run([CLI, "evaluate", str(out), "--episodes", "1", "--json"], cwd=tmp_path, env=env,
+                          capture_output=True, text=True, timeout=300, check=False)
+    assert done.returncode == 0, done.stderr[-3000:]
+    got = json.loads(done.stdout[done.stdout.index("{"):])
+    assert set(got["objectives"]) == {"reach", "effort"}

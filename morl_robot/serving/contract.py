@@ -619,7 +619,8 @@ def observation_unit(label: str, spec: RobotSpec) -> str:
     * ``hole_offset_x|y|z`` mm (peg tip relative to the hole opening);
     * ``rm_state/<state>`` 1 (a reward-machine task's product-state one-hot).
 
-    Raises :class:`ContractError` for a label no rule covers (extend this function for new tasks).
+    Raises :class:`ContractError` for a label no rule covers (a task states the units of its own
+    labels in :attr:`~morl_robot.tasks.base.Task.observation_units`).
     """
     base = _FRAME_PREFIX.sub("", label)
     for sensor in spec.sensors:
@@ -646,7 +647,7 @@ def observation_unit(label: str, spec: RobotSpec) -> str:
     if base.startswith("rm_state/"):
         return "1"
     raise ContractError(f"no unit known for observation label '{label}' of robot '{spec.name}' "
-                        "(add a rule to morl_robot.serving.contract.observation_unit)")
+                        "(a task states the units of its own labels in its class attribute observation_units)")
 
 
 def action_unit(label: str, mode: ControlMode) -> str:
@@ -715,7 +716,8 @@ def contract_for_task(task: Task, robot: Robot, config: Any | None = None, *, po
         control_mode=mode.value,
         control_rate=float(task.control_rate),
         observation_labels=obs_labels,
-        observation_units=[observation_unit(lab, robot.spec) for lab in obs_labels],
+        observation_units=[task.observation_units.get(_FRAME_PREFIX.sub("", lab)) or observation_unit(lab, robot.spec)
+                           for lab in obs_labels],  # a task's own labels first (Task.observation_units)
         frame_stack=int(getattr(task.config, "frame_stack", 1)),
         action_labels=list(task.action_labels),
         action_units=[action_unit(a, mode) for a in task.action_labels],

@@ -241,6 +241,10 @@ class Task(abc.ABC):
         return None
 
     # --- per-task behaviour the rest of the stack asks the task for (docs/howto/add_task.md) --------
+    #: Units of the task's own observation labels (those that are not the robot's joints, sensors or
+    #: end-effector pose, e.g. {"target_dx": "m"}); the policy contract records them.
+    observation_units: ClassVar[dict[str, str]] = {}
+
     #: The objectives a preference front trades off, (goal, cost), e.g. ("task", "pain"); None: the
     #: objectives are aligned (a front sweep puts one ε on every objective and has no cost axis).
     tradeoff: ClassVar[tuple[str, str] | None] = None

@@ -45,6 +45,7 @@ class SawyerReach(Task):
     tradeoff: ClassVar[tuple[str, str] | None] = ("reach", "effort")
     scripted: ClassVar[str | None] = "proportional reach"
     scripted_options: ClassVar[tuple[str, ...]] = ("gain",)
+    observation_units: ClassVar[dict[str, str]] = {"target_dx": "m", "target_dy": "m", "target_dz": "m"}
     config: SawyerReachConfig  # the config dataclass the registry loads the YAML into
 
     def __init__(self, config: SawyerReachConfig) -> None:
