@@ -94,9 +94,9 @@ def learner_about(learner: str) -> str:
 
 def task_recipe(task: str) -> TaskRecipe:
     """The ``recipe:`` mapping of ``task``'s YAML, validated (errors name the file and the key)."""
-    from morl_robot.resources import resolve_config
+    from morl_robot.tasks.registry import task_config_file
 
-    path = resolve_config("tasks", task)
+    path = task_config_file(task)  # a plugin task's YAML too (docs/howto/add_task.md)
     data = load_yaml(path)
     if "recipe" not in data:
         raise ConfigError(f"{path}: key 'recipe': missing: a task YAML names the learner profile and session "
