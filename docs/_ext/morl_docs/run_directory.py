@@ -7,13 +7,17 @@ from . import md
 
 def render() -> str:
     from morl_robot.cli import train
-    from morl_robot.learning import session
+    from morl_robot.learning import run_lock, session
 
     parts = ["## Files\n",
              md.table(("path", "written by", "content"),
                       [(md.code(p), "learner", md.text(d)) for p, d in session.RUN_FILES]
                       + [(md.code(p), md.code("morl-robot train"), md.text(d))
-                         for p, d in getattr(train, "RUN_FILES", ())])]
+                         for p, d in getattr(train, "RUN_FILES", ())]
+                      + [(md.code(run_lock.LOCK_NAME), "every writer",
+                          md.text("held (flock) while a run writes there, naming its holder in JSON: a second "
+                                  "writer is refused with that description; one left by a holder that is gone is "
+                                  "taken over"))])]
     parts.append("## CSV columns\n")
     for name, columns in session.CSV_COLUMNS.items():
         parts.append(f"### `{name}`\n")
