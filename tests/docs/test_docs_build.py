@@ -5,6 +5,7 @@ One ``sphinx-build -W --keep-going -n`` of docs/ into a temporary folder (``make
 build into docs/_build/html)."""
 from __future__ import annotations
 
+import dataclasses
 import subprocess
 import sys
 from pathlib import Path
@@ -25,7 +26,8 @@ def test_docs_build_without_warnings(tmp_path: Path) -> None:
 
 
 def test_generated_reference_covers_the_code() -> None:
-    """Every subcommand, every registered task, every topic appears in the generated reference."""
+    """Every subcommand, task, topic, node, session key and command with its own exit codes appears in
+    the generated reference."""
     import argparse
 
     sys.path.insert(0, str(DOCS / "_ext"))
@@ -54,3 +56,15 @@ def test_generated_reference_covers_the_code() -> None:
     topics = render("topics")
     for topic in wire.TOPICS:
         assert f"`{topic.name}`" in topics
+    from morl_robot.session.config import NODE_SETTINGS, SessionConfig
+
+    for node in NODE_SETTINGS:
+        assert f"### `{node}`" in topics
+    configs = render("configs")
+    for field in dataclasses.fields(SessionConfig):
+        assert f"| `{field.name}` |" in configs, field.name
+    from morl_robot.cli.exit_codes import EXIT_CODES
+
+    codes = render("exit_codes")
+    for command in EXIT_CODES:
+        assert command == "*" or f"`morl-robot {command}`" in codes, command
