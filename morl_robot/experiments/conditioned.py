@@ -37,7 +37,6 @@ from morl_robot.errors import ConfigError, UsageError
 from morl_robot.evaluation.hypervolume import hypervolume
 from morl_robot.evaluation.pareto import pareto_mask
 from morl_robot.evaluation.provenance import write_results_json
-from morl_robot.evaluation.records import write_json_atomic
 from morl_robot.learning.config import (
     MPOConfig,
     load_learner_config,
@@ -409,7 +408,7 @@ def report(results_files: Sequence[str | Path], out_dir: str | Path | None = Non
         }
     if out_dir is not None:
         out = Path(out_dir)
-        write_json_atomic(out / "summary.json", summary)
+        write_results_json(out / "summary.json", summary)
         pts = {f"{m} (seed {r['seed']})": r["points"] for m, rs in methods.items() for r in rs}
         plot_pareto_fronts(pts, out / "fronts.png", ref=runs[0]["ref"], objective_names=runs[0]["objective_names"],
                            title=f"{summary['env']}: fronts per method and seed", counts=False)
