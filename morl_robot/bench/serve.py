@@ -300,11 +300,12 @@ def node_realtime(policy_path: Path, contract: Any, duration: float, rate: float
 
 def run(args: argparse.Namespace) -> int:
     from morl_robot.errors import UsageError
+    from morl_robot.tasks.registry import task_names
 
-    tasks = args.task or list(TASKS)
-    unknown = [t for t in tasks if t not in TASKS]
+    tasks = args.task or list(TASKS)  # default: the package's tasks; any registered task (plugins too) on request
+    unknown = [t for t in tasks if t not in task_names()]
     if unknown:
-        raise UsageError(f"--task: unknown {unknown}; known: {', '.join(TASKS)}")
+        raise UsageError(f"--task: unknown {unknown}; known: {', '.join(task_names())}")
     if args.iterations < 100 or args.duration <= 0 or not 0 < args.rate <= 1000:
         raise UsageError("--iterations must be >= 100, --duration > 0 and --rate in (0, 1000] Hz")
     report: dict[str, Any] = {"in_process": {}}
