@@ -66,7 +66,8 @@ def _installed_version() -> str:
 
 
 def code_version() -> dict[str, Any]:
-    """``{"commit": sha, "dirty": bool}`` for a git checkout of the source, else
+    """``{"commit": sha, "dirty": bool}`` for a git checkout of the source (dirty: the code,
+    ``morl_robot/``, ``config/``, ``sim/`` or the setup files, differs from the commit), else
     ``{"version": installed version, "commit": None, "dirty": None}``."""
     sha = _git("rev-parse", "HEAD") if (SOURCE_ROOT / ".git").exists() else None
     if not sha:

@@ -150,7 +150,7 @@ def render_index_page(results: Sequence[Result]) -> str:
              "folder's `NOTES.md`. To reproduce one step by step see "
              "[reproduce a result](../howto/reproduce_result.md)."), "",
              ("Every `results.json` carries a `provenance` block: the exact `morl-robot` command, the code "
-             "commit (and whether the tree was dirty), the UTC date and the machine (CPU, OS, Python, torch, "
+             "commit (and `dirty`: whether `morl_robot/`, `config/` or `sim/` differed from it), the UTC date and the machine (CPU, OS, Python, torch, "
              "MuJoCo). Files committed before provenance existed say `\"backfilled\": true` (commit and date "
              "of the git commit that last changed them). `results/README.md` lists every folder, superseded "
              "ones included."), "",
