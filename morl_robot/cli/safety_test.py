@@ -297,6 +297,10 @@ def _limit(monitor: Any, rule: str, level: str, key: str | None = None) -> tuple
 
 
 # --- probes ---------------------------------------------------------------------------------
+#: Wrench samples in a row above 1 N (tared) that make a touch (:func:`probe_peg_press`).
+TOUCH_SAMPLES = 3
+
+
 def probe_peg_press(h: Harness, monitor: Any, speed: float, tol: float, out: Path, press: Any, backend: str = "sim",
                     gauge_rate: float = 20.0, gauge_timeout: float = 60.0, robot: str = "") -> list[Any]:
     """``press.kind: wrench`` (the Sawyer, as deployed: compliant force-limited control, the
@@ -332,14 +336,16 @@ def probe_peg_press(h: Harness, monitor: Any, speed: float, tol: float, out: Pat
     h.command, h.sending = cmd.copy(), True
     touch: list[float] = []  # receive time of the first touching sample
 
-    def touched() -> bool:  # 1 N of tared force (the raw norm falls as the peg presses: it held the weight)
+    def touched() -> bool:
+        """1 N of tared force in TOUCH_SAMPLES wrench samples in a row (the raw norm falls as the peg
+        presses: it held the weight); one or two samples are the tool's inertia as the approach rule
+        brakes (a 1 N spike on the hardware backend's position-stepped arm)."""
         with h.lock:
-            for stamp, rt, w in reversed(h.wrench):
-                if stamp <= t_approach:
-                    break
-                if float(np.linalg.norm(w[:3] - rest)) > 1.0:
-                    touch[:] = [rt]
-                    return True
+            samples = [(rt, float(np.linalg.norm(w[:3] - rest))) for stamp, rt, w in h.wrench if stamp > t_approach]
+        for i in range(len(samples) - TOUCH_SAMPLES + 1):
+            if all(f > 1.0 for _, f in samples[i:i + TOUCH_SAMPLES]):
+                touch[:] = [samples[i][0]]
+                return True
         return False
     h.runner.probe.wait_for(touched, 0.25 / speed + 30, f"the tool ({gauge_body}) to touch the scene")
     time.sleep(1.0)  # the compliant press settles
