@@ -83,7 +83,7 @@ def test_no_profile_cites_a_file_outside_the_repository():
     for path in config_path("learner").rglob("*.yaml"):
         text = path.read_text()
         assert "shared/papers" not in text and "NOTES.md §" not in text, path
-        for cited in [w.strip("(),.`") for w in text.split() if w.strip("(),.`").startswith("results/")]:
+        for cited in [w.strip("(),.:;`") for w in text.split() if w.strip("(),.:;`").startswith("results/")]:
             base = cited.split("{")[0]
             assert (ROOT / base).exists() or list(ROOT.glob(base + "*")), f"{path.name} cites {cited}"
 
@@ -227,3 +227,29 @@ def test_tasks_recipes_lists_each_task_profiles_and_results(capsys):
     rows = json.loads(capsys.readouterr().out)
     assert {r["task"] for r in rows if r["default"]} == set(TASKS)
     assert {r["goal"] for r in rows} == {"learn", "front", "every-preference", "worst-case"}
+
+
+@pytest.mark.parametrize("task", ["sawyer_peg_in_hole", "shadow_touch"])
+def test_the_committed_recipe_results_agree_with_their_seeds_and_record_provenance(task):
+    from morl_robot.evaluation.protocol import wilson_interval
+    from morl_robot.tasks.recipes import default_recipe
+
+    folder = ROOT / "results" / "recipes" / task
+    summary = json.loads((folder / "results.json").read_text())
+    recipe = default_recipe(task)
+    assert recipe.result == f"results/recipes/{task}/results.json"
+    assert summary["recipe"] == {"learner": recipe.learner, "session": recipe.session}
+    prov = summary["provenance"]
+    assert prov["command"].startswith(f"morl-robot train --task {task} --seed S --out ") and prov["commit"]
+    assert prov["date"] and prov["machine"]["cpu_count"]
+    total = success = 0
+    for seed, row in summary["seeds"].items():
+        episodes = json.loads((folder / f"seed{seed}" / "eval.json").read_text())["per_episode"]
+        assert (folder / f"seed{seed}" / "policy.onnx").is_file()
+        k = sum(e["success"] for e in episodes)
+        assert (row["success"]["count"], row["success"]["episodes"]) == (k, len(episodes)) and len(episodes) >= 50
+        assert row["success"]["ci95_wilson"] == pytest.approx(list(wilson_interval(k, len(episodes))))
+        assert row["train"]["command"] == f"morl-robot train --task {task} --seed {seed} --out " + \
+            row["train"]["run_dir"]  # no other flag: the recipe
+        total, success = total + len(episodes), success + k
+    assert (summary["pooled"]["success"]["count"], summary["pooled"]["success"]["episodes"]) == (success, total)

@@ -93,10 +93,13 @@ def learner_about(learner: str) -> str:
 
 
 def task_recipe(task: str) -> TaskRecipe:
-    """The ``recipe:`` mapping of ``task``'s YAML, validated (errors name the file and the key)."""
+    """The ``recipe:`` mapping of ``task``'s YAML (a task name, a plugin task's too, or a task YAML
+    path), validated (errors name the file and the key)."""
+    from morl_robot.resources import is_config_path, resolve_config
     from morl_robot.tasks.registry import task_config_file
 
-    path = task_config_file(task)  # a plugin task's YAML too (docs/howto/add_task.md)
+    # a plugin task's YAML too (docs/howto/add_task.md)
+    path = resolve_config("tasks", task) if is_config_path(task) else task_config_file(task)
     data = load_yaml(path)
     if "recipe" not in data:
         raise ConfigError(f"{path}: key 'recipe': missing: a task YAML names the learner profile and session "

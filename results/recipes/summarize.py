@@ -22,7 +22,9 @@ from morl_robot.evaluation.provenance import provenance, write_results_json
 from morl_robot.tasks.recipes import default_recipe
 
 HERE = Path(__file__).resolve().parent
-FORCE_LIMIT = 30.0  # N: the Sawyer task's force threshold (an episode past it ends 'force_threshold')
+#: N: the Sawyer task's force threshold (an episode past it ends 'force_threshold'); for the Shadow Hand
+#: pass --force-limit 60 --force-limit-source 'safety/shadow_hand.yaml: tactile collision level'
+FORCE_LIMIT = 30.0
 
 
 def _wall_time(log: Path) -> float | None:
@@ -58,6 +60,8 @@ def main() -> None:
     p.add_argument("--runs", required=True, help="run directory pattern with {seed}")
     p.add_argument("--evals", required=True, help="evaluation JSON pattern with {seed}")
     p.add_argument("--train-logs", default=None, help="train log pattern with {seed} (/usr/bin/time -v output)")
+    p.add_argument("--force-limit", type=float, default=FORCE_LIMIT, help="N: an episode whose peak force passes it counts")
+    p.add_argument("--force-limit-source", default="config/tasks/sawyer_peg_in_hole.yaml: force_threshold")
     p.add_argument("--commits", default=None,
                    help="pattern with {seed} of a file holding `git rev-parse HEAD` and `git status --porcelain` "
                         "taken when that seed's training started")
@@ -83,7 +87,7 @@ def main() -> None:
         (folder / "train.json").write_text(json.dumps(train, indent=2) + "\n")
         eps = evaluation["per_episode"]
         k = sum(bool(e["success"]) for e in eps)
-        f = sum((e.get("peak_force") or 0.0) > FORCE_LIMIT or e["termination"] == "force_threshold" for e in eps)
+        f = sum((e.get("peak_force") or 0.0) > args.force_limit or e["termination"] == "force_threshold" for e in eps)
         succ, force, n_all = succ + k, force + f, n_all + len(eps)
         seeds[str(seed)] = {"success": _rate(k, len(eps)), "past_force_limit": _rate(f, len(eps)),
                             "objectives": evaluation["objectives"], "peak_force_max": evaluation.get("peak_force"),
@@ -92,7 +96,7 @@ def main() -> None:
     data = {"task": args.task, "recipe": {"learner": recipe.learner, "session": recipe.session},
             "claim_measure": "success = the task's info['success'] at the episode's end (Sawyer: inserted "
                              "to 90 % of the hole depth; Shadow touch: pressed > 5 N; turn: dial in the window)",
-            "force_limit_N": FORCE_LIMIT,
+            "force_limit_N": args.force_limit, "force_limit_source": args.force_limit_source,
             "eval_seeds": f"{json.loads(Path(args.evals.format(seed=args.seeds[0])).read_text())['seed']}…",
             "pooled": {"success": _rate(succ, n_all), "past_force_limit": _rate(force, n_all)},
             "seeds": seeds,
