@@ -51,6 +51,7 @@ BUDGETS: dict[str, list[str]] = {
     "bench serve": ["--iterations", "50", "--duration", "2", "--pings", "20"],
     "bench scale-invariance": ["--updates", "10"],
     "bench contact": ["--episodes", "1"],
+    "bench preference-live": ["--episodes", "1", "--switch-after", "1"],  # three 8 s real-time runs
     "experiment simple-world": [],
     "experiment sawyer-peg-in-hole": ["--steps", "300"],
     "experiment epic-gridworld": [],
