@@ -29,8 +29,7 @@ def test_write_results_json_adds_the_block_and_leaves_the_data(tmp_path):
 
 
 def test_a_cli_experiment_records_the_command_it_ran(tmp_path, capsys):
-    argv = ["experiment", "dst-exact", "--out", str(tmp_path), "--c-values", "2", "--eps-time", "0.02",
-            "--processes", "1", "--no-progress"]
+    argv = ["experiment", "epic-gridworld", "--out", str(tmp_path)]
     assert main(argv) == 0
     prov = json.loads((tmp_path / "results.json").read_text())["provenance"]
     assert prov["command"] == "morl-robot " + " ".join(argv)
