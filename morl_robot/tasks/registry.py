@@ -20,6 +20,7 @@ import importlib
 import os
 import sys
 import typing
+import warnings
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -95,6 +96,8 @@ def _entry_from_yaml(path: Path, source: str) -> TaskEntry:
 
 def _discover() -> dict[str, TaskEntry]:
     entries: dict[str, TaskEntry] = {}
+    broken: list[str] = []  # task YAMLs on the path whose class does not load (said where the task is asked for)
+    _cache["broken"] = broken
 
     def add(entry: TaskEntry) -> None:
         entries.setdefault(entry.name, entry)
@@ -106,11 +109,16 @@ def _discover() -> dict[str, TaskEntry]:
         yamls = _yaml_files(folder)
         # the YAML named after its task is that task's default config (the others are variants)
         for path in yamls:
-            if _yaml_class(path) is not None:
+            try:
+                if _yaml_class(path) is None:
+                    continue
                 entry = _entry_from_yaml(path, f"task YAML {path}")
-                if entry.name not in entries and (path.stem == entry.name or not any(
-                        q.stem == entry.name for q in yamls)):
-                    add(entry)
+            except ConfigError as exc:  # one broken plugin must not break every command
+                broken.append(str(exc))
+                warnings.warn(f"task YAML skipped: {exc}", stacklevel=2)
+                continue
+            if entry.name not in entries and (path.stem == entry.name or not any(q.stem == entry.name for q in yamls)):
+                add(entry)
     from importlib.metadata import entry_points
 
     for ep in entry_points(group=ENTRY_POINT_GROUP):
@@ -158,8 +166,16 @@ class _TaskTable(Mapping[str, tuple[type[Task], type[TaskConfig]]]):
 TASKS: Mapping[str, tuple[type[Task], type[TaskConfig]]] = _TaskTable()
 
 
+def broken_tasks() -> tuple[str, ...]:
+    """Why each task YAML on the task path that names a class could not be loaded (one message each)."""
+    task_entries()
+    return tuple(_cache.get("broken", ()))
+
+
 def unknown_task(name: str) -> UnknownNameError:
-    return UnknownNameError(f"unknown task '{name}'; known tasks: {', '.join(task_names())}. To add a task: {HOW_TO_REGISTER}")
+    broken = "".join(f"; not loaded: {b}" for b in broken_tasks())
+    return UnknownNameError(f"unknown task '{name}'; known tasks: {', '.join(task_names())}{broken}. "
+                            f"To add a task: {HOW_TO_REGISTER}")
 
 
 def import_task_class(target: str, where: str, folder: Path | None = None) -> type[Task]:
@@ -238,6 +254,8 @@ def config_class(cls: type[Task]) -> type[TaskConfig]:
 def task_config_file(name: str) -> Path:
     """The default YAML of task ``name``: a plugin YAML that names the class, the class's
     ``config_file`` (relative to its module), or ``config/tasks/<name>.yaml``."""
+    if name in BUILTIN_TASKS:  # the package's: no plugin discovery needed (a broken plugin cannot hide them)
+        return resolve_config("tasks", name)
     entries = task_entries()
     if name not in entries:
         raise unknown_task(name)
@@ -346,7 +364,7 @@ def write_task_config(name: str, overrides: dict[str, Any], path: str | os.PathL
     return str(path)
 
 
-__all__ = ["BUILTIN_TASKS", "ENTRY_POINT_GROUP", "TASKS", "TASK_PATH_VAR", "TaskEntry", "config_class",
+__all__ = ["BUILTIN_TASKS", "ENTRY_POINT_GROUP", "TASKS", "TASK_PATH_VAR", "TaskEntry", "broken_tasks", "config_class",
            "describe_task", "import_task_class", "load_task", "reload_tasks",
            "resolve_task_name", "scripted_tasks", "task_class", "task_config_file", "task_entries", "task_names",
            "write_task_config"]

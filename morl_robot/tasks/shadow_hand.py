@@ -178,7 +178,7 @@ class ShadowHandTask(Task):
     def _hand_description(self, summary: str, rewards: list[Quantity], **more: Any) -> TaskDescription:
         c = self.config
         obs = [Quantity("joint_position", "rad", "joint limits", "hand joint angles (rh_WRJ2 … rh_THJ1)", 24),
-               Quantity("joint_velocity", "rad/s", "", "hand joint velocities", 24),
+               Quantity("joint_velocity", "rad/s", "joint velocity limits", "hand joint velocities", 24),
                Quantity("tactile", "N", "≥ 0", "normal force on each touch pad (fingertips first)", 15)]
         if c.action_mode == "delta":
             act = Quantity("motor_delta", "rad", f"[-1, 1] → ±{c.max_delta:g}",

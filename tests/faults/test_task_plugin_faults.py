@@ -34,12 +34,17 @@ def yaml_for(folder: Path, klass: str, stem: str = "bad_task") -> Path:
 
 
 def test_a_module_that_fails_to_import_is_named_with_its_error(task_path, capsys):
+    """The other tasks still work (with a warning naming the file); asking for the broken one is an
+    error of one line naming the file, the key and the import error."""
     (task_path / "exploding.py").write_text("raise RuntimeError('boom at import')\n")
     path = yaml_for(task_path, "exploding:Task")
-    assert main(["tasks"]) == 2
+    with pytest.warns(UserWarning, match="task YAML skipped: .*boom at import"):
+        assert main(["tasks", "--json"]) == 0
+    assert "sawyer_peg_in_hole" in capsys.readouterr().out
+    assert main(["rollout", "--task", "bad_task", "--steps", "1"]) == 2
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1 and "Traceback" not in err
-    assert f"{path}: key 'class'" in err and "RuntimeError: boom at import" in err
+    assert "unknown task 'bad_task'" in err and f"{path}: key 'class'" in err and "RuntimeError: boom at import" in err
 
 
 def test_a_plugin_cannot_take_a_package_task_name(task_path, capsys):
