@@ -209,3 +209,25 @@ def test_a_plugin_task_trains_through_the_graph_and_its_policy_evaluates(tmp_pat
     assert done.returncode == 0, done.stderr[-3000:]
     got = json.loads(done.stdout[done.stdout.index("{"):])
     assert set(got["objectives"]) == {"reach", "effort"}
+
+
+def test_a_yaml_naming_its_class_is_enough_to_open_the_task(tmp_path):
+    """``load_task(None, PATH)`` / ``MORobotEnv(None, config_file=PATH)``: the task comes from the
+    YAML's ``class`` (what ``--task-config PATH`` without ``--task`` calls), and is then known by name
+    in this process and, through $MORL_ROBOT_TASK_PATH, in the processes it starts."""
+    folder = user_task(tmp_path)
+    code = ("import os, subprocess, sys\n"
+            "from morl_robot.envs.mo_env import MORobotEnv\n"
+            "from morl_robot.tasks.registry import load_task, resolve_task_name, task_names\n"
+            f"path = {str(folder / 'sawyer_reach.yaml')!r}\n"
+            "assert resolve_task_name(None, path) == 'sawyer_reach'\n"
+            "env = MORobotEnv(None, config_file=path); assert env.objective_names == ('reach', 'effort'); env.close()\n"
+            "assert 'sawyer_reach' in task_names() and load_task('sawyer_reach').name == 'sawyer_reach'\n"
+            "child = subprocess.run([sys.executable, '-c', 'from morl_robot.tasks.registry import load_task; "
+            "print(load_task(\"sawyer_reach\").config.target_height)'], capture_output=True, text=True, check=True)\n"
+            "print(child.stdout.strip())\n")
+    env = {k: v for k, v in os.environ.items() if k not in (registry.TASK_PATH_VAR, "PYTHONPATH")}
+    done = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, env=env, capture_output=True, text=True,
+                          timeout=300, check=False)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert done.stdout.strip().splitlines()[-1] == "0.05"
