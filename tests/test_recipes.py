@@ -229,7 +229,7 @@ def test_tasks_recipes_lists_each_task_profiles_and_results(capsys):
     assert {r["goal"] for r in rows} == {"learn", "front", "every-preference", "worst-case"}
 
 
-@pytest.mark.parametrize("task", ["sawyer_peg_in_hole", "shadow_touch"])
+@pytest.mark.parametrize("task", ["sawyer_peg_in_hole", "shadow_touch", "shadow_turn"])
 def test_the_committed_recipe_results_agree_with_their_seeds_and_record_provenance(task):
     from morl_robot.evaluation.protocol import wilson_interval
     from morl_robot.tasks.recipes import default_recipe
