@@ -241,6 +241,10 @@ class Task(abc.ABC):
         return None
 
     # --- per-task behaviour the rest of the stack asks the task for (docs/howto/add_task.md) --------
+    #: A plugin task's default YAML, relative to its module (an entry-point task ships it as package
+    #: data); None: ``config/tasks/<name>.yaml`` or the YAML that names the class.
+    config_file: ClassVar[str | None] = None
+
     #: Units of the task's own observation labels (those that are not the robot's joints, sensors or
     #: end-effector pose, e.g. {"target_dx": "m"}); the policy contract records them.
     observation_units: ClassVar[dict[str, str]] = {}
