@@ -63,7 +63,7 @@ def test_deploy_and_the_policy_server_refuse_it(models, field, capsys) -> None:
     """``deploy`` before any node starts; the policy server core (what the node wraps) at load and
     at a hot reload (the running model keeps serving)."""
     path = models[field]
-    rc = main(["deploy", "--policy", str(path), "--duration", "1"])
+    rc = main(["deploy", str(path), "--duration", "1"])
     assert rc == 2
     _one_line_naming(capsys.readouterr().err, "deploy", field, path)
     settings = PolicyServerSettings(mode="deploy", timing="lockstep", policy=str(path))
