@@ -231,3 +231,25 @@ def test_a_yaml_naming_its_class_is_enough_to_open_the_task(tmp_path):
                           timeout=300, check=False)
     assert done.returncode == 0, done.stderr[-3000:]
     assert done.stdout.strip().splitlines()[-1] == "0.05"
+
+
+def test_task_config_alone_names_the_task_for_rollout_and_train(tmp_path, domain_id):
+    """``--task-config PATH`` of a YAML naming its class is enough, with no --task and no task path:
+    ``rollout`` opens the task, and ``train`` trains it through the graph (its nodes, other processes,
+    get the YAML by path)."""
+    from morl_robot.session.processes import ros_env
+
+    folder = user_task(tmp_path)
+    env = ros_env(domain_id, {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", registry.TASK_PATH_VAR)})
+    yaml_path = str(folder / "sawyer_reach.yaml")
+    roll = subprocess.run([CLI, "rollout", "--task-config", yaml_path, "--steps", "20"], cwd=tmp_path, env=env,
+                          capture_output=True, text=True, timeout=300, check=False)
+    assert roll.returncode == 0, roll.stderr[-3000:]
+    assert json.loads(roll.stdout)["task"] == "sawyer_reach"
+    out = tmp_path / "runs" / "reach"
+    train = subprocess.run([CLI, "train", "--task-config", yaml_path, "--learner", "mo_mpo_cpu_small", "--session", "train",
+                            "--steps", "100", "--out", str(out), "--no-progress"], cwd=tmp_path, env=env,
+                           capture_output=True, text=True, timeout=600, check=False)
+    assert train.returncode == 0, train.stdout[-2000:] + train.stderr[-3000:]
+    assert (out / "policy.onnx").is_file()
+    assert "sawyer_reach" in (out / "session.yaml").read_text()

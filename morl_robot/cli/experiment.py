@@ -595,7 +595,7 @@ def _run_sawyer_front(args: argparse.Namespace) -> int:
 def _run_shadow_front(args: argparse.Namespace) -> int:
     from morl_robot.experiments import shadow_front
 
-    orient = args.task == "shadow_orient"
+    orient = shadow_front.aligned(args.task)  # a task whose objectives all align (one shared ε)
     eps = epsilons(args.epsilon, ("task", "pain"))
     if len(eps.get("task", [0])) != 1:
         raise UsageError("--epsilon task=…: ε_task is fixed, one value")

@@ -13,7 +13,8 @@ from morl_robot.errors import UsageError
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("rollout", help="run a task in simulation with a fixed policy, print a JSON summary")
     add_policy(p, "random | zero: the fixed policy that acts", default="random")
-    p.add_argument("--task", required=True, help="task name (see `morl-robot tasks`)")
+    p.add_argument("--task", default=None,
+                   help="task name (see `morl-robot tasks`) (default: the task of --task-config, a YAML naming its class)")
     p.add_argument("--task-config", default=None, metavar="NAME|PATH",
                    help="task YAML to use instead of config/tasks/<task>.yaml (default: the task's own)")
     p.add_argument("--steps", type=int, default=1000, help="environment steps (default 1000)")
@@ -30,7 +31,10 @@ def run(args: argparse.Namespace) -> int:
 
     if args.steps < 1:
         raise UsageError(f"--steps must be at least 1, got {args.steps}")
-    env = MORobotEnv(args.task, config_file=args.task_config, model_source=args.model)
+    from morl_robot.tasks.registry import resolve_task_name
+
+    task = resolve_task_name(args.task, args.task_config)
+    env = MORobotEnv(task, config_file=args.task_config, model_source=args.model)
     try:
         summary = rollout(env, args.steps, seed=args.seed, policy=args.policy)
     finally:

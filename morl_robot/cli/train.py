@@ -53,6 +53,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--task", default=None,
                    help="task name (default: the session YAML's); with no other flag, trains the task's recipe "
                         "(`morl-robot tasks --recipes`)")
+    p.add_argument("--task-config", default=None, metavar="NAME|PATH",
+                   help="task YAML for every node instead of config/tasks/<task>.yaml (a YAML naming its class "
+                        "needs no --task) (default: the task's own)")
     p.add_argument("--learner", default=None, metavar="NAME|PATH",
                    help="learner profile (name under config/learner/ or a YAML path) (default: the task's recipe; "
                         "with --session, the session's learner_node.config)")
@@ -206,11 +209,19 @@ def run(args: argparse.Namespace) -> int:
     overrides: dict[str, Any] = {"task": args.task, "reward_machine": args.reward_machine, "backend": args.backend, "actors": args.actors,
                                  "total_steps": args.steps, "seed": args.seed, "namespace": args.namespace,
                                  "use_sim_time": args.use_sim_time or None, "actors_kind": args.actors_kind}
+    if args.task_config is not None:
+        from morl_robot.tasks.registry import resolve_task_name
+
+        args.task = overrides["task"] = resolve_task_name(args.task, args.task_config)
+        config_file = Path(args.task_config)
+        config_file = str(config_file.resolve()) if config_file.exists() else str(args.task_config)  # nodes' cwd may differ
+        overrides.update({node: {"task_config": config_file}
+                          for node in ("robot_node", "learner_node", "vector_actor")})
     learner, session = recipe_defaults(args.task, args.learner, args.session)
     if learner:
-        overrides["learner_node"] = {"config": learner}
+        overrides.setdefault("learner_node", {})["config"] = learner
     if args.envs is not None:
-        overrides["vector_actor"] = {"envs": args.envs}
+        overrides.setdefault("vector_actor", {})["envs"] = args.envs
     cfg = load_session_config(session, overrides)
     if not cfg.task:
         raise UsageError("training needs a task (--task)")
