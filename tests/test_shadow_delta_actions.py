@@ -267,7 +267,7 @@ def test_a_delta_policy_deploys_sim_to_sim(tmp_path):
 
     onnx = (Path(__file__).resolve().parents[1] / "results" / "shadow_touch_delta_front" / "policies" / "mo-mpo"
             / "eps_pain=0.01_seed1.onnx")
-    done = run_cli(["deploy", "--policy", str(onnx), "--episodes", "1", "--seed", "10000", "--stall-timeout", "60",
+    done = run_cli(["deploy", str(onnx), "--episodes", "1", "--seed", "10000", "--stall-timeout", "60",
                     "--out", str(tmp_path)], out=tmp_path)
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-3000:]
     assert "action_mode: delta" in (tmp_path / "task.yaml").read_text()

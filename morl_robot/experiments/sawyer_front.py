@@ -301,13 +301,13 @@ def _check_same_kind(out: Path, cfg: FrontSweepConfig) -> None:
         learner = before.get("learner_config")
     except (ValueError, KeyError, TypeError, AttributeError) as e:
         remedy = ("delete it to resume (it is rebuilt from runs/)" if path == summary
-                  else "delete it only if you know which method and --config made the runs")
+                  else "delete it only if you know which method and --learner made the runs")
         raise UsageError(f"{path} does not say which sawyer-front this folder holds ({type(e).__name__}: {e}); "
                          f"{remedy}, or give another --out") from e
     if method != cfg.method or not _same_learner_config(learner, cfg.learner_config):
         raise UsageError(f"{out} holds a {method} front trained with {learner}; this command "
                          f"asks for a {cfg.method} front with {cfg.learner_config}: pass --method {method} "
-                         f"--config {learner} to resume it, or give another --out")
+                         f"--learner {learner} to resume it, or give another --out")
 
 
 def _mark_kind(out: Path, cfg: FrontSweepConfig) -> None:

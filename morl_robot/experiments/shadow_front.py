@@ -120,9 +120,9 @@ class ShadowFrontConfig:
         if aligned(self.task) and self.algorithms != ["mo-mpo"]:
             raise UsageError(f"{self.task}: the orient check (aligned objectives) trains MO-MPO only (--algorithms mo-mpo)")
         if not self.eps_pain or any(not (e > 0 and math.isfinite(e)) for e in self.eps_pain):
-            raise UsageError(f"--eps-pain: give finite values > 0, got {self.eps_pain}")
+            raise UsageError(f"--epsilon pain=…: give finite values > 0, got {self.eps_pain}")
         if not (self.eps_task > 0 and math.isfinite(self.eps_task)):
-            raise UsageError(f"--eps-task must be a finite value > 0, got {self.eps_task}")
+            raise UsageError(f"--epsilon task=… must be a finite value > 0, got {self.eps_task}")
         if "scalarized-mpo" in self.algorithms and (
                 not self.weights_pain or any(not 0.0 < w < 1.0 for w in self.weights_pain)):
             raise UsageError(f"--weights-pain: give values in (0, 1) (the pain weight w of [1 - w, w]), "
@@ -132,12 +132,12 @@ class ShadowFrontConfig:
         if self.action_mode not in (None, "absolute", "delta"):
             raise UsageError(f"--action-mode: 'absolute' or 'delta', got {self.action_mode!r}")
         if self.steps < 1 or self.eval_episodes < 1 or self.parallel < 1 or not self.seeds:
-            raise UsageError("--steps, --eval-episodes and --parallel must be >= 1, and --seeds non-empty")
+            raise UsageError("--steps, --eval-episodes and --processes must be >= 1, and --seeds non-empty")
         from morl_robot.evaluation.protocol import SCRIPTED_TASKS
         from morl_robot.learning import load_learner_config
 
         if load_learner_config(self.learner_path()).training.demonstrations.episodes and self.task not in SCRIPTED_TASKS:
-            raise UsageError(f"--config {self.learner_config}: training.demonstrations needs a scripted controller "
+            raise UsageError(f"--learner {self.learner_config}: training.demonstrations needs a scripted controller "
                              f"and {self.task} has none (tasks with one: {', '.join(SCRIPTED_TASKS)})")
 
     def learner_path(self) -> Path:

@@ -209,7 +209,7 @@ def _actions(kind: str, context: Any) -> list:
                                           on_exit=_release_exit(ns)))
     if kind == "safety_test":
         cmd = _cli("safety-test", "--attach", "--robot", robot_of(cfg), "--backend", cfg.backend, "--namespace", ns,
-                   "--out", out, "--config", args["session"] or kind)
+                   "--out", out, "--session", args["session"] or kind)
         if cfg.use_sim_time:
             cmd.append("--use-sim-time")
         actions.append(ExecuteProcess(cmd=cmd, name="safety_test", output="screen", on_exit=_safety_test_exit(out)))

@@ -45,7 +45,7 @@ def test_a_short_live_switch_is_accepted_and_traced(tmp_path, domain_id, via) ->
     policy = tmp_path / "conditioned.onnx"
     _export_conditioned(policy)
     out = tmp_path / "live"
-    code = main(["bench", "preference-live", "--policy", str(policy), "--out", str(out), "--episodes", "1",
+    code = main(["bench", "preference-live", str(policy), "--out", str(out), "--episodes", "1",
                  "--seed", "3", "--switch-after", "1.0", "--max-seconds", "2.5", "--via", via, "--domain-id", str(domain_id)])
     logs = "\n".join(p.read_text()[-3000:] for p in (out / "logs").glob("*.log"))
     assert code == 0, logs

@@ -177,7 +177,7 @@ def plain_policies(tmp_path_factory):
 def test_cli_names_a_policy_it_cannot_use(plain_policies, tmp_path, capsys, which, message) -> None:
     from morl_robot.cli import main
 
-    assert main(["bench", "preference-live", "--policy", str(plain_policies / which), "--out", str(tmp_path)]) == 2
+    assert main(["bench", "preference-live", str(plain_policies / which), "--out", str(tmp_path)]) == 2
     err = capsys.readouterr().err
     assert err.startswith("morl-robot bench: error:") and message in err, err
     assert not (tmp_path / "preference_live.json").exists()

@@ -132,7 +132,7 @@ def test_more_weight_on_treasure_reaches_a_farther_treasure(model):
 
 
 def test_cli_runs_a_tiny_grid(tmp_path, capsys):
-    assert main(["experiment", "dst-exact", "--out", str(tmp_path), "--c-values", "2", "--eps-time", "0.02",
+    assert main(["experiment", "dst-exact", "--out", str(tmp_path), "--c-values", "2", "--epsilon", "time=0.02",
                  "--processes", "1", "--no-progress"]) == 0
     assert "Pareto points from greedy policies" in capsys.readouterr().out
     data = json.loads((tmp_path / "results.json").read_text())
@@ -177,7 +177,7 @@ def test_committed_visitation_results_reproduce_at_their_treasure_changes(model)
 
 
 def test_cli_state_distribution(tmp_path):
-    assert main(["experiment", "dst-exact", "--out", str(tmp_path), "--c-values", "1", "--eps-time", "0.02",
+    assert main(["experiment", "dst-exact", "--out", str(tmp_path), "--c-values", "1", "--epsilon", "time=0.02",
                  "--processes", "1", "--no-progress", "--state-distribution", "visitation"]) == 0
     data = json.loads((tmp_path / "results.json").read_text())
     assert data["state_distribution"].startswith("the current policy's") and data["runs"][0]["treasure"] == pytest.approx(8.2)
@@ -229,11 +229,11 @@ def test_committed_one_step_exploring_results_widen_the_19_6_window(model):
 
 
 def test_cli_exploring_state_distribution(tmp_path):
-    assert main(["experiment", "dst-exact", "--out", str(tmp_path), "--c-values", "1", "--eps-time", "0.02",
+    assert main(["experiment", "dst-exact", "--out", str(tmp_path), "--c-values", "1", "--epsilon", "time=0.02",
                  "--processes", "1", "--no-progress", "--state-distribution", "exploring"]) == 0
     data = json.loads((tmp_path / "results.json").read_text())
     assert "exploring starts" in data["state_distribution"] and len(data["runs"]) == 1
-    assert main(["experiment", "dst-exact", "--out", str(tmp_path / "h"), "--c-values", "1", "--eps-time", "0.02",
+    assert main(["experiment", "dst-exact", "--out", str(tmp_path / "h"), "--c-values", "1", "--epsilon", "time=0.02",
                  "--processes", "1", "--no-progress", "--state-distribution", "exploring",
                  "--exploring-horizon", "2"]) == 0
     data = json.loads((tmp_path / "h" / "results.json").read_text())
@@ -245,7 +245,7 @@ def test_dst_diagnose_from_the_cli(tmp_path):
     """A tiny learned run through the real parser: the diagnosis holds the learned policy and
     critics on the exact model's states, their errors against exact Q^π, and both exact solves."""
     out = tmp_path / "diagnosis.json"
-    assert main(["experiment", "dst-diagnose", "--out", str(out), "--c", "1.2", "--eps-time", "0.02", "--steps", "300",
+    assert main(["experiment", "dst-diagnose", "--out", str(out), "--c", "1.2", "--epsilon", "time=0.02", "--steps", "300",
                  "--converge", "100", "2", "--exploring-horizon", "1", "--quick"]) == 0
     r = json.loads(out.read_text())
     s_count = len(r["cells"])

@@ -13,9 +13,9 @@ RESULTS = Path(__file__).resolve().parents[2] / "results" / "archive" / "sawyer_
 
 
 def test_a_tiny_sweep_runs_resumes_and_writes_its_front(tmp_path, capsys):
-    argv = ["experiment", "sawyer-front", "--method", "per-setting", "--out", str(tmp_path), "--eps-force", "0.01",
-            "0.1", "--seeds", "0", "--steps", "200", "--eval-episodes", "2", "--reference-gains", "2", "--parallel",
-            "1", "--no-progress"]
+    argv = ["experiment", "sawyer-front", "--method", "per-setting", "--out", str(tmp_path), "--epsilon",
+            "wrist_force=0.01,0.1", "--seeds", "0", "--steps", "200", "--eval-episodes", "2", "--reference-gains", "2",
+            "--processes", "1", "--no-progress"]
     assert main(argv) == 0
     out = capsys.readouterr().out
     assert "runs finished: 2 of 2" in out and "hypervolume: IQM" in out
@@ -36,7 +36,7 @@ def test_a_tiny_sweep_runs_resumes_and_writes_its_front(tmp_path, capsys):
     assert main(argv) == 0
     assert [p.stat().st_mtime_ns for p in evals] == stamps
     # a larger budget continues the runs from their checkpoints
-    assert main(argv[:-9] + ["--steps", "300", "--eval-episodes", "2", "--parallel", "1", "--no-progress"]) == 0
+    assert main(argv[:-9] + ["--steps", "300", "--eval-episodes", "2", "--processes", "1", "--no-progress"]) == 0
     again = json.loads(evals[0].read_text())
     assert again["env_steps"] == 300 and again["resumed_from"]
 
@@ -74,8 +74,8 @@ def test_gains_are_checked(tmp_path, capsys):
 
 
 def test_bad_sweep_settings_are_refused(tmp_path, capsys):
-    assert main(["experiment", "sawyer-front", "--out", str(tmp_path), "--eps-force", "nan"]) == 2
-    assert "--eps-force" in capsys.readouterr().err
+    assert main(["experiment", "sawyer-front", "--out", str(tmp_path), "--epsilon", "wrist_force=nan"]) == 2
+    assert "--epsilon wrist_force" in capsys.readouterr().err
 
 
 WORST_CASE = RESULTS.parent / "sawyer_front_worst_case"
@@ -196,8 +196,8 @@ def test_the_committed_clone_lr_front_is_the_readmes():
 
 def test_a_tiny_conditioned_front_is_one_policy_per_seed_and_reevaluates_at_each_preference(tmp_path, capsys):
     """The default way to get the front: no --method, no --config."""
-    argv = ["experiment", "sawyer-front", "--out", str(tmp_path), "--eps-force", "0.01", "0.1",
-            "--seeds", "0", "--steps", "200", "--eval-episodes", "2", "--parallel", "1", "--no-progress",
+    argv = ["experiment", "sawyer-front", "--out", str(tmp_path), "--epsilon", "wrist_force=0.01,0.1",
+            "--seeds", "0", "--steps", "200", "--eval-episodes", "2", "--processes", "1", "--no-progress",
             "--reference-gains"]
     assert main(argv) == 0
     assert "runs finished: 2 of 2" in capsys.readouterr().out
@@ -225,8 +225,8 @@ def test_a_tiny_conditioned_front_is_one_policy_per_seed_and_reevaluates_at_each
     assert main(argv + ["--method", "per-setting"]) == 2
     err = capsys.readouterr().err
     assert "holds a conditioned front trained with learner/sawyer_conditioned_clone_lr.yaml" in err
-    assert "--method conditioned --config learner/sawyer_conditioned_clone_lr.yaml" in err
-    assert main(argv + ["--config", "learner/sawyer_conditioned.yaml"]) == 2
+    assert "--method conditioned --learner learner/sawyer_conditioned_clone_lr.yaml" in err
+    assert main(argv + ["--learner", "learner/sawyer_conditioned.yaml"]) == 2
     assert (tmp_path / "results.json").read_bytes() == before
     assert main(argv + ["--conditioned", "--method", "per-setting"]) == 2
     assert "contradict" in capsys.readouterr().err
@@ -238,7 +238,7 @@ def test_a_tiny_conditioned_front_is_one_policy_per_seed_and_reevaluates_at_each
     assert "holds a conditioned front" in capsys.readouterr().err
     assert not (tmp_path / "runs" / "eps_force=0.01" / "seed0" / "policy.onnx").exists()  # nothing trained
     # the same YAML spelled as a path resumes
-    assert main(argv + ["--config", "config/learner/sawyer_conditioned_clone_lr.yaml"]) == 0
+    assert main(argv + ["--learner", "config/learner/sawyer_conditioned_clone_lr.yaml"]) == 0
     assert "runs finished: 2 of 2" in capsys.readouterr().out
 
 

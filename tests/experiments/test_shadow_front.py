@@ -107,7 +107,7 @@ def test_demonstrations_need_a_task_with_a_scripted_controller(tmp_path, capsys,
 
     monkeypatch.setattr(protocol, "SCRIPTED_TASKS", ("shadow_touch", "shadow_turn"))
     assert main(["experiment", "shadow-front", "--task", "shadow_orient", "--algorithms", "mo-mpo", "--out", str(tmp_path),
-                 "--config", "learner/shadow_front_demos.yaml", "--quick", "--no-progress"]) == 2
+                 "--learner", "learner/shadow_front_demos.yaml", "--quick", "--no-progress"]) == 2
     err = capsys.readouterr().err
     assert "training.demonstrations needs a scripted controller" in err and "shadow_turn" in err
     assert not (tmp_path / "runs").exists()
@@ -128,7 +128,7 @@ def test_a_touch_run_learns_from_the_scripted_press(tmp_path, capsys, caplog):
     cfg.write_text(re.sub(r"critic_warmup_updates: \d+", "critic_warmup_updates: 7", small))
     caplog.set_level("INFO", logger="morl_robot.learning.session")
     assert main(["experiment", "shadow-front", "--task", "shadow_touch", "--out", str(tmp_path / "sweep"),
-                 "--config", str(cfg), "--quick", "--algorithms", "mo-mpo", "--eps-pain", "0.01", "--seeds", "0",
+                 "--learner", str(cfg), "--quick", "--algorithms", "mo-mpo", "--epsilon", "pain=0.01", "--seeds", "0",
                  "--steps", "300", "--no-progress"]) == 0
     run = next(r for r in json.loads((tmp_path / "sweep" / "results.json").read_text())["runs"] if r["finished"])
     demos = run["eval"]["demonstrations"]
@@ -150,8 +150,8 @@ def test_a_turn_run_learns_from_the_scripted_sweep_in_delta_actions(tmp_path, ca
     small = re.sub(r"pretrain_updates: \d+", "pretrain_updates: 5", small)
     cfg.write_text(re.sub(r"critic_warmup_updates: \d+", "critic_warmup_updates: 3", small))
     out = tmp_path / "sweep"
-    assert main(["experiment", "shadow-front", "--task", "shadow_turn", "--out", str(out), "--config", str(cfg),
-                 "--action-mode", "delta", "--quick", "--algorithms", "mo-mpo", "--eps-pain", "0.01", "--seeds", "0",
+    assert main(["experiment", "shadow-front", "--task", "shadow_turn", "--out", str(out), "--learner", str(cfg),
+                 "--action-mode", "delta", "--quick", "--algorithms", "mo-mpo", "--epsilon", "pain=0.01", "--seeds", "0",
                  "--steps", "200", "--no-progress"]) == 0
     results = json.loads((out / "results.json").read_text())
     assert results["config"]["action_mode"] == "delta"

@@ -96,7 +96,7 @@ def test_the_policy_server_and_deploy_refuse_it_too(models, name, capsys) -> Non
     path = models[name]
     with pytest.raises(PolicyLoadError, match=r"model output 'action' .* but its 'mean'"):
         Core(path)
-    rc = main(["deploy", "--policy", str(path), "--duration", "1"])
+    rc = main(["deploy", str(path), "--duration", "1"])
     err = capsys.readouterr().err
     assert rc == 2 and str(path) in err and "model output 'action'" in err, err
 

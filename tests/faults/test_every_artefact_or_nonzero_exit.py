@@ -100,7 +100,7 @@ def test_train_exits_non_zero_with_the_learners_error_when_policy_onnx_cannot_be
     learner = tmp_path / "learner.yaml"
     learner.write_text(tiny_learner_yaml(1.0))
     done = run_cli(["train", "--task", "sawyer_peg_in_hole", "--steps", "150", "--out", str(out), "--no-progress",
-                    "--learner-config", str(learner), "--namespace", "enospc"], out=out)
+                    "--learner", str(learner), "--namespace", "enospc"], out=out)
     assert done.returncode != 0, done.stdout + done.stderr[-3000:]
     assert "done:" not in done.stdout
     line = [x for x in done.stderr.splitlines() if "the learner exited" in x]

@@ -126,7 +126,7 @@ def test_a_second_deploy_on_the_same_names_gives_way_naming_the_first(domain_id,
     other = tmp_path / "other.onnx"
     _export_policy("sawyer_peg_in_hole", other)
     probe = GraphProbe(domain_id, name="two_deploys_probe")
-    first = _popen(["deploy", "--policy", str(DEMO), "--duration", "45", "--out", str(tmp_path / "one"),
+    first = _popen(["deploy", str(DEMO), "--duration", "45", "--out", str(tmp_path / "one"),
                     "--domain-id", str(domain_id)], env, tmp_path / "one.err")
     try:
         estop = probe.subscribe("/morl/safety/estop", Bool, wire.LATCHED_QOS)  # (may hear session 2's too)
@@ -136,7 +136,7 @@ def test_a_second_deploy_on_the_same_names_gives_way_naming_the_first(domain_id,
 
         probe.wait_for(released_or_dead, 120, "session 1's monitor to be released")
         t0 = time.monotonic()
-        second = subprocess.run([sys.executable, "-m", "morl_robot.cli", "deploy", "--policy", str(other),
+        second = subprocess.run([sys.executable, "-m", "morl_robot.cli", "deploy", str(other),
                                  "--duration", "20", "--out", str(tmp_path / "two"), "--domain-id", str(domain_id)],
                                 env=env, capture_output=True, text=True, timeout=180, check=False)
         took = time.monotonic() - t0
@@ -173,7 +173,7 @@ def test_a_second_training_session_on_the_same_names_gives_way(domain_id, tmp_pa
     env = ros_env(domain_id)
     learner = tmp_path / "tiny.yaml"
     learner.write_text(tiny_learner_yaml(4.0))
-    argv = ["train", "--task", "sawyer_peg_in_hole", "--learner-config", str(learner), "--no-progress",
+    argv = ["train", "--task", "sawyer_peg_in_hole", "--learner", str(learner), "--no-progress",
             "--domain-id", str(domain_id)]
     probe = GraphProbe(domain_id, name="two_trainings_probe")
     diags = probe.subscribe("/diagnostics", DiagnosticArray, wire.EVENT_QOS)

@@ -65,7 +65,7 @@ def test_deploy_with_a_safety_config_lacking_a_section_fails_at_once_naming_it(t
     session_path.write_text(yaml.safe_dump(session))
     out = tmp_path / "deploy"
     # the start-up waits are 60 s each; the run must end long before (a hang fails at the timeout)
-    result = run_cli(["deploy", "--policy", str(policy), "--config", str(session_path), "--episodes", "1",
+    result = run_cli(["deploy", str(policy), "--session", str(session_path), "--episodes", "1",
                       "--out", str(out)], timeout=45, out=out)
     assert result.returncode == 2, result.stderr
     assert "safety_monitor exited with status 2" in result.stderr, result.stderr

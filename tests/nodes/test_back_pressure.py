@@ -28,7 +28,7 @@ def test_environment_steps_never_outrun_the_samples_per_insert_ratio(tmp_path, d
     config.write_text(SLOW_LEARNER)
     out = tmp_path / "run"
     cmd = [sys.executable, "-m", "morl_robot.cli", "train", "--task", "sawyer_peg_in_hole", "--steps", "400",
-           "--learner-config", str(config), "--out", str(out), "--no-progress", "--namespace", "bp",
+           "--learner", str(config), "--out", str(out), "--no-progress", "--namespace", "bp",
            "--domain-id", str(domain_id)]
     done = subprocess.run(cmd, env=ros_env(domain_id), capture_output=True, text=True, timeout=600, check=False)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]

@@ -26,7 +26,7 @@ def test_demonstrator_acts_the_first_episodes_and_the_clone_acts_after_them(tmp_
     learner.write_text(TINY_DEMOS)
     out = tmp_path / "run"
     cmd = [sys.executable, "-m", "morl_robot.cli", "train", "--task", "sawyer_peg_in_hole", "--steps", "500",
-           "--learner-config", str(learner), "--out", str(out), "--no-progress", "--domain-id", str(domain_id)]
+           "--learner", str(learner), "--out", str(out), "--no-progress", "--domain-id", str(domain_id)]
     done = subprocess.run(cmd, env={**ros_env(domain_id), **{k: v for k, v in os.environ.items() if k == "PYTHONPATH"}},
                           capture_output=True, text=True, timeout=600, check=False)
     logs = {p.stem: p.read_text() for p in (out / "logs").glob("*.log")} if (out / "logs").is_dir() else {}

@@ -26,7 +26,7 @@ def deploy(*args: str, timeout: float = 300) -> subprocess.CompletedProcess:
 
 
 def test_sim_to_sim_check_matches_the_in_process_evaluation(policy, tmp_path):
-    done = deploy("--policy", str(policy), "--episodes", "1", "--seed", "500", "--out", str(tmp_path))
+    done = deploy(str(policy), "--episodes", "1", "--seed", "500", "--out", str(tmp_path))
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-3000:]
     report = json.loads((tmp_path / "deploy_report.json").read_text())
     assert report["episodes"] == 1 and report["objectives"] == ["task", "wrist_force"]
@@ -89,7 +89,7 @@ def test_an_e_stop_of_the_uncounted_episode_is_released_and_the_counted_episodes
 
 
 def test_hardware_backend_against_the_emulator_keeps_the_rate(policy, tmp_path):
-    done = deploy("--policy", str(policy), "--backend", "hardware", "--emulate", "latency=0.02,jitter=0.01",
+    done = deploy(str(policy), "--backend", "hardware", "--emulate", "latency=0.02,jitter=0.01",
                   "--duration", "12", "--out", str(tmp_path))
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-3000:]
     status = json.loads(done.stdout[done.stdout.index("{"):])
@@ -113,7 +113,7 @@ def test_a_stalled_graph_ends_the_check_with_an_error_naming_the_nodes_statuses(
     from morl_robot.nodes.probe import GraphProbe
 
     domain = _next_domain()
-    cmd = [sys.executable, "-m", "morl_robot.cli", "deploy", "--policy", str(policy), "--episodes", "20",
+    cmd = [sys.executable, "-m", "morl_robot.cli", "deploy", str(policy), "--episodes", "20",
            "--stall-timeout", "4", "--out", str(tmp_path)]
     proc = subprocess.Popen(cmd, env=ros_env(domain), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     probe = GraphProbe(domain, "pauser")

@@ -58,16 +58,16 @@ def deploy(*args: str, timeout: float = 300) -> subprocess.CompletedProcess:
 
 
 def test_deploy_refuses_a_preference_that_does_not_fit(policy, tmp_path) -> None:
-    done = deploy("--policy", str(policy), "--preference", "0.5", "3", "--out", str(tmp_path))
+    done = deploy(str(policy), "--preference", "0.5", "3", "--out", str(tmp_path))
     assert done.returncode == 2 and "--preference: ε for objective 'wrist_force' is 3.0, outside its range [0.01, 1]" \
         in done.stderr, done.stderr
-    done = deploy("--policy", str(policy), "--preference", "0.5", "--out", str(tmp_path))
+    done = deploy(str(policy), "--preference", "0.5", "--out", str(tmp_path))
     assert done.returncode == 2 and "has 1 values but the policy takes 2" in done.stderr, done.stderr
 
 
 @pytest.mark.ros
 def test_sim_to_sim_check_under_a_chosen_preference(policy, tmp_path) -> None:
-    done = deploy("--policy", str(policy), "--preference", "0.01", "1.0", "--episodes", "1", "--seed", "500",
+    done = deploy(str(policy), "--preference", "0.01", "1.0", "--episodes", "1", "--seed", "500",
                   "--out", str(tmp_path))
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-3000:]
     assert "preference task=0.01, wrist_force=1" in done.stderr

@@ -102,7 +102,7 @@ def test_a_machine_changed_since_export_is_refused_by_evaluate_and_deploy(tmp_pa
     err = capsys.readouterr().err
     assert "contract field 'reward_machine': 'digest' of the policy is" in err
     assert "changed since the policy was trained" in err
-    done = cli(["deploy", "--policy", str(path), "--episodes", "1", "--out", str(tmp_path / "d"),
+    done = cli(["deploy", str(path), "--episodes", "1", "--out", str(tmp_path / "d"),
                 "--domain-id", str(domain_id)], domain_id)
     assert done.returncode == 2 and "contract field 'reward_machine': 'digest'" in done.stderr, done.stderr
     assert "deploying" not in done.stderr  # refused before any node started
@@ -141,7 +141,7 @@ def test_a_plain_policy_is_refused_where_its_labels_differ(tmp_path):
 
 @pytest.mark.ros
 def test_sim_to_sim_check_of_a_reward_machine_policy(policy, tmp_path, domain_id):
-    done = cli(["deploy", "--policy", str(policy), "--episodes", "2", "--seed", "500", "--out", str(tmp_path),
+    done = cli(["deploy", str(policy), "--episodes", "2", "--seed", "500", "--out", str(tmp_path),
                 "--domain-id", str(domain_id)], domain_id)
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-3000:]
     report = json.loads((tmp_path / "deploy_report.json").read_text())
@@ -160,7 +160,7 @@ def test_the_hardware_backend_runs_the_machine_too(policy, tmp_path, domain_id):
     """`--backend hardware` against the driver emulator: the robot node labels the driver's readings
     and steps the machine; the policy server gets the product observation (no layout holds) and
     keeps its rate."""
-    done = cli(["deploy", "--policy", str(policy), "--backend", "hardware", "--emulate", "none", "--duration", "10",
+    done = cli(["deploy", str(policy), "--backend", "hardware", "--emulate", "none", "--duration", "10",
                 "--out", str(tmp_path), "--domain-id", str(domain_id)], domain_id)
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-3000:]
     server = json.loads(done.stdout[done.stdout.index("{"):])["policy_server"]
@@ -223,7 +223,7 @@ def test_the_committed_sawyer_morm_policy_deploys_through_the_graph(tmp_path, do
     --seed 10004`: the robot node runs the machine; the graph's episode is the in-process one.  (The
     committed episode was measured before the compliant controller; the evaluate test above re-checks
     it with --contact-control stiff; deploy runs the robot as it is now.)"""
-    done = cli(["deploy", "--policy", str(COMMITTED / "policy.onnx"), "--episodes", "1", "--seed", str(SEEDS[0]),
+    done = cli(["deploy", str(COMMITTED / "policy.onnx"), "--episodes", "1", "--seed", str(SEEDS[0]),
                 "--out", str(tmp_path), "--domain-id", str(domain_id)], domain_id)
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-3000:]
     report = json.loads((tmp_path / "deploy_report.json").read_text())

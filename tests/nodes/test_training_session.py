@@ -125,7 +125,7 @@ def test_morl_robot_train_leaves_a_complete_run_directory(tmp_path, tiny_config)
     out = tmp_path / "run"
     env = ros_env(_next_domain())
     cmd = [sys.executable, "-m", "morl_robot.cli", "train", "--task", "sawyer_peg_in_hole", "--steps", "1200",
-           "--learner-config", str(tiny_config), "--out", str(out), "--no-progress", "--namespace", "cli"]
+           "--learner", str(tiny_config), "--out", str(out), "--no-progress", "--namespace", "cli"]
     done = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=400, check=False)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     for name in ("metrics.csv", "episodes.csv", "policy.onnx", "session.yaml"):

@@ -41,7 +41,7 @@ def run(tmp_path_factory):
     (tmp / "session.yaml").write_text(yaml.safe_dump(session))
     out = tmp / "run"
     domain = _next_domain()
-    cmd = [sys.executable, "-m", "morl_robot.cli", "train", "--config", str(tmp / "session.yaml"),
+    cmd = [sys.executable, "-m", "morl_robot.cli", "train", "--session", str(tmp / "session.yaml"),
            "--task", "sawyer_peg_in_hole", "--actors-kind", "vectorized", "--envs", str(ENVS),
            "--actors", str(ACTORS), "--steps", str(STEPS), "--out", str(out), "--no-progress",
            "--namespace", "vec", "--domain-id", str(domain)]

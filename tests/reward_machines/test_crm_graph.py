@@ -54,9 +54,9 @@ def run(tmp_path_factory):
     (tmp / "session.yaml").write_text(yaml.safe_dump(session))
     out = tmp / "run"
     domain = _next_domain()
-    cmd = [sys.executable, "-m", "morl_robot.cli", "train", "--config", str(tmp / "session.yaml"),
+    cmd = [sys.executable, "-m", "morl_robot.cli", "train", "--session", str(tmp / "session.yaml"),
            "--task", "sawyer_peg_in_hole", "--reward-machine", "sawyer/peg_touch_then_insert",
-           "--learner-config", str(tmp / "crm.yaml"), "--steps", str(STEPS), "--out", str(out), "--no-progress",
+           "--learner", str(tmp / "crm.yaml"), "--steps", str(STEPS), "--out", str(out), "--no-progress",
            "--namespace", "crm", "--domain-id", str(domain)]
     done = subprocess.run(cmd, env=ros_env(domain), capture_output=True, text=True, timeout=300, check=False)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]

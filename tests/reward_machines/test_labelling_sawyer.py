@@ -83,7 +83,7 @@ def test_sawyer_rm_command_trains_with_crm_and_evaluates(tmp_path, capsys):
                    "training: {eval_every: 0, eval_episodes: 1, checkpoint_every: 0, tensorboard: false}\n")
     out = tmp_path / "srm"
     assert main(["experiment", "sawyer-rm", "--out", str(out), "--steps", "120", "--eval-episodes", "2",
-                 "--config", str(cfg), "--no-progress"]) == 0
+                 "--learner", str(cfg), "--no-progress"]) == 0
     res = json.loads((out / "results.json").read_text())
     assert res["crm"] is True and res["budget"]["updates"] > 0 and res["budget"]["env_steps"] == 120
     assert set(res["evaluation"]["objectives"]) == {"task", "wrist_force", "touch_then_insert", "force_budget"}
@@ -115,7 +115,7 @@ def test_sawyer_rm_learns_from_demonstrations_with_the_baselines_update_budget(t
                    "           demonstrations: {episodes: 1, action_noise: 0.05, pretrain_updates: 5}}\n")
     out = tmp_path / "srm"
     assert main(["experiment", "sawyer-rm", "--out", str(out), "--steps", "200", "--eval-episodes", "1",
-                 "--config", str(cfg), "--crm-updates", "same", "--no-progress"]) == 0
+                 "--learner", str(cfg), "--crm-updates", "same", "--no-progress"]) == 0
     res = json.loads((out / "results.json").read_text())
     assert res["demonstrations"] == 1 and res["crm"] is True and res["crm_scale_updates"] is False
     episodes = (out / "run" / "episodes.csv").read_text().splitlines()
