@@ -314,10 +314,44 @@ def _run_in_process(argv: list[str]) -> tuple[int, str, str]:
     return rc, out.getvalue(), err.getvalue()
 
 
-@pytest.mark.parametrize("page", _PAGES)
+#: The pages' runs are split over SHARDS test files (this one and test_doc_commands_shard*.py) so that
+#: pytest-xdist's --dist loadfile puts them on different workers; a page's weight is its runnable
+#: commands, the graph-starting ones counted heavier.
+SHARDS = 3
+_HEAVY = {"train": 4, "demo": 6, "safety-test": 4, "deploy": 3, "bench": 2, "experiment": 3}
+
+
+def _weight(page: str) -> int:
+    return sum(_HEAVY.get(c.argv[0] if c.argv else "", 1) for c in COMMANDS if c.page == page and c.parse_only is None)
+
+
+def shard(index: int) -> list[str]:
+    """The pages shard ``index`` runs: greedy by weight onto the lightest shard (deterministic)."""
+    loads = [0] * SHARDS
+    pages: list[list[str]] = [[] for _ in range(SHARDS)]
+    for page in sorted(_PAGES, key=lambda p: (-_weight(p), p)):
+        i = loads.index(min(loads))
+        loads[i] += _weight(page)
+        pages[i].append(page)
+    return sorted(pages[index])
+
+
+def test_every_page_is_in_one_shard() -> None:
+    shards = [shard(i) for i in range(SHARDS)]
+    assert sorted(p for s in shards for p in s) == _PAGES
+    files = sorted(Path(__file__).parent.glob("test_doc_commands_shard*.py"))
+    assert len(files) == SHARDS - 1, files
+
+
+@pytest.mark.parametrize("page", shard(0))
 def test_doc_commands_run(page: str, tmp_path: Path, domain_id: int, monkeypatch: pytest.MonkeyPatch) -> None:
     """Each runnable command of ``page``, in page order, on a tiny budget; fails naming the first
     command that did not end with an expected exit code."""
+    run_page(page, tmp_path, domain_id, monkeypatch)
+
+
+def run_page(page: str, tmp_path: Path, domain_id: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The body of every shard's test (commands another page of the same shard ran are linked)."""
     from morl_robot.session.processes import ros_env
 
     parser = _parser()
