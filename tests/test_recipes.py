@@ -229,7 +229,7 @@ def test_tasks_recipes_lists_each_task_profiles_and_results(capsys):
     assert {r["goal"] for r in rows} == {"learn", "front", "every-preference", "worst-case"}
 
 
-@pytest.mark.parametrize("task", ["sawyer_peg_in_hole", "shadow_touch", "shadow_turn"])
+@pytest.mark.parametrize("task", ["sawyer_peg_in_hole", "shadow_touch", "shadow_turn", "shadow_orient"])
 def test_the_committed_recipe_results_agree_with_their_seeds_and_record_provenance(task):
     from morl_robot.evaluation.protocol import wilson_interval
     from morl_robot.tasks.recipes import default_recipe
@@ -253,3 +253,12 @@ def test_the_committed_recipe_results_agree_with_their_seeds_and_record_provenan
             row["train"]["run_dir"]  # no other flag: the recipe
         total, success = total + len(episodes), success + k
     assert (summary["pooled"]["success"]["count"], summary["pooled"]["success"]["episodes"]) == (success, total)
+
+
+def test_the_orient_recipe_result_is_checked_against_its_random_references():
+    folder = ROOT / "results" / "recipes" / "shadow_orient"
+    check = json.loads((folder / "results.json").read_text())["orient_check"]
+    bound = {k: max(json.loads((folder / f).read_text())["objectives"][k]["ci_high"]
+                    for f in check["random_references"]) for k in ("touch", "lift", "orient")}
+    assert check["random_upper_ci95"] == pytest.approx(bound)
+    assert check["improves_all"] == all(check["mean_of_seeds"][k] > bound[k] for k in bound)
