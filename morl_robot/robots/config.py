@@ -134,8 +134,18 @@ class HardwareUnitsConfig:
 
 
 @dataclass
+class HardwareRetractConfig:
+    """``hardware.reset.retract``: the first phase of a reset, a straight Cartesian move of the tool
+    against its approach axis (out of a hole, away from the fixture) before any joint motion."""
+
+    distance: float = 0.08  # m along -axis
+    speed: float = 0.02  # m/s
+    axis: list[float] = field(default_factory=lambda: [0.0, 0.0, 1.0])  # approach axis, tool site frame
+
+
+@dataclass
 class HardwareResetConfig:
-    """How ``reset`` drives the real robot to a start configuration."""
+    """How ``reset`` drives the real robot to a start configuration (docs/explanation/safety_design.md)."""
 
     speed: float = 0.25  # fraction of each joint's velocity limit
     tolerance: float = 0.01  # rad: every joint within this of its target
@@ -144,6 +154,9 @@ class HardwareResetConfig:
     gain: float = 2.0  # 1/s, velocity interfaces: qdot = gain * error (bounded by speed)
     scene: Literal["error", "ignore"] = "error"  # scene objects to place: refuse, or leave to a person
     stale_grace: float = 1.0  # s a stale state may last mid-reset (not commanding meanwhile) before it fails
+    retract: HardwareRetractConfig | None = None  # None: no retract phase (e.g. a hand)
+    force_limit: float = 30.0  # N, tared wrist force: above it the reset stops and raises (the task's limit)
+    effort_limit: float = 0.9  # fraction of each joint's effort limit: above it the reset stops and raises
 
 
 @dataclass
@@ -175,6 +188,11 @@ class HardwareConfig:
             fail("", f"{k}.reset.stale_grace", f"must be >= 0, got {self.reset.stale_grace}")
         if self.reset.settle < 0:
             fail("", f"{k}.reset.settle", f"must be >= 0, got {self.reset.settle}")
+        if self.reset.force_limit <= 0 or self.reset.effort_limit <= 0:
+            fail("", f"{k}.reset.force_limit", "and effort_limit must be positive (N; fraction of the joint limits)")
+        r = self.reset.retract
+        if r is not None and (r.distance <= 0 or r.speed <= 0 or len(r.axis) != 3 or not any(r.axis)):
+            fail("", f"{k}.reset.retract", f"needs distance > 0 (m), speed > 0 (m/s), a non-zero axis [x, y, z]; got {r}")
         for sub in ("wrench", "tactile"):
             cfg = getattr(self, sub)
             if cfg is not None and cfg.deadline <= 0:

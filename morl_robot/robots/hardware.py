@@ -224,6 +224,8 @@ class HardwareRobot(Robot):
         self._target: np.ndarray | None = None  # (A,) integrated position targets (Cartesian mode)
         self._last_position: np.ndarray | None = None  # (A,) newest position command sent
         self.commands_sent = 0
+        self.reset_peak_force = 0.0  # N: the largest tared wrist force of the newest reset
+        self.reset_seconds = 0.0  # s the newest completed reset took
         self.home = self._home()
 
     def _home(self) -> dict[str, float]:
@@ -499,15 +501,122 @@ class HardwareRobot(Robot):
         self._cartesian.tare(self._sensor_rotation(q), wrench[:3])
 
     # --- reset ----------------------------------------------------------------------------
+    def _reset_guard(self, state: RobotState) -> None:
+        """Raise (after commanding a hold at the measured joints) if the tared wrist force or a joint
+        effort exceeds ``hardware.reset.force_limit`` / ``effort_limit``: a reset never pushes on."""
+        rc, problem = self.hardware.reset, ""
+        if state.wrench is not None and self._cartesian is not None:
+            self._kinematics(state.position)
+            force = float(np.linalg.norm(self._cartesian.contact_force(
+                self._cartesian.sensor_rotation(self.data), state.wrench[:3])))
+            self.reset_peak_force = max(self.reset_peak_force, force)
+            if force > rc.force_limit:
+                problem = f"tared wrist force {force:.1f} N > hardware.reset.force_limit {rc.force_limit:.1f} N"
+        if not problem:
+            for joint, tau in zip(self.spec.joints, state.effort):
+                if joint.effort_limit and abs(tau) > rc.effort_limit * joint.effort_limit:
+                    problem = (f"'{joint.name}' effort {abs(tau):.1f} N·m > {rc.effort_limit:g} × its limit "
+                               f"{joint.effort_limit:.1f} N·m")
+                    break
+        if problem:
+            self._reset_hold(state)
+            raise HardwareError(f"{self.spec.name}: reset stopped, {problem}: the arm is pushing against something "
+                                "(a peg still in its hole, an obstacle, a person). It holds where it is; take the peg "
+                                "out by hand / clear the obstacle, then reset")
+
+    def _reset_hold(self, state: RobotState) -> None:
+        """Stop a reset motion at once: targets at the measured joints (velocity interface: zero)."""
+        self._ticking = False
+        if self._sink is None:
+            return
+        if self.hardware.command.mode == "position":
+            self._emit(self.codec.actuator_positions(state.position), "position")
+        else:
+            self._emit(np.zeros(len(self.spec.actuators)), "velocity")
+
+    def _reset_state(self, progress: bool = True) -> RobotState:
+        """The fresh state of one reset period, through ``reset_progress`` (which may raise: a latched
+        e-stop stops the reset) and the force guard."""
+        state = self.read_state()
+        if progress and self.reset_progress is not None:
+            try:
+                self.reset_progress(state)
+            except MorlRobotError:
+                self._reset_hold(state)
+                raise
+        self._reset_guard(state)
+        return state
+
+    def _fresh_reset_state(self, give_up: float) -> RobotState:
+        """:meth:`_reset_state`, waiting (not commanding) through a stale gap of up to
+        ``hardware.reset.stale_grace`` s (and not past ``give_up``)."""
+        since: float | None = None
+        while True:
+            try:
+                return self._reset_state()
+            except StaleStateError:
+                self._ticking = False
+                now = self._clock()
+                since = now if since is None else since
+                if now - since > self.hardware.reset.stale_grace or now > give_up:
+                    raise
+                self._sleep(self.control_period)
+
+    def _retract(self) -> None:
+        """``hardware.reset.retract``: move the tool against its approach axis by ``distance`` at
+        ``speed`` (the Cartesian path of a policy command, compliant when configured)."""
+        r, cart = self.hardware.reset.retract, self._cartesian
+        if r is None or cart is None or self._site < 0 or self.hardware.command.mode == "effort":
+            return
+        dt = self.control_period
+        state = self._reset_state()
+        self._kinematics(state.position)
+        axis = np.asarray(r.axis, np.float64)
+        away = -(self.data.site_xmat[self._site].reshape(3, 3) @ (axis / np.linalg.norm(axis)))
+        start = self.data.site_xpos[self._site].copy()
+        twist = np.concatenate([away * r.speed, np.zeros(3)])
+        compliant = self._compliant and self.control_mode == ControlMode.CARTESIAN_VELOCITY
+        target = self.codec.actuator_positions(state.position)
+        budget = min(2.0 * r.distance / r.speed + 2.0, self.hardware.reset.timeout)
+        give_up = self._clock() + budget
+        while True:
+            self._kinematics(state.position)
+            moved = float((self.data.site_xpos[self._site] - start) @ away)
+            if moved >= r.distance:
+                break
+            if self._clock() > give_up:
+                self._reset_hold(state)
+                raise HardwareError(f"{self.spec.name}: reset's retract moved the tool {moved:.3f} m of "
+                                    f"{r.distance} m (hardware.reset.retract) in {budget:.1f} s; "
+                                    "blocked? take the peg out by hand / clear the obstacle, then reset")
+            if compliant:
+                self._apply(twist)  # the force-limited admittance moves the targets at the driver rate
+            elif self.hardware.command.mode == "position":
+                qdot = cart.joint_velocities(self.data, twist)
+                target = cart.position_targets(target, qdot, state.position)
+                self._emit(target, "position")
+            else:
+                qdot = cart.joint_velocities(self.data, twist)
+                self._emit(cart.actuator_velocities(qdot, len(self.spec.actuators)), "velocity")
+            self._sleep(dt)
+            state = self._fresh_reset_state(give_up)
+        self._ticking = False
+        self._target = None
+        self._reset_hold(state)
+
     def reset(self, seed: int | None = None, joint_positions: Mapping[str, float] | None = None,
               scene: Mapping[str, Any] | None = None) -> RobotState:
-        """Drive to a start configuration at a bounded joint speed and wait until every actuator is
+        """First ``hardware.reset.retract`` (the tool backs out along its approach axis), then drive
+        to a start configuration at a bounded joint speed and wait until every actuator is
         within ``hardware.reset.tolerance`` (position or velocity interface).  The target is
         ``home`` (``hardware.home`` or the MJCF keyframe) overridden by ``joint_positions``.
         Scene objects cannot be placed by the robot: with ``scene`` values this raises unless
         ``hardware.reset.scene`` is ``ignore`` (a person resets them).  The state must be fresh to
         start; a stale gap mid-motion pauses commanding for up to ``hardware.reset.stale_grace`` s,
-        then :class:`StaleStateError` is raised."""
+        then :class:`StaleStateError` is raised.  Every period the tared wrist force and the joint
+        efforts are checked against ``hardware.reset.force_limit`` / ``effort_limit`` and
+        ``reset_progress`` is called (it may raise, e.g. on a latched e-stop): either stops the
+        motion at once (a hold at the measured joints) and raises :class:`HardwareError`."""
         rc = self.hardware.reset
         if scene and rc.scene == "error":
             raise HardwareError(
@@ -517,15 +626,26 @@ class HardwareRobot(Robot):
         if interface == "effort":
             raise HardwareError(f"{self.spec.name}: reset needs a position or velocity controller; "
                                 f"hardware.command.mode is 'effort' in {self.source}")
-        state = self.read_state()
+        self.reset_peak_force = 0.0
+        t0 = self._clock()
         names = self.spec.joint_names
-        target_q = state.position.copy()
-        for name, value in {**self.home, **dict(joint_positions or {})}.items():
+        wanted = {**self.home, **dict(joint_positions or {})}
+        for name in wanted:
             if name not in names:
                 raise UnknownNameError(f"unknown joint '{name}' for robot '{self.spec.name}'; joints: {list(names)}")
-            target_q[names.index(name)] = value
-        target_q = np.clip(target_q, self._jlo, self._jhi)
-        goal = self.codec.actuator_positions(target_q)
+
+        def goal_from(position: np.ndarray) -> np.ndarray:
+            target_q = position.copy()
+            for name, value in wanted.items():
+                target_q[names.index(name)] = value
+            return self.codec.actuator_positions(np.clip(target_q, self._jlo, self._jhi))
+
+        state = self.read_state()
+        here = self.codec.actuator_positions(state.position)
+        if float(np.abs(goal_from(state.position) - here).max(initial=0.0)) > rc.tolerance:
+            self._retract()  # (already at the start configuration: nothing to back out of)
+        state = self.read_state()
+        goal = goal_from(state.position)
         dt = self.control_period
         vmax = rc.speed * self._avel * dt  # per period
         setpoint = self.codec.actuator_positions(state.position)
@@ -533,7 +653,7 @@ class HardwareRobot(Robot):
         stale_since: float | None = None
         while True:
             try:
-                state = self.read_state()
+                state = self._reset_state()
                 stale_since = None
             except StaleStateError:  # a gap in the stream: wait (not commanding) for a while
                 now = self._clock()
@@ -542,8 +662,6 @@ class HardwareRobot(Robot):
                     raise
                 self._sleep(dt)
                 continue
-            if self.reset_progress is not None:
-                self.reset_progress(state)
             err = goal - self.codec.actuator_positions(state.position)
             if float(np.abs(err).max(initial=0.0)) <= rc.tolerance:
                 break
@@ -562,13 +680,13 @@ class HardwareRobot(Robot):
         hold = goal if interface == "position" else np.zeros(len(goal))
         for _ in range(round(rc.settle / dt)):
             if not self.stale_streams():  # never command on a stale state
+                self._reset_state()
                 self._emit(hold, interface)
-                if self.reset_progress is not None:
-                    self.reset_progress(self.read_state())
             self._sleep(dt)
         self._target = goal.copy() if interface == "position" else None
         self._ticking = False
         self._tare()  # at rest after the settle: the tool's weight is the no-contact reading
+        self.reset_seconds = self._clock() - t0
         return self.read_state()
 
     # --- landmarks ------------------------------------------------------------------------

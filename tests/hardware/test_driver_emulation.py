@@ -137,7 +137,7 @@ def test_reset_drives_to_the_start_configuration_at_bounded_speed(sawyer_loop: D
 
 
 def test_reset_gives_up_with_a_clear_error_when_the_robot_does_not_arrive(tmp_path):
-    path = robot_yaml(tmp_path, "sawyer", {"reset": {"timeout": 1.0}})
+    path = robot_yaml(tmp_path, "sawyer", {"reset": {"timeout": 1.0, "retract": None}})  # the joint phase
     loop = DriverLoop(str(path))
     loop.sink = lambda cmd: None  # the controller ignores us (e.g. not active)
     loop.robot.connect(loop.sink)
