@@ -92,9 +92,29 @@ class RobotNode(ManagedNode):
         """Connect a hardware robot to its driver topics and wait for the first state."""
         from morl_robot.nodes.hardware_link import HardwareLink
 
-        robot.reset_progress = self._publish_state  # type: ignore[attr-defined]  # sensor streams during a reset
+        robot.reset_progress = self._reset_progress  # type: ignore[attr-defined]  # sensor streams during a reset
         self._link = HardwareLink(self, robot)
+        # the e-stop as the link's thread hears it: this node's executor is blocked during a reset
+        self._hw_name = robot.spec.name
+        self._reset_estop = [False, False]  # [latched, released at least once (the start-up latch is past)]
+        self._link_estop = self._link.node.create_subscription(Bool, "safety/estop", self._on_link_estop,
+                                                               wire.LATCHED_QOS)
         self._link.wait_for_state(self.settings.state_timeout)
+
+    def _on_link_estop(self, msg: Bool) -> None:
+        self._reset_estop = [bool(msg.data), self._reset_estop[1] or not msg.data]
+
+    def _reset_progress(self, state: RobotState) -> None:
+        """Each period of a hardware reset: publish the sensor streams; a latched e-stop (other than
+        the start-up one) stops the reset motion (the robot holds and raises)."""
+        self._publish_state(state)
+        latched, past_start = self._reset_estop
+        if latched and past_start:
+            from morl_robot.robots.hardware import HardwareError
+
+            raise HardwareError(f"{self._hw_name}: reset stopped: the safety monitor's e-stop is latched; the "
+                                "arm holds where it is. Clear the cause (take the peg out by hand / clear the "
+                                "obstacle), release the e-stop (safety/reset), then reset")
 
     def _make_interfaces(self, backend: str, robot: Robot) -> None:
         self._robot = robot
