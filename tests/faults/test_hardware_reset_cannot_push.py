@@ -1,0 +1,47 @@
+"""End to end through the real CLI (issue 34): `morl-robot deploy results/demo/seed0/policy.onnx
+--backend hardware --emulate …` for two episodes.  Before, the reset after the first episode drove
+the inserted peg straight home in joint space: 105-245 N at the wrist, right_j1 at its 80 N·m limit,
+an e-stop, and a robot node fault after the 20 s reset timeout.  Now the reset backs the peg out
+first: the second episode starts, and the monitor saw no force or effort violation at all."""
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+from tests.conftest import run_cli
+
+POLICY = Path(__file__).resolve().parents[2] / "results" / "demo" / "seed0" / "policy.onnx"
+
+
+def _resets(policy_server_log: str) -> list[float]:
+    """Seconds the policy server went without task_step (a reset on hardware) before serving again."""
+    out, start = [], None
+    for line in policy_server_log.splitlines():
+        m = re.search(r"\[(\d+\.\d+)\]", line)
+        if m is None:
+            continue
+        t = float(m.group(1))
+        if "holding (missing_input): newest task_step" in line and start is None:
+            start = t
+        elif "serving again" in line and start is not None:
+            out.append(t - start)
+            start = None
+    return out
+
+
+def test_the_second_episode_starts_after_a_reset_that_never_pushed(tmp_path: Path) -> None:
+    done = run_cli(["deploy", str(POLICY), "--backend", "hardware", "--emulate", "latency=0.02",
+                    "--duration", "40", "--out", str(tmp_path)], 300, out=str(tmp_path))
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-3000:]
+    status = json.loads(done.stdout[done.stdout.index("{"):done.stdout.rindex("}") + 1])
+    monitor = status["safety_monitor"]
+    pushed = {k: v for k, v in monitor.items() if k.startswith(("violations/wrench", "violations/joints.effort"))}
+    assert not pushed, f"the monitor saw forces/efforts (force rules at 20/40 N, effort at 80 %/100 %): {pushed}"
+    assert int(monitor.get("estops", 0)) == 0
+    robot_log = (tmp_path / "logs" / "robot_node.log").read_text()
+    assert "reset did not reach its start configuration" not in robot_log
+    assert "reset stopped, " not in robot_log  # the force guard never had to act
+    resets = _resets((tmp_path / "logs" / "policy_server.log").read_text())
+    assert resets, "no reset completed: the second episode never started"
+    assert all(r < 20.0 for r in resets), resets  # (before: 20 s and a fault)
