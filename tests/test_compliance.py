@@ -309,9 +309,9 @@ def test_bench_contact_through_the_cli(tmp_path, capsys):
     results file and plot are written."""
     import json
 
-    from morl_robot.cli import build_parser
+    from morl_robot.cli import parse
 
-    args = build_parser().parse_args(["bench", "contact", "--episodes", "1", "--seed", "70200", "--no-progress",
+    args = parse(["bench", "contact", "--episodes", "1", "--seed", "70200", "--no-progress",
                                       "--out", str(tmp_path)])
     assert args.func(args) == 0
     out = capsys.readouterr().out

@@ -33,7 +33,7 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError(f"--steps must be at least 1, got {args.steps}")
     from morl_robot.tasks.registry import resolve_task_name
 
-    task = resolve_task_name(args.task, args.task_config)
+    task = args.task or resolve_task_name(None, args.task_config)  # a name given: load_task checks the YAML against it
     env = MORobotEnv(task, config_file=args.task_config, model_source=args.model)
     try:
         summary = rollout(env, args.steps, seed=args.seed, policy=args.policy)
