@@ -45,3 +45,50 @@ def test_the_second_episode_starts_after_a_reset_that_never_pushed(tmp_path: Pat
     resets = _resets((tmp_path / "logs" / "policy_server.log").read_text())
     assert resets, "no reset completed: the second episode never started"
     assert all(r < 20.0 for r in resets), resets  # (before: 20 s and a fault)
+
+
+def test_an_e_stop_engaged_during_the_reset_stops_it(tmp_path: Path) -> None:
+    """``safety/trigger`` while the robot node resets the arm after episode 1: the robot node (its
+    executor busy with the reset) hears the latched e-stop on its driver link and stops the reset
+    with an error saying so, instead of driving on."""
+    import subprocess
+    import sys
+    import time
+
+    from std_srvs.srv import Trigger
+
+    from morl_robot.nodes.probe import GraphProbe
+    from morl_robot.session.processes import ros_env
+    from tests.conftest import _next_domain
+
+    domain = _next_domain()
+    cmd = [sys.executable, "-m", "morl_robot.cli", "deploy", str(POLICY), "--backend", "hardware",
+           "--emulate", "latency=0.02", "--duration", "30", "--out", str(tmp_path)]
+    proc = subprocess.Popen(cmd, env=ros_env(domain), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    probe = GraphProbe(domain, "estopper")
+    log = tmp_path / "logs" / "policy_server.log"
+    try:
+        deadline = time.monotonic() + 120
+        # the reset after episode 1 has begun when the policy server stops hearing task_step
+        while not (log.exists() and "newest task_step is" in log.read_text()):
+            assert time.monotonic() < deadline and proc.poll() is None, "episode 1 never ended"
+            time.sleep(0.1)
+        time.sleep(1.0)  # into the retract
+        assert probe.call("/morl/safety/trigger", Trigger, Trigger.Request(), timeout=30).success
+        out, err = proc.communicate(timeout=120)
+    finally:
+        probe.close()
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate()
+    assert proc.returncode == 0, out[-2000:] + err[-3000:]
+    robot_log = (tmp_path / "logs" / "robot_node.log").read_text()
+    assert "reset stopped: the safety monitor's e-stop is latched" in robot_log
+    stamp = r"\[(\d+\.\d+)\].*"
+    triggered = float(re.search(stamp + "triggered by request",
+                                (tmp_path / "logs" / "safety_monitor.log").read_text()).group(1))
+    stopped = float(re.search(stamp + "reset stopped: the safety monitor's e-stop is latched", robot_log).group(1))
+    assert 0.0 <= stopped - triggered < 1.0  # at the next reset period, not after the reset's timeout
+    assert "reset did not reach its start configuration" not in robot_log
+    monitor = json.loads(out[out.index("{"):out.rindex("}") + 1])["safety_monitor"]
+    assert not {k for k in monitor if k.startswith(("violations/wrench", "violations/joints.effort"))}
