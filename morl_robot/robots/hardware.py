@@ -547,6 +547,18 @@ class HardwareRobot(Robot):
         self._reset_guard(state)
         return state
 
+    def _guarded_sleep(self, dt: float) -> None:
+        """Wait one reset period, checking the force guard at every driver message (state rate)
+        in between: a jam is caught within a driver period, not a control period."""
+        n = max(1, round(dt * self.hardware.state.rate))
+        for _ in range(n):
+            self._sleep(dt / n)
+            try:
+                state = self.read_state()
+            except StaleStateError:
+                continue  # the next reset period handles a stale state
+            self._reset_guard(state)
+
     def _fresh_reset_state(self, give_up: float) -> RobotState:
         """:meth:`_reset_state`, waiting (not commanding) through a stale gap of up to
         ``hardware.reset.stale_grace`` s (and not past ``give_up``)."""
@@ -598,7 +610,7 @@ class HardwareRobot(Robot):
             else:
                 qdot = cart.joint_velocities(self.data, twist)
                 self._emit(cart.actuator_velocities(qdot, len(self.spec.actuators)), "velocity")
-            self._sleep(dt)
+            self._guarded_sleep(dt)
             state = self._fresh_reset_state(give_up)
         self._ticking = False
         self._target = None
@@ -628,6 +640,7 @@ class HardwareRobot(Robot):
                                 f"hardware.command.mode is 'effort' in {self.source}")
         self.reset_peak_force = 0.0
         t0 = self._clock()
+        self._ticking = False  # the policy's compliant ticks stop: the reset alone commands from here
         names = self.spec.joint_names
         wanted = {**self.home, **dict(joint_positions or {})}
         for name in wanted:
@@ -676,7 +689,7 @@ class HardwareRobot(Robot):
                 self._emit(setpoint, "position")
             else:
                 self._emit(np.clip(rc.gain * err, -vmax / dt, vmax / dt), "velocity")
-            self._sleep(dt)
+            self._guarded_sleep(dt)
         hold = goal if interface == "position" else np.zeros(len(goal))
         for _ in range(round(rc.settle / dt)):
             if not self.stale_streams():  # never command on a stale state
