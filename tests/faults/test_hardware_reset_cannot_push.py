@@ -9,6 +9,8 @@ import json
 import re
 from pathlib import Path
 
+import pytest
+
 from tests.conftest import run_cli
 
 POLICY = Path(__file__).resolve().parents[2] / "results" / "demo" / "seed0" / "policy.onnx"
@@ -47,7 +49,7 @@ def test_the_second_episode_starts_after_a_reset_that_never_pushed(tmp_path: Pat
     assert all(r < 20.0 for r in resets), resets  # (before: 20 s and a fault)
 
 
-def test_an_e_stop_engaged_during_the_reset_stops_it(tmp_path: Path) -> None:
+def test_an_e_stop_engaged_during_the_reset_stops_it(tmp_path: Path, domain_id: int) -> None:
     """``safety/trigger`` while the robot node resets the arm after episode 1: the robot node (its
     executor busy with the reset) hears the latched e-stop on its driver link and stops the reset
     with an error saying so, instead of driving on."""
@@ -59,9 +61,7 @@ def test_an_e_stop_engaged_during_the_reset_stops_it(tmp_path: Path) -> None:
 
     from morl_robot.nodes.probe import GraphProbe
     from morl_robot.session.processes import ros_env
-    from tests.conftest import _next_domain
-
-    domain = _next_domain()
+    domain = domain_id  # the fixture: this run's own block of domain ids (a second import of conftest would not be)
     cmd = [sys.executable, "-m", "morl_robot.cli", "deploy", str(POLICY), "--backend", "hardware",
            "--emulate", "latency=0.02", "--duration", "30", "--out", str(tmp_path)]
     proc = subprocess.Popen(cmd, env=ros_env(domain), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
@@ -71,7 +71,9 @@ def test_an_e_stop_engaged_during_the_reset_stops_it(tmp_path: Path) -> None:
         deadline = time.monotonic() + 120
         # the reset after episode 1 has begun when the policy server stops hearing task_step
         while not (log.exists() and "newest task_step is" in log.read_text()):
-            assert time.monotonic() < deadline and proc.poll() is None, "episode 1 never ended"
+            if proc.poll() is not None:
+                pytest.fail(f"deploy exited {proc.returncode} before episode 1 ended:\n{proc.stderr.read()[-3000:]}")
+            assert time.monotonic() < deadline, "episode 1 never ended"
             time.sleep(0.1)
         time.sleep(1.0)  # into the retract
         assert probe.call("/morl/safety/trigger", Trigger, Trigger.Request(), timeout=30).success
