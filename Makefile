@@ -17,7 +17,7 @@ CAPQL_STAMP := $(VENV)/.capql
 CAPQL_PINS  := morl-baselines==1.3.0
 CAPQL_DEPS  := wandb==0.31.0
 
-.PHONY: venv test demo bench lint clean capql-deps docs
+.PHONY: venv test demo bench lint clean capql-deps docs results-index
 
 $(STAMP): setup.py requirements/pip_only.txt requirements/venv_constraints.txt
 	@# Debian's python3 ships venv/ensurepip separately (python3-venv): install it if missing.
@@ -56,3 +56,7 @@ lint: $(STAMP)
 
 clean:
 	rm -rf $(VENV) build install log *.egg-info docs/_build
+
+# results/README.md and docs/results/ from each results folder's RESULT.yaml (a test checks they are current)
+results-index: $(STAMP)
+	$(BIN)/python -m morl_robot.evaluation.results_index
