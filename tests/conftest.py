@@ -47,9 +47,6 @@ from typing import Any
 
 import pytest
 
-_DOMAINS = None
-
-
 def _worker_block() -> list[int]:
     """This pytest process's DDS domain ids: those of ``$MORL_TEST_DOMAINS`` (``LO-HI``, for pytest
     runs that share a machine; default 1-100), split into one contiguous block per pytest-xdist
@@ -93,14 +90,19 @@ def run_cli(argv: list[str], timeout: float = 300, env: dict | None = None, out:
 
 def _next_domain() -> int:
     """A fresh ROS_DOMAIN_ID per test: consecutive ids of this worker's block from a random start
-    per pytest run (a previous run's late leftovers are rarely met)."""
-    global _DOMAINS
-    if _DOMAINS is None:
+    per pytest run (a previous run's late leftovers are rarely met).  The cycle lives in one place
+    per process: ``from tests.conftest import …`` loads this file a second time as another module,
+    whose own cycle would hand out ids this one already gave to a running session."""
+    import sys
+    import types
+
+    shared = sys.modules.setdefault("_morl_test_domains", types.ModuleType("_morl_test_domains"))
+    if getattr(shared, "cycle", None) is None:
         from morl_robot.session.processes import pick_domain_id
 
         start = pick_domain_id() - _BLOCK[0]
-        _DOMAINS = itertools.cycle(_BLOCK[start:] + _BLOCK[:start])
-    return next(_DOMAINS)
+        shared.cycle = itertools.cycle(_BLOCK[start:] + _BLOCK[:start])  # type: ignore[attr-defined]
+    return next(shared.cycle)  # type: ignore[attr-defined]
 
 
 @dataclass

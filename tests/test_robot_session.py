@@ -304,3 +304,19 @@ def test_a_bare_robot_steps_in_its_control_mode_without_episodes():
         assert core.counters["rejected_commands"] == 1
     finally:
         core.close()
+
+
+def test_a_first_reset_that_is_stopped_leaves_the_robot_holding(make, monkeypatch):
+    """The activation's reset raised (e.g. a hardware reset stopped by a latched e-stop): the
+    real-time loop holds the robot (no task step, nothing published) instead of failing."""
+    core, out, _ = make(timing="realtime")
+
+    def stopped(**kwargs: Any) -> Any:
+        raise MorlRobotError("reset stopped: the safety monitor's e-stop is latched")
+
+    monkeypatch.setattr(core.runner, "reset", stopped)
+    core.activate()
+    assert core.runner.last is None and core.fault
+    core.tick()  # no command yet: hold
+    assert core.counters["holds"] == 1 and len(out.states) == 1 and out.published == []
+    assert core.runner.last is None and core.fault == ""  # the hold succeeded: not a fault any more

@@ -282,6 +282,15 @@ class Harness:
         return None
 
 
+def _first_trip(h: Any, level: str, rules: tuple[str, ...]) -> float:
+    """Sensor stamp of the earliest ``level`` violation event of any of ``rules`` (inf: none).
+    Rules on the same quantity trip one sample apart at most; the first of them stops the robot."""
+    with h.lock:
+        stamps = [_event_float(e, "sensor_stamp") for _, e in h.events
+                  if e.get("rule") in rules and e.get("level", "").startswith(level)]
+    return min((s for s in stamps if not math.isnan(s)), default=math.inf)
+
+
 def _event_float(e: dict[str, str], key: str) -> float:
     try:
         return float(e.get(key, "nan"))
@@ -420,13 +429,20 @@ def probe_peg_press(h: Harness, monitor: Any, speed: float, tol: float, out: Pat
             stamp = _event_float(e, "sensor_stamp")
             c.threshold_tolerance = tr.increment_before(stamp)
             if level == "collision":
-                t_held = h.first_safe_after(stamp, lambda v: bool(np.all(np.abs(v) < 1e-12)))
+                zero = lambda v: bool(np.all(np.abs(v) < 1e-12))  # noqa: E731
+                first = _first_trip(h, "collision", ("wrench.force_norm", "wrench.force_axis"))
+                if first < stamp:  # the other rule latched the e-stop first: held since its command
+                    held_since = h.first_safe_after(first, zero)
+                    t_held = None if held_since is None else max(held_since, stamp)
+                    c.detail = f"the e-stop was already latched at {first - stamp:+.3f} s; "
+                else:
+                    t_held = h.first_safe_after(stamp, zero)
             else:  # contact: the next command comes out slowed (clamp), one command period later at most
                 c.latency_tolerance = tol + h.period
                 t_held = h.first_safe_after(stamp, lambda v: v[iz] <= scale * withdraw + 1e-9)
             c.latency = (t_held - stamp) if t_held is not None else math.nan
             c.window = (stamp, t_held if t_held is not None else stamp + 1.0)
-            c.detail = f"{key}, level {e.get('level')}; {gauge}"
+            c.detail += f"{key}, level {e.get('level')}; {gauge}"
         else:
             peak = max((v for t, v in zip(tr.times, tr.values) if t >= t_approach), default=0.0)
             c.reachable = peak >= c.threshold

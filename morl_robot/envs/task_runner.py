@@ -205,9 +205,10 @@ class TaskRunner:
             self.step_count += 1
             self.last = StepRecord(self.episode, self.step_count, state)
             return self.last
+        if self.last is None:  # no episode yet (its first reset was stopped): the robot holds, no task step
+            return StepRecord(self.episode, self.step_count, state)
         # a full-mode command on a task robot (a scripted probe): the robot moves, the task's
         # episode clock does not advance
-        assert self.last is not None
         self.last = StepRecord(self.episode, self.step_count, state, self.last.observation,
                                np.zeros_like(self.last.reward), returns=self.last.returns, info={})
         return self.last
