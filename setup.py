@@ -50,6 +50,7 @@ ROS_REQUIRES = [
     "ros-std-srvs==5.5.1",
     "ros-diagnostic-msgs==5.5.1",
     "ros-trajectory-msgs==5.5.1",
+    "ros-visualization-msgs==5.5.1",  # the scene as a MarkerArray for RViz/Foxglove
     "ros-rosgraph-msgs==2.3.0",
     "ros-lifecycle-msgs==2.3.0",
     "ros-builtin-interfaces==2.3.0",
@@ -63,7 +64,7 @@ TEST_REQUIRES = [
     "hypothesis==6.170.15",
     "pymoo==0.6.2",
     "mo-gymnasium==1.3.2",
-    "imageio==2.38.1",  # gymnasium's MuJoCo environments (mo-halfcheetah-v5, mo-hopper-v5) import it
+    "rosbags==0.11.9",  # an independent MCAP/CDR reader: the recordings are read back with it
     "ruff==0.17.6",
     "sphinx==9.0.4",  # make docs; tests/docs build the documentation with warnings as errors
     "myst-parser==5.2.0",
