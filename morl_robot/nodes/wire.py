@@ -61,6 +61,11 @@ EVENT_QOS = QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=100,
 #: /clock, as Gazebo and mujoco_ros2_control publish it.
 CLOCK_QOS = QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=1,
                        reliability=ReliabilityPolicy.BEST_EFFORT, durability=DurabilityPolicy.VOLATILE)
+#: Views for people and their tools (scene, view/…): best effort, newest only, published only while
+#: someone subscribes, so a slow viewer never holds up the control path (RViz: set the display's
+#: reliability to Best Effort).
+VIEW_QOS = QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=1,
+                      reliability=ReliabilityPolicy.BEST_EFFORT, durability=DurabilityPolicy.VOLATILE)
 
 
 @dataclass(frozen=True)
@@ -118,6 +123,26 @@ TOPICS: tuple[Topic, ...] = (
           "safety-test probe (robot_node (sim) subscribes)",
           "sim only, a force gauge: push the body named in header.frame_id with this force (N) and torque (N·m), "
           "world frame, at its centre of mass, until the next message or a reset; zeros release it"),
+    # Views (morl_robot/views/): standard types that carry their names, so RViz, Foxglove, PlotJuggler or
+    # `ros2 topic echo` show a joint or an objective by name with no decoder (Float64MultiArray labels need one):
+    # a scalar per objective is its own std_msgs/Float64 topic (the topic names it), a named vector is a
+    # sensor_msgs/JointState (name[i] beside its value: the one standard message with names beside numbers).
+    Topic("scene", "visualization_msgs/msg/MarkerArray", "VIEW_QOS", "robot_node",
+          "the MuJoCo geoms of robot, tool, fixture and object in frame 'world' (m), at scene_rate Hz (default 5; "
+          "0 = off), only while subscribed: ns = body name, id = 3 × geom id (+1, +2: a capsule's end spheres); "
+          "box/sphere/ellipsoid/cylinder/capsule as CUBE/SPHERE/CYLINDER markers, meshes as TRIANGLE_LIST (decimated); "
+          "sim: the simulated state; hardware: the measured joints, objects at their nominal pose"),
+    Topic("view/command", "sensor_msgs/msg/JointState", "VIEW_QOS", "robot_node",
+          "the command received (command_safe), named: name = its labels (action components or actuators), the "
+          "values in the field of the control mode (position: position; velocity, cartesian_velocity: velocity; "
+          "effort: effort); only while subscribed"),
+    Topic("view/observation", "sensor_msgs/msg/JointState", "VIEW_QOS", "robot_node",
+          "task_step's observation, named: name = observation labels, position = values (task units; stamp = the "
+          "step's); only while subscribed"),
+    Topic("view/reward/<objective>", "std_msgs/msg/Float64", "VIEW_QOS", "robot_node",
+          "task_step's reward of one objective (one topic per objective name); only while subscribed"),
+    Topic("view/return/<objective>", "std_msgs/msg/Float64", "VIEW_QOS", "robot_node",
+          "the episode's undiscounted return so far of one objective; only while subscribed"),
     Topic("/clock", "rosgraph_msgs/msg/Clock", "CLOCK_QOS", "robot_node (sim)", "simulation time"),
     Topic("/diagnostics", "diagnostic_msgs/msg/DiagnosticArray", "EVENT_QOS", "every node",
           "status, rates, latencies, counters (key/value)"),
@@ -400,6 +425,6 @@ def qos(name: str) -> QoSProfile:
     """The QoS profile called ``name`` (as listed in :data:`TOPICS`)."""
     profiles: dict[str, Any] = {
         "SENSOR_QOS": SENSOR_QOS, "COMMAND_QOS": COMMAND_QOS, "LATCHED_QOS": LATCHED_QOS,
-        "EXPERIENCE_QOS": EXPERIENCE_QOS, "EVENT_QOS": EVENT_QOS, "CLOCK_QOS": CLOCK_QOS,
+        "EXPERIENCE_QOS": EXPERIENCE_QOS, "EVENT_QOS": EVENT_QOS, "CLOCK_QOS": CLOCK_QOS, "VIEW_QOS": VIEW_QOS,
     }
     return profiles[name]

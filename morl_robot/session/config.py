@@ -74,6 +74,7 @@ class RobotNodeSettings(ManagedNodeSettings):
     republish_period: float = 0.5  # s (lockstep): re-send task_step while no command comes
     end_episode_on_estop: bool = False  # a command meeting an engaged e-stop ends the episode ('safety')
     state_timeout: float = 5.0  # s (hardware): wait for the first driver state at configure
+    scene_rate: float = 5.0  # Hz: the scene MarkerArray (topic scene), only while subscribed; 0 = off
 
     def validate(self) -> None:
         super().validate()
@@ -83,6 +84,8 @@ class RobotNodeSettings(ManagedNodeSettings):
             fail("", "timing", "lockstep needs the sim backend (real time does not wait); use realtime")
         for name in ("control_period", "command_timeout", "republish_period", "state_timeout"):
             _positive(self, name)
+        if not 0 <= self.scene_rate <= 100:
+            fail("", "scene_rate", f"must be 0 (off) or in (0, 100] Hz, got {self.scene_rate}")
 
 
 @dataclass
