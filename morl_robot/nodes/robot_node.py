@@ -57,6 +57,7 @@ from morl_robot.nodes.base import (
     run_node,
     steady_timer,
 )
+from morl_robot.nodes.views import RobotViews
 from morl_robot.robots.base import Robot
 from morl_robot.robots.spec import RobotState, SensorSpec
 from morl_robot.session.config import RobotNodeSettings
@@ -149,6 +150,7 @@ class RobotNode(ManagedNode):
             ]
         self._diagnostics = DiagnosticsPublisher(self, f"{self.get_name()}: robot", self.core.status,
                                                  hardware_id=robot.spec.name)
+        self._views = RobotViews(self, runner, self.settings.scene_rate)  # scene, view/… (only while subscribed)
 
     def activate(self) -> None:
         assert self.core is not None
@@ -166,6 +168,8 @@ class RobotNode(ManagedNode):
             self.core.deactivate()
 
     def cleanup(self) -> None:
+        if getattr(self, "_views", None) is not None:
+            self._views.close()
         if self._link is not None:
             self._link.close()
             self._link = None
@@ -193,6 +197,7 @@ class RobotNode(ManagedNode):
                               f"session {self.settings.session}'s")
             return
         self.core.on_command(cmd.values, cmd.labels, cmd.key)
+        self._views.on_command(cmd.values, cmd.labels)
 
     def _on_external_wrench(self, msg: WrenchStamped) -> None:
         """Sim only: push body ``header.frame_id`` with the message's wrench (world frame, N and
@@ -249,6 +254,7 @@ class RobotNode(ManagedNode):
             if before is not None:
                 self._pub_episode.publish(String(data=json.dumps(before)))
             self._pub_task.publish(self._task_step_msg(self.core.runner.task_step_values(rec)))
+            self._views.on_task_step(rec)
             if after is not None:
                 self._pub_episode.publish(String(data=json.dumps(after)))
 
@@ -261,6 +267,8 @@ class RobotNode(ManagedNode):
         js.name = list(self._robot.spec.joint_names)
         js.position, js.velocity, js.effort = state.position.tolist(), state.velocity.tolist(), state.effort.tolist()
         self._pub_joints.publish(js)
+        if hasattr(self, "_views"):  # (a hardware reset's progress may come before the views exist)
+            self._views.on_state(state)
         if self._pub_wrench is not None and state.wrench is not None:
             w = WrenchStamped()
             w.header.stamp = now

@@ -1,0 +1,165 @@
+"""The robot node's views as messages: the ``scene`` MarkerArray and the named ``view/…`` topics
+(the contract: ``wire.TOPICS``; the pure parts: :mod:`morl_robot.views`).
+
+Nothing here is on the control path unless someone listens: which view topics have subscribers is
+checked every :data:`LISTENER_CHECK` s (not per step), the scene is built on its own steady timer
+at ``scene_rate`` Hz, and every publisher is best effort, depth 1 (``VIEW_QOS``).
+"""
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+from geometry_msgs.msg import Point
+from sensor_msgs.msg import JointState
+from std_msgs.msg import ColorRGBA, Float64
+from visualization_msgs.msg import Marker, MarkerArray
+
+from morl_robot.envs.task_runner import StepRecord, TaskRunner
+from morl_robot.nodes import wire
+from morl_robot.nodes.base import steady_timer
+from morl_robot.robots.spec import RobotState
+from morl_robot.views.named import command_field, objective_topic, task_step_view
+from morl_robot.views.scene import SceneModel, SceneSource
+
+#: s between checks of which view topics have subscribers.
+LISTENER_CHECK = 0.5
+#: The scene's fixed frame.
+FRAME = "world"
+
+
+def scene_markers(scene: SceneModel, frame: str = FRAME) -> MarkerArray:
+    """The MarkerArray of ``scene`` with identity poses (sizes, colours, mesh points set once)."""
+    out = MarkerArray()
+    for s in scene.shapes:
+        m = Marker()
+        m.header.frame_id = frame
+        m.ns, m.id, m.type, m.action = s.ns, s.id, s.kind, Marker.ADD
+        m.text = s.name
+        m.scale.x, m.scale.y, m.scale.z = (float(v) for v in s.scale)
+        m.color = ColorRGBA(r=s.rgba[0], g=s.rgba[1], b=s.rgba[2], a=s.rgba[3])
+        m.pose.orientation.w = 1.0
+        if s.triangles is not None:
+            m.points = [Point(x=float(x), y=float(y), z=float(z)) for x, y, z in s.triangles]
+        out.markers.append(m)
+    return out
+
+
+def pose_markers(msg: MarkerArray, positions: np.ndarray, quats: np.ndarray, stamp: Any) -> MarkerArray:
+    """``msg`` with every marker at its new pose (positions (N, 3), quaternions (N, 4) x, y, z, w)."""
+    for m, p, q in zip(msg.markers, positions.tolist(), quats.tolist()):
+        m.header.stamp = stamp
+        pos, ori = m.pose.position, m.pose.orientation
+        pos.x, pos.y, pos.z = p
+        ori.x, ori.y, ori.z, ori.w = q
+    return msg
+
+
+class RobotViews:
+    """The scene and named views of one robot node (created with its other interfaces).
+
+    Args:
+        node: the robot node.
+        runner: its task runner (robot, task names, control mode).
+        scene_rate: Hz of the scene (0 = no scene).
+    """
+
+    def __init__(self, node: Any, runner: TaskRunner, scene_rate: float) -> None:
+        self.node, self.runner = node, runner
+        self._state: RobotState | None = None
+        self._timers: list[Any] = []
+        self._source: SceneSource | None = None
+        self.pub_scene = None
+        if scene_rate > 0:
+            task = getattr(runner.env, "task", None)
+            scene_mjcf = task.config.scene if task is not None else ""
+            self._source = SceneSource.for_robot(runner.robot, scene_mjcf)
+            self._scene_msg = scene_markers(self._source.scene)
+            self.pub_scene = node.create_publisher(MarkerArray, "scene", wire.VIEW_QOS)
+            self._timers.append(steady_timer(node, 1.0 / scene_rate, self.publish_scene))
+        self.pub_command = node.create_publisher(JointState, "view/command", wire.VIEW_QOS)
+        self._command_field = command_field(runner.robot.control_mode.value)
+        self.pub_observation = self.pub_rewards = self.pub_returns = None
+        if runner.env is not None:
+            self._objectives = runner.objective_names
+            self._observation_labels = list(runner.observation_labels)
+            self.pub_observation = node.create_publisher(JointState, "view/observation", wire.VIEW_QOS)
+            self.pub_rewards = [node.create_publisher(Float64, objective_topic("reward", o), wire.VIEW_QOS)
+                                for o in self._objectives]
+            self.pub_returns = [node.create_publisher(Float64, objective_topic("return", o), wire.VIEW_QOS)
+                                for o in self._objectives]
+        self._listened: dict[int, bool] = {}
+        self._checked = -np.inf
+        self.scene_published = 0
+
+    # --- who listens ---------------------------------------------------------------------------
+    def _listens(self, pub: Any) -> bool:
+        """Whether ``pub`` had a subscriber at the newest check (every LISTENER_CHECK s)."""
+        now = time.monotonic()
+        if now - self._checked > LISTENER_CHECK:
+            self._checked = now
+            self._listened = {}
+        key = id(pub)
+        seen = self._listened.get(key)
+        if seen is None:
+            seen = self._listened[key] = pub.get_subscription_count() > 0
+        return seen
+
+    # --- inputs from the node ------------------------------------------------------------------
+    def on_state(self, state: RobotState) -> None:
+        """The newest robot state (hardware: the joints the scene is posed by)."""
+        self._state = state
+
+    def on_task_step(self, rec: StepRecord) -> None:
+        """A published task step: its observation, rewards and returns by name."""
+        if self.pub_observation is None or rec.observation is None or rec.reward is None:
+            return
+        obs_live = self._listens(self.pub_observation)
+        rewards_live = [self._listens(p) for p in self.pub_rewards or ()]
+        returns_live = [self._listens(p) for p in self.pub_returns or ()]
+        if not (obs_live or any(rewards_live) or any(returns_live)):
+            return
+        view = task_step_view(self._objectives, self._observation_labels, rec.reward, rec.returns,
+                              rec.observation, rec.state.stamp)
+        if obs_live:
+            js = JointState()
+            js.header.stamp = self.node.get_clock().now().to_msg()
+            js.name = self._observation_labels
+            js.position = wire._doubles(view.observation[1])
+            self.pub_observation.publish(js)
+        for live, pub, o in zip(rewards_live, self.pub_rewards or (), self._objectives):
+            if live:
+                pub.publish(Float64(data=view.rewards[o]))
+        for live, pub, o in zip(returns_live, self.pub_returns or (), self._objectives):
+            if live:
+                pub.publish(Float64(data=view.returns[o]))
+
+    def on_command(self, values: np.ndarray, labels: Sequence[str]) -> None:
+        """A received command, by component."""
+        if not self._listens(self.pub_command):
+            return
+        js = JointState()
+        js.header.stamp = self.node.get_clock().now().to_msg()
+        js.name = list(labels)
+        setattr(js, self._command_field, wire._doubles(np.asarray(values, np.float64)))
+        self.pub_command.publish(js)
+
+    # --- the scene -----------------------------------------------------------------------------
+    def publish_scene(self) -> None:
+        """One scene frame, if anyone subscribes (hardware: once a state has been measured)."""
+        if self.pub_scene is None or self._source is None or not self._listens(self.pub_scene):
+            return
+        state = self._state
+        poses = self._source.poses(None if state is None else state.position)
+        if poses is None:
+            return
+        stamp = self.node.get_clock().now().to_msg()
+        self.pub_scene.publish(pose_markers(self._scene_msg, *poses, stamp))
+        self.scene_published += 1
+
+    def close(self) -> None:
+        for t in self._timers:
+            self.node.destroy_timer(t)
+        self._timers = []
