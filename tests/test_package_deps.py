@@ -23,7 +23,7 @@ UBUNTU = "noble"
 CHECKED_KEYS = {
     **{name: "ros package" for name in (
         "rclpy", "lifecycle_msgs", "rcl_interfaces", "builtin_interfaces", "std_msgs", "std_srvs",
-        "sensor_msgs", "geometry_msgs", "trajectory_msgs", "diagnostic_msgs", "rosgraph_msgs", "launch",
+        "sensor_msgs", "geometry_msgs", "trajectory_msgs", "visualization_msgs", "diagnostic_msgs", "rosgraph_msgs", "launch",
         "launch_ros", "ros2launch", "ament_index_python", "launch_testing", "launch_testing_ros")},
     "python3-numpy": "apt python3-numpy",
     "python3-yaml": "apt python3-yaml",
@@ -65,7 +65,8 @@ def test_pip_only_requirements_are_pinned_and_installed_by_setup():
     lines = [ln.strip() for ln in (ROOT / "requirements" / "pip_only.txt").read_text().splitlines()
              if ln.strip() and not ln.startswith("#")]
     names = {re.split("==", ln)[0] for ln in lines}
-    assert names == {"torch", "onnx", "onnxruntime", "mujoco", "gymnasium", "tensorboard"}
+    assert names == {"torch", "onnx", "onnxruntime", "mujoco", "gymnasium", "tensorboard",
+                     "imageio", "imageio-ffmpeg", "mcap", "mcap-ros2-support", "foxglove-sdk"}
     assert all(re.fullmatch(r"[\w.-]+==[\w.]+", ln) for ln in lines), lines
     assert "torch==2.13.0" in lines
     setup = (ROOT / "setup.py").read_text()
