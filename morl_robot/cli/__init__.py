@@ -18,7 +18,7 @@ import threading
 from morl_robot.errors import MorlRobotError
 
 # Subcommand modules, in the order `morl-robot --help` lists them.
-SUBCOMMANDS = ("tasks", "rollout", "train", "deploy", "safety_test", "release", "export", "inspect_policy", "evaluate",
+SUBCOMMANDS = ("tasks", "rollout", "train", "deploy", "safety_test", "replay", "release", "export", "inspect_policy", "evaluate",
                "bench", "experiment", "epic", "rm", "demo")
 
 

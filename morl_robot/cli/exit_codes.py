@@ -42,6 +42,9 @@ def _table() -> dict[str, dict[int, str]]:
             130: "interrupted (or, without --episodes, ended with Ctrl-C before --duration)",
         },
         "safety-test": _safety_test_codes(),
+        "replay": {0: "no e-stop-level violation replayed (NO TRIP under the rules given)",
+                   1: "WOULD TRIP: the replayed rules found an e-stop-level violation (the first one is printed)",
+                   2: "also: the recording is missing, empty, corrupt or has none of the safety rules' topics"},
         "release": {1: "the safety monitor was not released within --timeout (its last refusal is printed)"},
         "demo": {1: "a step (train or the deploy check) failed; its own code is returned"},
         "experiment sawyer-front": {3: "not every run finished in this sitting (--time-limit): run the same command "
