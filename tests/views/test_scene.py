@@ -35,7 +35,7 @@ def test_robot_links_tool_and_fixture_are_markers_at_mujocos_world_poses(peg_sce
     assert {"right_l0", "right_l2", "right_l4", "right_l6", "tool", "fixture", "world"} <= bodies
     pos, quat = scene.poses(data)
     for name in ("peg", "right_l2", "fixture_px", "table"):
-        i, shape = _marker(scene, name)
+        i, _ = _marker(scene, name)
         g = mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_GEOM, name)
         np.testing.assert_allclose(pos[i], data.geom_xpos[g], atol=1e-12)
         ref = np.empty(4)
@@ -118,7 +118,7 @@ def test_hardware_scene_is_posed_by_the_measured_joints(peg_scene):
     hw = SimpleNamespace(model=robot.model, spec=robot.spec)
     source = sc.SceneSource.for_robot(hw, "sawyer/peg_in_hole.xml")
     assert source.measured and source.poses(None) is None
-    model, data, scene = peg_scene
+    _, data, scene = peg_scene
     pos, quat = source.poses(np.array(data.qpos[:7]))
     ref_pos, ref_quat = scene.poses(data)  # the simulated scene at the same joints
     np.testing.assert_allclose(pos, ref_pos, atol=1e-9)
