@@ -137,8 +137,8 @@ TOPICS: tuple[Topic, ...] = (
           "values in the field of the control mode (position: position; velocity, cartesian_velocity: velocity; "
           "effort: effort); only while subscribed"),
     Topic("view/observation", "sensor_msgs/msg/JointState", "VIEW_QOS", "robot_node",
-          "task_step's observation, named: name = observation labels, position = values (task units; stamp = the "
-          "step's); only while subscribed"),
+          "task_step's observation, named: name = observation labels, position = values (task units; stamped by the "
+          "node's clock, as joint_states); only while subscribed"),
     Topic("view/reward/<objective>", "std_msgs/msg/Float64", "VIEW_QOS", "robot_node",
           "task_step's reward of one objective (one topic per objective name); only while subscribed"),
     Topic("view/return/<objective>", "std_msgs/msg/Float64", "VIEW_QOS", "robot_node",
