@@ -28,6 +28,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--watchdogs", choices=("auto", "on", "off"), default="auto",
                    help="replay the deadline rules (stale.*): auto = as the recorded monitor ran them (its "
                         "/diagnostics, else on)")
+    p.add_argument("--rule", action="append", default=[], metavar="PREFIX",
+                   help="report and judge only rules starting with PREFIX (repeatable), e.g. `--rule wrench.` asks "
+                        "whether the force rules alone would have tripped (every rule still runs)")
     p.add_argument("--json", action="store_true", help="print the whole report as JSON on stdout")
     p.add_argument("--out", default=None, metavar="DIR",
                    help="also write DIR/replay.json and a plot of the trace around each trip (trip_*.png)")
@@ -35,16 +38,15 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from morl_robot.safety.replay import plot_trips, post_mortem, read_recording
+    from morl_robot.safety.replay import plot_trips, post_mortem
 
     watchdogs = {"auto": None, "on": True, "off": False}[args.watchdogs]
-    report = post_mortem(args.recording, args.safety, watchdogs)
+    report = post_mortem(args.recording, args.safety, watchdogs, rules=args.rule)
     data = report.as_dict()
     if args.out:
         out = Path(args.out)
         out.mkdir(parents=True, exist_ok=True)
-        records, _ = read_recording(args.recording)
-        data["plots"] = [str(p) for p in plot_trips(records, report, out)]
+        data["plots"] = [str(p) for p in plot_trips(report, out)]
         (out / "replay.json").write_text(json.dumps(_finite(data), indent=1) + "\n")
     if args.json:
         print(json.dumps(_finite(data), indent=1))

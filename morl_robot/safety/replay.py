@@ -466,6 +466,8 @@ class Report:
     recording: dict[str, Any]
     safety: str
     streams: list[Stream]
+    rules: tuple[str, ...] = ()  # the rule prefixes reported and judged (empty: all)
+    records: list[Record] = field(default_factory=list, repr=False)  # what was replayed (for plots)
 
     @property
     def replayed(self) -> list[Event]:
@@ -501,7 +503,7 @@ class Report:
     def as_dict(self) -> dict[str, Any]:
         first = self.trips[0] if self.trips else None
         return {
-            "recording": self.recording, "safety": self.safety, "would_trip": self.would_trip,
+            "recording": self.recording, "safety": self.safety, "rules": list(self.rules), "would_trip": self.would_trip,
             "first_trip": _row(first) if first else None, "counts": self.counts(),
             "violations": [_row(e) for e in self.replayed],
             "namespaces": {s.namespace: {"robot": s.robot, "control_mode": s.control_mode, "watchdogs": s.watchdogs,
@@ -511,7 +513,8 @@ class Report:
 
     def lines(self, limit: int = 200) -> list[str]:
         """The human report: every violation (up to ``limit``), the comparison, the summary last."""
-        out = [f"recording {self.recording.get('path', '?')}: {_duration(self.recording)}; safety rules: {self.safety}"]
+        out = [f"recording {self.recording.get('path', '?')}: {_duration(self.recording)}; safety rules: {self.safety}"
+               + (f"; only rules {', '.join(self.rules)}*" if self.rules else "")]
         for s in self.streams:
             out.append(f"  {s.namespace}: robot {s.robot}, {s.control_mode} commands, watchdogs "
                        f"{'on' if s.watchdogs else 'off'}; {len(s.resets)} release(s) replayed"
@@ -568,13 +571,21 @@ def _duration(info: dict[str, Any]) -> str:
 
 
 def post_mortem(path: str | os.PathLike[str], safety: str | os.PathLike[str] | None = None,
-                watchdogs: bool | None = None, control_mode: str | None = None) -> Report:
-    """Read ``path`` and replay it under ``safety`` (default: the recorded robots' own rules)."""
+                watchdogs: bool | None = None, control_mode: str | None = None,
+                rules: Iterable[str] = ()) -> Report:
+    """Read ``path`` and replay it under ``safety`` (default: the recorded robots' own rules);
+    ``rules``: report and judge only the rules starting with one of these (e.g. ``wrench.``), both
+    replayed and recorded (every rule still runs: a stop by another one changes what follows)."""
     records, info = read_recording(path)
     wd: bool | dict[str, bool] | None = watchdogs if watchdogs is not None else (info["watchdogs"] or None)
     streams = replay(records, safety, info["start"], wd, control_mode)
+    rules = tuple(rules)
+    if rules:
+        for s in streams:
+            s.replayed = [e for e in s.replayed if e.rule.startswith(rules)]
+            s.recorded = [e for e in s.recorded if e.rule.startswith(rules)]
     label = str(safety) if safety is not None else ", ".join(sorted({s.robot for s in streams})) + " (as recorded)"
-    return Report(info, label, streams)
+    return Report(info, label, streams, rules, records)
 
 
 def traces(records: Iterable[Record], event: Event, window: float = 1.0) -> Iterator[tuple[str, np.ndarray, np.ndarray]]:
@@ -615,7 +626,7 @@ def traces(records: Iterable[Record], event: Event, window: float = 1.0) -> Iter
             yield f"command {event.key}", t, np.array([r.data[0][i] if r.data[1] == labels else np.nan for r in rows])
 
 
-def plot_trips(records: list[Record], report: Report, out_dir: str | os.PathLike[str], limit: int = 5,
+def plot_trips(report: Report, out_dir: str | os.PathLike[str], limit: int = 5,
                window: float = 1.0) -> list[Path]:
     """A PNG per trip (the first of each rule, key and level whose quantity was recorded; at most
     ``limit``): the watched quantity ±``window`` s, the threshold, the replayed and recorded onsets."""
@@ -633,7 +644,7 @@ def plot_trips(records: list[Record], report: Report, out_dir: str | os.PathLike
         if len(written) >= limit or e.ident in seen:
             continue
         seen.add(e.ident)
-        series = list(traces(records, e, window))
+        series = list(traces(report.records, e, window))
         if not series:
             continue
         fig, ax = plt.subplots(figsize=(8, 4))
