@@ -124,40 +124,60 @@ def read_recording(path: str | os.PathLike[str]) -> tuple[list[Record], dict[str
             raise RecordingError(f"recording {path}: a directory without session.mcap")
     if path.stat().st_size == 0:
         raise RecordingError(f"recording {path}: the file is empty (0 bytes)")
-    from mcap.exceptions import McapError
-    from mcap.reader import make_reader
+    from mcap.reader import NonSeekingReader, SeekingReader
     from mcap_ros2.decoder import DecoderFactory
 
     records: list[Record] = []
     counts: Counter[str] = Counter()
     watchdogs: dict[str, bool] = {}
     start = end = math.nan
+    truncated = ""
+    factory = DecoderFactory()
+    decoders: dict[int, Any] = {}
     try:
         with open(path, "rb") as f:
-            reader = make_reader(f, decoder_factories=[DecoderFactory()])
             try:
-                summary = reader.get_summary()
-            except Exception:  # noqa: BLE001  (no summary: an unfinished file; read it whole)
+                summary = SeekingReader(f).get_summary()
+            except Exception:  # noqa: BLE001  (no summary: an unfinished or truncated file; read it through)
                 summary = None
+            f.seek(0)
             topics = None
             if summary is not None and summary.channels:
-                topics = [c.topic for c in summary.channels.values()
-                          if split_topic(c.topic) is not None or c.topic == "/diagnostics"]
-            for _schema, channel, message, ros in reader.iter_decoded_messages(topics=topics, log_time_order=True):
+                every = sorted({c.topic for c in summary.channels.values()})
+                topics = [t for t in every if split_topic(t) is not None or t == "/diagnostics"]
+                if not any(split_topic(t) for t in topics):
+                    raise RecordingError(f"recording {path}: none of the topics the safety rules read "
+                                         f"({', '.join(STREAMS)}) under any namespace; it has {every}")
+                messages = SeekingReader(f).iter_messages(topics=topics, log_time_order=True)
+            else:
+                messages = NonSeekingReader(f).iter_messages(log_time_order=False)  # sorted by replay()
+            for schema, channel, message in messages:
                 t = message.log_time * 1e-9
                 start = t if math.isnan(start) else min(start, t)
                 end = t if math.isnan(end) else max(end, t)
                 counts[channel.topic] += 1
-                if channel.topic == "/diagnostics":
-                    _watchdogs_of(ros, watchdogs)
-                    continue
                 where = split_topic(channel.topic)
-                if where is None:
+                if where is None and channel.topic != "/diagnostics":
                     continue
-                records.append(Record(where[0], where[1], t, decode(where[1], ros)))
-    except (McapError, EOFError, ValueError, KeyError, AttributeError, OSError) as exc:
+                decoder = decoders.get(channel.id)
+                if decoder is None:
+                    decoder = decoders[channel.id] = factory.decoder_for(channel.message_encoding, schema)
+                    if decoder is None:
+                        raise RecordingError(f"recording {path}: topic {channel.topic} is not ROS 2 CDR with a "
+                                             f"ros2msg schema (encoding {channel.message_encoding!r})")
+                ros = decoder(message.data)
+                if where is None:
+                    _watchdogs_of(ros, watchdogs)
+                else:
+                    records.append(Record(where[0], where[1], t, decode(where[1], ros)))
+    except RecordingError:
+        raise
+    except Exception as exc:  # (a corrupt file fails anywhere: struct, zstd, lz4, CDR decoding)
         if records:  # a truncated file (the session was killed): what was read is replayed
-            counts["(truncated)"] = 1
+            truncated = f"{type(exc).__name__}: {exc}"
+        elif type(exc).__name__ == "EndOfFile" and _magic(path):
+            raise RecordingError(f"recording {path}: the MCAP file ends before its first complete chunk of messages "
+                                 "(truncated: the recording stopped before it wrote one)") from exc
         else:
             raise RecordingError(f"recording {path}: not a readable MCAP file ({type(exc).__name__}: {exc})") from exc
     if not counts:
@@ -165,7 +185,14 @@ def read_recording(path: str | os.PathLike[str]) -> tuple[list[Record], dict[str
     if not records:
         raise RecordingError(f"recording {path}: none of the topics the safety rules read "
                              f"({', '.join(STREAMS)}) under any namespace; it has {sorted(counts)}")
-    return records, {"path": str(path), "start": start, "end": end, "topics": dict(counts), "watchdogs": watchdogs}
+    records.sort(key=lambda r: r.time)
+    return records, {"path": str(path), "start": start, "end": end, "topics": dict(counts), "watchdogs": watchdogs,
+                     "truncated": truncated}
+
+
+def _magic(path: Path) -> bool:
+    with open(path, "rb") as f:
+        return f.read(8) == b"\x89MCAP0\r\n"
 
 
 def _watchdogs_of(msg: Any, out: dict[str, bool]) -> None:
@@ -348,9 +375,9 @@ def replay(records: list[Record], safety: str | os.PathLike[str] | None = None, 
     if not records:
         raise RecordingError("the recording holds no message of the safety rules' topics")
     t0 = records[0].time if start is None else start
-    namespaces = sorted({r.namespace for r in records if r.stream in ("command", "joint_states")})
+    namespaces = sorted({r.namespace for r in records if r.stream in ("command", "joint_states", "wrench", "tactile")})
     if not namespaces:
-        raise RecordingError("the recording has neither joint_states nor command under any namespace: "
+        raise RecordingError("the recording has no joint_states, wrench, tactile or command under any namespace: "
                              "nothing to replay")
     rules_cache: dict[str, Any] = {}
     out = []
@@ -566,8 +593,9 @@ def _utc(t: float) -> str:
 
 def _duration(info: dict[str, Any]) -> str:
     start, end = info.get("start", math.nan), info.get("end", math.nan)
-    n = sum(v for k, v in info.get("topics", {}).items() if not k.startswith("("))
-    return f"{n} messages over {end - start:.2f} s from {_utc(start)}"
+    n = sum(info.get("topics", {}).values())
+    cut = f" (truncated, read up to: {info['truncated']})" if info.get("truncated") else ""
+    return f"{n} messages over {end - start:.2f} s from {_utc(start)}{cut}"
 
 
 def post_mortem(path: str | os.PathLike[str], safety: str | os.PathLike[str] | None = None,
