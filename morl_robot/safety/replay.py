@@ -518,9 +518,13 @@ class Report:
         rows: dict[str, Any] = {}
         for s in self.streams:
             m = match(s)
+            exact = [(a, b) for a, b in m.pairs if b.exact]
             rows[s.namespace] = {
                 "recorded": len(s.recorded), "replayed": len(s.replayed), "matched": len(m.pairs),
                 "max_dt_ms": round(max((abs(a.time - b.time) for a, b in m.pairs), default=0.0) * 1e3, 3),
+                # threshold rules on readings (replayed exactly): recorded, matched, and how far apart
+                "exact_recorded": sum(e.exact for e in s.recorded), "exact_matched": len(exact),
+                "exact_max_dt_ms": round(max((abs(a.time - b.time) for a, b in exact), default=0.0) * 1e3, 3),
                 "replayed_only": [_row(e) for e in m.replayed_only],
                 "recorded_only": [_row(e) for e in m.recorded_only],
                 "tolerance_ms": {k: round((v + MATCH_SLACK) * 1e3, 3) for k, v in s.periods.items() if math.isfinite(v)},
@@ -548,18 +552,19 @@ class Report:
                        + "".join(f"; {n}" for n in s.notes))
         events = self.replayed
         out.append(f"violations replayed: {len(events)}")
-        out.append(f"  {'t (s)':>9}  {'time (UTC)':<26} {'namespace':<24} {'rule':<22} {'key':<14} {'level':<12} "
+        out.append(f"  {'t (s)':>9}  {'time (UTC)':<26} {'namespace':<24} {'rule':<22} {'key':<14} {'level':<22} "
                    f"{'value':>11} {'threshold':>11} {'unit':<6} response")
         for e in events[:limit]:
             out.append(f"  {e.t:9.3f}  {_utc(e.time):<26} {e.namespace:<24} {e.rule:<22} {e.key[:14]:<14} "
-                       f"{e.level:<12} {e.value:11.5g} {e.threshold:11.5g} {e.unit:<6} {e.response}"
+                       f"{e.level:<22} {e.value:11.5g} {e.threshold:11.5g} {e.unit:<6} {e.response}"
                        + ("" if e.exact else "  ~"))
         if len(events) > limit:
             out.append(f"  … {len(events) - limit} more (--json has all)")
         out.append("  (~: timing-dependent rule, replayed approximately: docs/howto/post_mortem.md)")
         for ns, c in self.comparison().items():
             out.append(f"live monitor {ns}: {c['recorded']} recorded, {c['replayed']} replayed, {c['matched']} matched "
-                       f"within one sample (max {c['max_dt_ms']} ms apart)")
+                       f"within one sample (max {c['max_dt_ms']} ms apart); threshold rules on readings: "
+                       f"{c['exact_matched']} of {c['exact_recorded']} matched (max {c['exact_max_dt_ms']} ms apart)")
             for label, rows in (("recorded, not replayed", c["recorded_only"]), ("replayed, not recorded", c["replayed_only"])):
                 for row in rows[:10]:
                     out.append(f"  {label}: t={row['t']:.3f} s {row['rule']} [{row['key']}] {row['level']} "

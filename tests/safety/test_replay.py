@@ -82,6 +82,7 @@ def test_replay_finds_the_recorded_trip(recorded: tuple[Path, dict], capsys: pyt
     # every threshold rule on readings (replayed exactly) matches the live monitor's
     for side in ("recorded_only", "replayed_only"):
         assert not [e for e in comparison[side] if e["exact"]], comparison[side]
+    assert comparison["exact_matched"] == comparison["exact_recorded"] > 0
     assert data["first_trip"]["t"] <= trip["t"]
 
 
