@@ -100,6 +100,8 @@ setup(
             "safety_monitor = morl_robot.nodes.safety_monitor:main",
             "driver_emulator = morl_robot.nodes.driver_emulator:main",
             "vector_actor = morl_robot.nodes.vector_actor:main",
+            "recorder = morl_robot.nodes.recorder:main",
+            "live_view = morl_robot.nodes.live_view:main",
         ],
         # tasks (morl_robot.tasks.registry; a plugin package declares its own the same way:
         # docs/howto/add_task.md)

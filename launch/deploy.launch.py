@@ -1,5 +1,6 @@
 """`ros2 launch morl_robot deploy.launch.py policy:=FILE.onnx [robot:=…] [backend:=sim|hardware] [seed:=N]
-[namespace:=…] [release:=operator|after_checks] [use_sim_time:=true|false] [preference:=EPS1,EPS2,…] [session:=FILE]`
+[namespace:=…] [release:=operator|after_checks] [use_sim_time:=true|false] [preference:=EPS1,EPS2,…] [session:=FILE]
+[out:=DIR] [record:=true] [foxglove:=true] [foxglove_port:=8765]`
 
 Starts the nodes of `config/sessions/deploy.yaml` (see morl_robot/session/launch_actions.py), the same graph as
 `morl-robot deploy`.  The safety monitor starts latched: release:=operator (default) waits for a person to call
@@ -7,6 +8,8 @@ Starts the nodes of `config/sessions/deploy.yaml` (see morl_robot/session/launch
 shuts the launch down with the reason.  An ε-conditioned policy starts under preference:= (default the centre
 of its preference box; change it live with `ros2 param set <ns>/policy_server preference "[…]"` or the
 `<ns>/preference` topic).
+record:=true writes the session's topics to <out>/session.mcap; foxglove:=true serves a live Foxglove view
+(docs/howto/record.md, docs/howto/rviz_foxglove.md).
 """
 from launch import LaunchDescription
 from morl_robot.session.launch_actions import session_launch

@@ -1,9 +1,12 @@
 """`ros2 launch morl_robot train.launch.py [task:=…] [reward_machine:=…] [backend:=sim|hardware] [actors:=N]
 [actors_kind:=per-step|vectorized] [envs:=B] [steps:=S]
-[seed:=N] [namespace:=…] [learner_config:=…] [out:=DIR] [use_sim_time:=true|false] [session:=FILE]`
+[seed:=N] [namespace:=…] [learner_config:=…] [out:=DIR] [use_sim_time:=true|false] [session:=FILE]
+[record:=true] [foxglove:=true] [foxglove_port:=8765]`
 
 Starts the nodes of `config/sessions/train.yaml` (see morl_robot/session/launch_actions.py), the same graph as
 `morl-robot train`; the launch ends when the learner reaches `steps` (or when a node fails, with the reason).
+record:=true writes the session's topics to <out>/session.mcap; foxglove:=true serves a live Foxglove view
+(docs/howto/record.md, docs/howto/rviz_foxglove.md).
 """
 from launch import LaunchDescription
 from morl_robot.session.launch_actions import session_launch

@@ -86,10 +86,11 @@ def test_three_launch_files_exist_and_parse():
 
 EXPECTED_ARGUMENTS = {
     "train.launch.py": {"session", "task", "reward_machine", "backend", "actors", "actors_kind", "envs", "steps", "seed", "namespace",
-                        "learner_config", "out", "use_sim_time"},
+                        "learner_config", "out", "use_sim_time", "record", "foxglove", "foxglove_port"},
     "deploy.launch.py": {"session", "policy", "robot", "backend", "seed", "namespace", "release", "use_sim_time",
-                         "preference"},
-    "safety_test.launch.py": {"session", "robot", "backend", "seed", "namespace", "out", "use_sim_time"},
+                         "preference", "out", "record", "foxglove", "foxglove_port"},
+    "safety_test.launch.py": {"session", "robot", "backend", "seed", "namespace", "out", "use_sim_time", "record",
+                              "foxglove", "foxglove_port"},
 }
 
 

@@ -39,7 +39,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from morl_robot.cli.options import add_policy, add_set, deprecated
+from morl_robot.cli.options import add_observe, add_policy, add_set, deprecated
 from morl_robot.errors import GraphStalled, UsageError
 
 if TYPE_CHECKING:
@@ -69,6 +69,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="session YAML, name under config/sessions/ or path (default deploy)")
     add_set(p, ("session", "robot", "safety", "task"))
     p.add_argument("--out", default=None, help="report directory (default: next to the policy)")
+    add_observe(p)
     p.add_argument("--emulate", default=None, metavar="FAULTS",
                    help="--backend hardware without a robot: start the MuJoCo driver emulator, with faults "
                         "'latency=0.02,jitter=0.01,drop=0.05,reorder=0.1' (s, probabilities) or 'none' "
@@ -153,7 +154,7 @@ def run(args: argparse.Namespace) -> int:
     from morl_robot.nodes import wire
     from morl_robot.serving.runtime import OnnxPolicy
     from morl_robot.session.config import load_session_config, node_parameters
-    from morl_robot.session.graph import deploy_nodes, policy_session
+    from morl_robot.session.graph import deploy_nodes, observer_specs, policy_session
     from morl_robot.session.processes import NodeSpec
     from morl_robot.session.runner import SessionRunner
 
@@ -202,6 +203,7 @@ def run(args: argparse.Namespace) -> int:
             raise UsageError("--emulate stands in for the robot's driver: use it with --backend hardware")
         emulator = node_parameters(cfg.driver_emulator, {"robot": contract.robot})  # the session YAML's section
         specs.insert(0, NodeSpec("driver_emulator", "driver_emulator", "/", {**emulator, **_faults(args.emulate)}))
+    specs = observer_specs(ns, out, args.record, args.foxglove) + specs  # first up, last down
     runner = SessionRunner(specs, out / "logs", args.domain_id)
     print(f"deploying {policy_path.name} (task {contract.task}, robot {contract.robot}, version "
           f"{contract.policy_version}) on {args.backend}, {timing}"

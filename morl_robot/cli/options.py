@@ -71,7 +71,8 @@ GROUPS: dict[str, tuple[str, ...]] = {
                "updates", "iterations", "pings", "warmup", "points", "eval_every", "bootstrap", "n_v", "n_m",
                "coverage_steps", "max_seconds", "timeout", "stall_timeout", "resume", "converge",
                "weight_points", "sweep_settings", "switch_after", "gap"),
-    "outputs": ("out", "json", "no_progress", "dot", "png", "save_coverage", "force", "list"),
+    "outputs": ("out", "json", "no_progress", "dot", "png", "save_coverage", "force", "list", "record",
+                "foxglove"),
     "ROS graph": ("namespace", "domain_id", "discovery", "use_sim_time", "role", "first_actor", "timing"),
 }
 
@@ -337,3 +338,30 @@ def epsilons(items: Sequence[tuple[str, list[float]]], objectives: Sequence[str]
             raise UsageError(f"{option} {name}=: give at least one value")
         out[name] = list(values)
     return out
+
+
+#: The Foxglove WebSocket port ``--foxglove`` takes without a value.
+FOXGLOVE_PORT = 8765
+
+
+def foxglove_port(text: str) -> int:
+    """``--foxglove PORT``: a TCP port 1-65535, or a :class:`UsageError` naming it."""
+    try:
+        port = int(text)
+    except ValueError:
+        raise UsageError(f"--foxglove {text!r}: expected a TCP port number (1-65535)") from None
+    if not 0 < port < 65536:
+        raise UsageError(f"--foxglove {port}: a TCP port is 1-65535")
+    return port
+
+
+def add_observe(parser: argparse.ArgumentParser | Any) -> None:
+    """The observers of a session graph (``train``, ``deploy``, ``safety-test``): ``--record``
+    (``<out>/session.mcap``, the ``recorder`` node) and ``--foxglove [PORT]`` (the ``live_view``
+    node); see :func:`morl_robot.session.graph.observer_specs` and docs/howto/record.md."""
+    parser.add_argument("--record", action="store_true",
+                        help="record the session's topics to <out>/session.mcap (ROS 2 MCAP: ros2 bag, Foxglove)")
+    parser.add_argument("--foxglove", nargs="?", type=foxglove_port, const=FOXGLOVE_PORT, default=None,
+                        metavar="PORT",
+                        help=f"live view: a Foxglove WebSocket server on PORT (default port {FOXGLOVE_PORT}; "
+                             "default: no server)")

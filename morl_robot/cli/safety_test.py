@@ -64,7 +64,7 @@ from typing import Any
 
 import numpy as np
 
-from morl_robot.cli.options import add_set, deprecated
+from morl_robot.cli.options import add_observe, add_set, deprecated
 from morl_robot.errors import MorlRobotError, UsageError
 from morl_robot.robots.spec import ControlMode
 
@@ -81,6 +81,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                         "(latency=S,jitter=S,drop=P,reorder=P,rate=HZ,seed=N) or 'none'; no operator: the gauge "
                         "levels are 'not reached' at once (default: no emulator)")
     p.add_argument("--out", required=True, help="report directory (report.json, report.md, plots, logs/)")
+    add_observe(p)
     p.add_argument("--session", default="safety_test", metavar="NAME|PATH",
                    help="session YAML, name under config/sessions/ or path (default safety_test)")
     add_set(p, ("session", "robot", "safety"))
@@ -862,6 +863,9 @@ def _probe_graph(args: argparse.Namespace, cfg: Any, plan: Any, out: Path,
     """Start the safety-test graph and probe it, or (``--attach``) probe the graph that is already
     running on ``$ROS_DOMAIN_ID`` (``ros2 launch morl_robot safety_test.launch.py``)."""
     if args.attach:
+        if getattr(args, "record", False) or getattr(args, "foxglove", None) is not None:
+            raise UsageError("--record / --foxglove start observer nodes: with --attach the launch starts them "
+                             "(record:=true, foxglove:=true)")
         from morl_robot.cli.release import domain_of
         from morl_robot.nodes.probe import GraphProbe
 
@@ -873,7 +877,7 @@ def _probe_graph(args: argparse.Namespace, cfg: Any, plan: Any, out: Path,
             return _run_phases(probe, cfg, plan, bodies, misses, delays)
         finally:
             probe.close()
-    from morl_robot.session.graph import safety_test_nodes
+    from morl_robot.session.graph import observer_specs, safety_test_nodes
     from morl_robot.session.runner import SessionRunner
 
     specs = safety_test_nodes(cfg)
@@ -884,6 +888,7 @@ def _probe_graph(args: argparse.Namespace, cfg: Any, plan: Any, out: Path,
 
         emulator = node_parameters(cfg.driver_emulator, {"robot": plan.robot})  # the session YAML's section
         specs.insert(0, NodeSpec("driver_emulator", "driver_emulator", "/", {**emulator, **_faults(args.emulate)}))
+    specs = observer_specs(cfg.namespace, out, getattr(args, "record", False), getattr(args, "foxglove", None)) + specs  # first up, last down
     runner = SessionRunner(specs, out / "logs", args.domain_id)
     try:
         runner.start()

@@ -34,7 +34,7 @@ from typing import Any
 
 import yaml
 
-from morl_robot.cli.options import add_set, deprecated
+from morl_robot.cli.options import add_observe, add_set, deprecated
 from morl_robot.errors import UsageError
 
 #: What ``train`` itself writes in ``--out`` (path, content), beside the learner's files
@@ -85,6 +85,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                         "YAML's)")
     p.add_argument("--out", default=None, help="run directory (default runs/<task>)")
     p.add_argument("--no-progress", action="store_true", help="no progress bar (log lines instead)")
+    add_observe(p)
     p.add_argument("--namespace", default=None, help="ROS namespace of the graph (default: the session YAML's)")
     p.add_argument("--domain-id", type=int, default=None, help="ROS_DOMAIN_ID (default: $ROS_DOMAIN_ID or random)")
     p.add_argument("--role", choices=("all", "learner", "actors"), default="all",
@@ -247,7 +248,11 @@ def _run_locked(args: argparse.Namespace, cfg: Any, out: Path) -> int:
         write_json_atomic,
     )
     from morl_robot.learning.run_lock import writing
-    from morl_robot.session.graph import SESSION_SEED_STRIDE, train_nodes
+    from morl_robot.session.graph import (
+        SESSION_SEED_STRIDE,
+        observer_specs,
+        train_nodes,
+    )
     from morl_robot.session.runner import SessionRunner, first_error_line
 
     with writing(out / "session.yaml"):
@@ -270,6 +275,7 @@ def _run_locked(args: argparse.Namespace, cfg: Any, out: Path) -> int:
             if "seed" in s.parameters:
                 s.parameters["seed"] = cfg.seed + SESSION_SEED_STRIDE * index + 1000 * (i + 1)
     ns = "/" + cfg.namespace.strip("/")
+    specs = observer_specs(ns, out, args.record, args.foxglove) + specs  # first up, last down
     actor_ns = sorted({s.namespace for s in specs if s.executable in ("robot_node", "vector_actor")})
     monitored = sorted({s.namespace for s in specs if s.executable == "safety_monitor"})
     with writing(out / "logs"):

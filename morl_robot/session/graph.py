@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import os
 import time
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from morl_robot.session.config import SessionConfig, node_parameters
@@ -176,6 +177,34 @@ def session_nodes(kind: str, cfg: SessionConfig, out_dir: str | os.PathLike[str]
     if kind == "safety_test":
         return safety_test_nodes(cfg)
     raise ValueError(f"unknown session kind '{kind}'; known: train, deploy, safety_test")
+
+
+#: The recording of a session, in its run / report directory (``--record``, ``record:=true``).
+RECORDING_NAME = "session.mcap"
+
+
+def observer_specs(namespace: str, out_dir: str | os.PathLike[str], record: bool,
+                   foxglove_port: int | None) -> list[NodeSpec]:
+    """The observer nodes of a session (``--record``, ``--foxglove [PORT]``; launch ``record:=true``,
+    ``foxglove:=true``): a ``recorder`` writing every topic under ``namespace`` (and
+    ``/diagnostics``) to ``<out_dir>/session.mcap``, and a ``live_view`` Foxglove server on
+    ``foxglove_port``.  They only subscribe; put them first so they start before the session's
+    nodes and stop after them (docs/howto/record.md)."""
+    import importlib.util
+
+    from morl_robot.errors import UsageError
+
+    ns = "/" + namespace.strip("/")
+    specs = []
+    if record:
+        specs.append(NodeSpec("recorder", "recorder", ns, {
+            "path": str(Path(out_dir) / RECORDING_NAME), "namespaces": [ns]}))
+    if foxglove_port is not None:
+        if importlib.util.find_spec("morl_robot.nodes.live_view") is None:
+            raise UsageError("--foxglove: the live_view node (morl_robot.nodes.live_view) is not in this "
+                             "installation")
+        specs.append(NodeSpec("live_view", "live_view", ns, {"port": int(foxglove_port)}))
+    return specs
 
 
 def with_clock(cfg: SessionConfig, nodes: list[NodeSpec], session: str | None = None) -> list[NodeSpec]:

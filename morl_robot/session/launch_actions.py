@@ -59,16 +59,21 @@ ARGUMENT_TEXT = {
     "release": ("operator", ("who releases the safety monitor's start-up e-stop: operator (a person calls "
                             "<ns>/safety/reset) | after_checks (released once its checks pass; sim backend only)")),
     "learner_config": ("", "learner YAML or name under config/learner/"),
-    "out": ("", "run / report directory (train: runs/<task>; safety test: runs/safety_test)"),
+    "out": ("", "run / report directory (train: runs/<task>; deploy: runs/deploy; safety test: runs/safety_test)"),
     "use_sim_time": ("false", "every node follows /clock from the simulated robot (sim backend)"),
+    "record": ("false", "record the session's topics to <out>/session.mcap (the recorder node; docs/howto/record.md)"),
+    "foxglove": ("false", "live view: a Foxglove WebSocket server (the live_view node) on foxglove_port"),
+    "foxglove_port": ("8765", "foxglove:=true: the Foxglove WebSocket server's TCP port"),
 }
+#: The observer arguments every session kind declares (session.graph.observer_specs).
+OBSERVE = ("record", "foxglove", "foxglove_port")
 #: Which arguments each launch file declares.
 ARGUMENTS = {
     "train": ("session", "task", "reward_machine", "backend", "actors", "actors_kind", "envs", "steps", "seed", "namespace", "learner_config", "out",
-              "use_sim_time"),
+              "use_sim_time", *OBSERVE),
     "deploy": ("session", "policy", "robot", "backend", "seed", "namespace", "release", "use_sim_time",
-               "preference"),
-    "safety_test": ("session", "robot", "backend", "seed", "namespace", "out", "use_sim_time"),
+               "preference", "out", *OBSERVE),
+    "safety_test": ("session", "robot", "backend", "seed", "namespace", "out", "use_sim_time", *OBSERVE),
 }
 RELEASES = ("operator", "after_checks")
 
@@ -181,7 +186,8 @@ def _actions(kind: str, context: Any) -> list:
     args = {name: LaunchConfiguration(name).perform(context) for name in ARGUMENTS[kind]}
     cfg = load_session_config(args["session"] or kind, session_overrides(kind, args))
     ns = "/" + cfg.namespace.strip("/")
-    out = os.path.abspath(args.get("out") or (f"runs/{cfg.task}" if kind == "train" else "runs/safety_test"))
+    out = os.path.abspath(args.get("out") or {"train": f"runs/{cfg.task}", "deploy": "runs/deploy"}.get(kind,
+                                                                                                "runs/safety_test"))
     if kind == "deploy" and not cfg.policy:
         raise UsageError("deploy.launch.py needs policy:=FILE.onnx (or policy: in the session YAML)")
     actions: list = []
@@ -192,6 +198,7 @@ def _actions(kind: str, context: Any) -> list:
         if release == "after_checks" and cfg.backend != "sim":
             raise UsageError("launch argument release:=after_checks is allowed only with backend:=sim; "
                              "on hardware a person releases the e-stop (release:=operator)")
+    actions += observer_nodes(ns, out, args)
     for spec in session_nodes(kind, cfg, out):
         name = f"{spec.namespace.rstrip('/')}/{spec.name}"
         actions.append(Node(package="morl_robot", executable=spec.executable, name=spec.name, namespace=spec.namespace,
@@ -214,6 +221,20 @@ def _actions(kind: str, context: Any) -> list:
             cmd.append("--use-sim-time")
         actions.append(ExecuteProcess(cmd=cmd, name="safety_test", output="screen", on_exit=_safety_test_exit(out)))
     return actions
+
+
+def observer_nodes(ns: str, out: str, args: dict[str, str]) -> list:
+    """The observers ``record:=true`` / ``foxglove:=true`` ask for, as launch ``Node`` actions (not
+    required: the session goes on without them)."""
+    port = (whole_number("foxglove_port", args.get("foxglove_port") or "8765", 1)
+            if boolean("foxglove", args.get("foxglove") or "false") else None)
+    if port is not None and port > 65535:
+        raise UsageError(f"launch argument foxglove_port:={port}: a TCP port is 1-65535")
+    from morl_robot.session.graph import observer_specs
+
+    specs = observer_specs(ns, out, boolean("record", args.get("record") or "false"), port)
+    return [Node(package="morl_robot", executable=s.executable, name=s.name, namespace=s.namespace,
+                 parameters=[s.parameters], output="screen") for s in specs]
 
 
 def _release_exit(ns: str) -> Any:

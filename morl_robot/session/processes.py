@@ -22,7 +22,8 @@ import yaml
 from morl_robot.errors import ConfigError
 
 #: Executables (console scripts in setup.py, modules in morl_robot.nodes).
-EXECUTABLES = ("robot_node", "learner_node", "policy_server", "safety_monitor", "driver_emulator", "vector_actor")
+EXECUTABLES = ("robot_node", "learner_node", "policy_server", "safety_monitor", "driver_emulator", "vector_actor",
+               "recorder", "live_view")
 
 
 #: ``LO-HI``: the range :func:`pick_domain_id` draws from (default 1-100), e.g. one block per
