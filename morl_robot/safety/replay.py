@@ -129,7 +129,7 @@ def read_recording(path: str | os.PathLike[str]) -> tuple[list[Record], dict[str
 
     records: list[Record] = []
     counts: Counter[str] = Counter()
-    watchdogs: dict[str, bool] = {}
+    watchdogs: set[bool] = set()  # what the safety monitors' /diagnostics said
     start = end = math.nan
     truncated = ""
     factory = DecoderFactory()
@@ -186,7 +186,8 @@ def read_recording(path: str | os.PathLike[str]) -> tuple[list[Record], dict[str
         raise RecordingError(f"recording {path}: none of the topics the safety rules read "
                              f"({', '.join(STREAMS)}) under any namespace; it has {sorted(counts)}")
     records.sort(key=lambda r: r.time)
-    return records, {"path": str(path), "start": start, "end": end, "topics": dict(counts), "watchdogs": watchdogs,
+    return records, {"path": str(path), "start": start, "end": end, "topics": dict(counts),
+                     "watchdogs": next(iter(watchdogs)) if len(watchdogs) == 1 else None,
                      "truncated": truncated}
 
 
@@ -195,12 +196,14 @@ def _magic(path: Path) -> bool:
         return f.read(8) == b"\x89MCAP0\r\n"
 
 
-def _watchdogs_of(msg: Any, out: dict[str, bool]) -> None:
+def _watchdogs_of(msg: Any, out: set[bool]) -> None:
+    """The ``watchdogs`` value of each safety monitor's ``/diagnostics`` status (its name carries
+    no namespace: the recording's monitors are taken to agree, else the default holds)."""
     for status in msg.status:
-        values = {kv.key: kv.value for kv in status.values}
-        if "watchdogs" in values and status.name.endswith("safety_monitor"):
-            ns = status.name[: -len("safety_monitor")].rstrip("/") or "/"
-            out[ns] = values["watchdogs"].lower() == "true"
+        if status.name.startswith("safety_monitor"):
+            for kv in status.values:
+                if kv.key == "watchdogs":
+                    out.add(kv.value.strip().lower() == "true")
 
 
 # --- events ------------------------------------------------------------------------------------
@@ -610,7 +613,7 @@ def post_mortem(path: str | os.PathLike[str], safety: str | os.PathLike[str] | N
     ``rules``: report and judge only the rules starting with one of these (e.g. ``wrench.``), both
     replayed and recorded (every rule still runs: a stop by another one changes what follows)."""
     records, info = read_recording(path)
-    wd: bool | dict[str, bool] | None = watchdogs if watchdogs is not None else (info["watchdogs"] or None)
+    wd = watchdogs if watchdogs is not None else info["watchdogs"]
     streams = replay(records, safety, info["start"], wd, control_mode)
     rules = tuple(rules)
     if rules:
