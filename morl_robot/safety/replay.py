@@ -33,7 +33,7 @@ from morl_robot.safety.rules import Response, Violation
 #: The topics (relative to a monitor's namespace) the replay reads.
 STREAMS = ("joint_states", "wrench", "tactile", "command", "heartbeat", "safety/estop", "safety/violations")
 #: Rules whose replay is a function of the recorded samples alone.
-EXACT_PREFIXES = ("wrench.", "tactile.", "joints.", "workspace", "joint_states.")
+EXACT_PREFIXES = ("wrench.", "tactile", "joints.", "workspace", "joint_states.")
 #: The watchdog timer of the replayed monitor (s; the node's ``check_period`` default is 2 ms).
 CHECK_PERIOD = 0.002
 #: Slack added to one sample period when matching a replayed event to a recorded one (s).
@@ -294,7 +294,7 @@ def rule_stream(rule: str) -> str:
     """The stream whose sample period bounds a rule's timing."""
     if rule.startswith(("wrench.",)):
         return "wrench"
-    if rule.startswith("tactile."):
+    if rule.startswith("tactile"):
         return "tactile"
     if rule.startswith(("joints.", "workspace", "joint_states.")):
         return "joint_states"
@@ -555,10 +555,10 @@ class Report:
                        + "".join(f"; {n}" for n in s.notes))
         events = self.replayed
         out.append(f"violations replayed: {len(events)}")
-        out.append(f"  {'t (s)':>9}  {'time (UTC)':<26} {'namespace':<24} {'rule':<22} {'key':<14} {'level':<22} "
+        out.append(f"  {'t (s)':>9}  {'time (UTC)':<26} {'namespace':<24} {'rule':<22} {'key':<20} {'level':<22} "
                    f"{'value':>11} {'threshold':>11} {'unit':<6} response")
         for e in events[:limit]:
-            out.append(f"  {e.t:9.3f}  {_utc(e.time):<26} {e.namespace:<24} {e.rule:<22} {e.key[:14]:<14} "
+            out.append(f"  {e.t:9.3f}  {_utc(e.time):<26} {e.namespace:<24} {e.rule:<22} {e.key[:20]:<20} "
                        f"{e.level:<22} {e.value:11.5g} {e.threshold:11.5g} {e.unit:<6} {e.response}"
                        + ("" if e.exact else "  ~"))
         if len(events) > limit:
