@@ -150,7 +150,8 @@ class RobotNode(ManagedNode):
             ]
         self._diagnostics = DiagnosticsPublisher(self, f"{self.get_name()}: robot", self.core.status,
                                                  hardware_id=robot.spec.name)
-        self._views = RobotViews(self, runner, self.settings.scene_rate)  # scene, view/… (only while subscribed)
+        self._views = RobotViews(self, runner, self.settings.scene_rate,  # scene, view/… (only while subscribed)
+                                 self.settings.view_rate)
 
     def activate(self) -> None:
         assert self.core is not None

@@ -3,7 +3,9 @@
 
 Nothing here is on the control path unless someone listens: which view topics have subscribers is
 checked every :data:`LISTENER_CHECK` s (not per step), the scene is built on its own steady timer
-at ``scene_rate`` Hz, and every publisher is best effort, depth 1 (``VIEW_QOS``).
+at ``scene_rate`` Hz, views are thinned to ``view_rate`` Hz (a lockstep session steps faster than
+anyone looks; ``task_step`` keeps every step), and every publisher is best effort, depth 1
+(``VIEW_QOS``).
 """
 from __future__ import annotations
 
@@ -107,10 +109,14 @@ class RobotViews:
         node: the robot node.
         runner: its task runner (robot, task names, control mode).
         scene_rate: Hz of the scene (0 = no scene).
+        view_rate: at most this many messages per second on each view/… topic (0 = every step);
+            the step that ends an episode is always published.
     """
 
-    def __init__(self, node: Any, runner: TaskRunner, scene_rate: float) -> None:
+    def __init__(self, node: Any, runner: TaskRunner, scene_rate: float, view_rate: float = 0.0) -> None:
         self.node, self.runner = node, runner
+        self._view_period = 1.0 / view_rate if view_rate > 0 else 0.0
+        self._next_step = self._next_command = -np.inf  # monotonic s: the next view not thinned out
         self._state: RobotState | None = None
         self._timers: list[Any] = []
         self._source: SceneSource | None = None
@@ -161,11 +167,15 @@ class RobotViews:
         """A published task step: its observation, rewards and returns by name."""
         if self.pub_observation is None or rec.observation is None or rec.reward is None:
             return
+        now = time.monotonic()
+        if now < self._next_step and not rec.done:
+            return
         obs_live = self._listens(self.pub_observation)
         rewards_live = [self._listens(p) for p in self.pub_rewards or ()]
         returns_live = [self._listens(p) for p in self.pub_returns or ()]
         if not (obs_live or any(rewards_live) or any(returns_live)):
             return
+        self._next_step = now + self._view_period
         view = task_step_view(self._objectives, self._observation_labels, rec.reward, rec.returns,
                               rec.observation, rec.state.stamp)
         if obs_live:
@@ -180,8 +190,10 @@ class RobotViews:
 
     def on_command(self, values: np.ndarray, labels: Sequence[str]) -> None:
         """A received command, by component."""
-        if not self._listens(self.pub_command):
+        now = time.monotonic()
+        if now < self._next_command or not self._listens(self.pub_command):
             return
+        self._next_command = now + self._view_period
         js = JointState()
         js.header.stamp = self.node.get_clock().now().to_msg()
         js.name = list(labels)

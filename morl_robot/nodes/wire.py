@@ -135,14 +135,15 @@ TOPICS: tuple[Topic, ...] = (
     Topic("view/command", "sensor_msgs/msg/JointState", "VIEW_QOS", "robot_node",
           "the command received (command_safe), named: name = its labels (action components or actuators), the "
           "values in the field of the control mode (position: position; velocity, cartesian_velocity: velocity; "
-          "effort: effort); only while subscribed"),
+          "effort: effort); only while subscribed, at most view_rate Hz (default 50)"),
     Topic("view/observation", "sensor_msgs/msg/JointState", "VIEW_QOS", "robot_node",
           "task_step's observation, named: name = observation labels, position = values (task units; stamped by the "
-          "node's clock, as joint_states); only while subscribed"),
+          "node's clock, as joint_states); only while subscribed, at most view_rate Hz (default 50; an episode's last step "
+          "always: task_step has every step)"),
     Topic("view/reward/<objective>", "std_msgs/msg/Float64", "VIEW_QOS", "robot_node",
-          "task_step's reward of one objective (one topic per objective name); only while subscribed"),
+          "task_step's reward of one objective (one topic per objective name); as view/observation"),
     Topic("view/return/<objective>", "std_msgs/msg/Float64", "VIEW_QOS", "robot_node",
-          "the episode's undiscounted return so far of one objective; only while subscribed"),
+          "the episode's undiscounted return so far of one objective; as view/observation"),
     Topic("/clock", "rosgraph_msgs/msg/Clock", "CLOCK_QOS", "robot_node (sim)", "simulation time"),
     Topic("/diagnostics", "diagnostic_msgs/msg/DiagnosticArray", "EVENT_QOS", "every node",
           "status, rates, latencies, counters (key/value)"),

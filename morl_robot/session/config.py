@@ -75,6 +75,7 @@ class RobotNodeSettings(ManagedNodeSettings):
     end_episode_on_estop: bool = False  # a command meeting an engaged e-stop ends the episode ('safety')
     state_timeout: float = 5.0  # s (hardware): wait for the first driver state at configure
     scene_rate: float = 5.0  # Hz: the scene MarkerArray (topic scene), only while subscribed; 0 = off
+    view_rate: float = 50.0  # Hz: at most this many messages per view/… topic (lockstep steps faster than anyone looks; episode ends always); 0 = every step
 
     def validate(self) -> None:
         super().validate()
@@ -86,6 +87,8 @@ class RobotNodeSettings(ManagedNodeSettings):
             _positive(self, name)
         if not 0 <= self.scene_rate <= 100:
             fail("", "scene_rate", f"must be 0 (off) or in (0, 100] Hz, got {self.scene_rate}")
+        if self.view_rate < 0:
+            fail("", "view_rate", f"must be 0 (every step) or a positive rate in Hz, got {self.view_rate}")
 
 
 @dataclass
