@@ -1,0 +1,45 @@
+"""Which topics of a session graph the recorder writes.
+
+Every topic under the session's namespace(s) (``/<ns>/…``, so ``/<ns>/actor<i>/…`` of a training
+session and ``/<ns>/<mode>/…`` of a safety test too) and ``/diagnostics``, except the ones named in
+``exclude``: by default the learner's bulk traffic (``experience`` chunks repeat the task steps;
+``policy_snapshot`` is the whole policy, once per update) and ``/clock``.  Entries of ``exclude`` are
+last path parts (``experience``) or absolute names (``/clock``).
+"""
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+#: Topics a session records besides its namespaces' own.
+GLOBAL_TOPICS: tuple[str, ...] = ("/diagnostics",)
+#: Not recorded unless asked for (see the module docstring).
+DEFAULT_EXCLUDE: tuple[str, ...] = ("experience", "policy_snapshot", "experience_allowance", "/clock")
+
+
+def selected(topic: str, namespaces: Sequence[str], exclude: Sequence[str] = DEFAULT_EXCLUDE) -> bool:
+    """Whether ``topic`` is recorded for a session in ``namespaces``."""
+    if topic in exclude or topic.rsplit("/", 1)[-1] in exclude:
+        return False
+    if topic in GLOBAL_TOPICS:
+        return True
+    for ns in namespaces:
+        prefix = "/" + ns.strip("/")
+        if prefix == "/" or topic.startswith(prefix + "/"):
+            return True
+    return False
+
+
+def contract_topics(namespace: str, exclude: Sequence[str] = DEFAULT_EXCLUDE) -> list[tuple[str, str, str]]:
+    """(full name, type, QoS profile name) of the topic contract's topics in ``namespace`` (not the
+    templated or private ones): subscribed at once, before discovery shows their publishers."""
+    from morl_robot.nodes.wire import TOPICS
+
+    ns = "/" + namespace.strip("/")
+    out = []
+    for t in TOPICS:
+        if "<" in t.name or t.name.startswith("~"):
+            continue
+        name = t.name if t.name.startswith("/") else f"{ns.rstrip('/')}/{t.name}"
+        if selected(name, [ns], exclude):
+            out.append((name, t.type, t.qos))
+    return out
