@@ -28,6 +28,7 @@ from typing import Any
 import numpy as np
 
 from morl_robot.errors import MorlRobotError
+from morl_robot.recording.reader import RecordingError
 from morl_robot.safety.rules import Response, Violation
 
 #: The topics (relative to a monitor's namespace) the replay reads.
@@ -43,8 +44,6 @@ SESSION_LABEL = "session"
 _FOREIGN_CLOCK = 60.0  # s: a header stamp this far from the log time is on another clock (sim time)
 
 
-class RecordingError(MorlRobotError, ValueError):
-    """A recording is missing, empty, corrupt or holds nothing the safety rules read."""
 
 
 # --- the recording, decoded ------------------------------------------------------------------
@@ -110,85 +109,41 @@ def decode(stream: str, msg: Any) -> tuple:
 
 
 def read_recording(path: str | os.PathLike[str]) -> tuple[list[Record], dict[str, Any]]:
-    """The records of an MCAP recording (ROS 2 CDR), in log-time order, and facts about the file
-    (``start``/``end`` POSIX s, ``topics``: name → count, ``watchdogs``: per namespace, from the
-    monitors' ``/diagnostics`` if recorded).  Raises :class:`RecordingError` naming the problem."""
-    path = Path(path)
-    if not path.exists():
-        raise RecordingError(f"recording {path}: no such file (a session recorded with --record writes "
-                             "<out>/session.mcap)")
-    if path.is_dir():
-        if (path / "session.mcap").is_file():
-            path = path / "session.mcap"
-        else:
-            raise RecordingError(f"recording {path}: a directory without session.mcap")
-    if path.stat().st_size == 0:
-        raise RecordingError(f"recording {path}: the file is empty (0 bytes)")
-    from mcap.reader import NonSeekingReader, SeekingReader
-    from mcap_ros2.decoder import DecoderFactory
+    """The records of an MCAP recording (ROS 2 CDR, read by :func:`morl_robot.recording.read_messages`)
+    in log-time order, and facts about the file (``start``/``end`` POSIX s, ``topics``: name →
+    count, ``watchdogs``: what the monitors' ``/diagnostics`` said, ``truncated``: why a file cut
+    short ended).  Raises :class:`RecordingError` naming the problem."""
+    from morl_robot.recording import read_messages, recording_path, topics_of
 
+    p = recording_path(path)
     records: list[Record] = []
     counts: Counter[str] = Counter()
     watchdogs: set[bool] = set()  # what the safety monitors' /diagnostics said
-    start = end = math.nan
-    truncated = ""
-    factory = DecoderFactory()
-    decoders: dict[int, Any] = {}
+    cut: list[str] = []
     try:
-        with open(path, "rb") as f:
-            try:
-                summary = SeekingReader(f).get_summary()
-            except Exception:  # noqa: BLE001  (no summary: an unfinished or truncated file; read it through)
-                summary = None
-            f.seek(0)
-            topics = None
-            if summary is not None and summary.channels:
-                every = sorted({c.topic for c in summary.channels.values()})
-                topics = [t for t in every if split_topic(t) is not None or t == "/diagnostics"]
-                if not any(split_topic(t) for t in topics):
-                    raise RecordingError(f"recording {path}: none of the topics the safety rules read "
-                                         f"({', '.join(STREAMS)}) under any namespace; it has {every}")
-                messages = SeekingReader(f).iter_messages(topics=topics, log_time_order=True)
+        for m in read_messages(p, lambda t: split_topic(t) is not None or t == "/diagnostics", cut.append):
+            counts[m.topic] += 1
+            where = split_topic(m.topic)
+            if where is None:
+                _watchdogs_of(m.message, watchdogs)
             else:
-                messages = NonSeekingReader(f).iter_messages(log_time_order=False)  # sorted by replay()
-            for schema, channel, message in messages:
-                t = message.log_time * 1e-9
-                start = t if math.isnan(start) else min(start, t)
-                end = t if math.isnan(end) else max(end, t)
-                counts[channel.topic] += 1
-                where = split_topic(channel.topic)
-                if where is None and channel.topic != "/diagnostics":
-                    continue
-                decoder = decoders.get(channel.id)
-                if decoder is None:
-                    decoder = decoders[channel.id] = factory.decoder_for(channel.message_encoding, schema)
-                    if decoder is None:
-                        raise RecordingError(f"recording {path}: topic {channel.topic} is not ROS 2 CDR with a "
-                                             f"ros2msg schema (encoding {channel.message_encoding!r})")
-                ros = decoder(message.data)
-                if where is None:
-                    _watchdogs_of(ros, watchdogs)
-                else:
-                    records.append(Record(where[0], where[1], t, decode(where[1], ros)))
+                records.append(Record(where[0], where[1], m.log_time * 1e-9, decode(where[1], m.message)))
     except RecordingError:
         raise
-    except Exception as exc:  # (a corrupt file fails anywhere: struct, zstd, lz4, CDR decoding)
-        if records:  # a truncated file (the session was killed): what was read is replayed
-            truncated = f"{type(exc).__name__}: {exc}"
-        elif type(exc).__name__ == "EndOfFile" and _magic(path):
-            raise RecordingError(f"recording {path}: the MCAP file ends before its first complete chunk of messages "
-                                 "(truncated: the recording stopped before it wrote one)") from exc
-        else:
-            raise RecordingError(f"recording {path}: not a readable MCAP file ({type(exc).__name__}: {exc})") from exc
-    if not counts:
-        raise RecordingError(f"recording {path}: no messages")
+    except Exception as exc:  # a corrupt message: struct, CDR decoding
+        raise RecordingError(f"recording {p}: not a readable MCAP file ({type(exc).__name__}: {exc})") from exc
     if not records:
-        raise RecordingError(f"recording {path}: none of the topics the safety rules read "
-                             f"({', '.join(STREAMS)}) under any namespace; it has {sorted(counts)}")
+        if cut and _magic(p) and cut[0].startswith(("EndOfFile", "error: unpack requires")):
+            raise RecordingError(f"recording {p}: the MCAP file ends before its first complete chunk of messages "
+                                 f"(truncated: the recording stopped before it wrote one; {cut[0]})")
+        if cut:
+            raise RecordingError(f"recording {p}: not a readable MCAP file ({cut[0]})")
+        raise RecordingError(f"recording {p}: none of the topics the safety rules read ({', '.join(STREAMS)}) under "
+                             f"any namespace; it has {sorted(topics_of(p))}")
     records.sort(key=lambda r: r.time)
-    return records, {"path": str(path), "start": start, "end": end, "topics": dict(counts),
+    return records, {"path": str(p), "start": records[0].time, "end": records[-1].time, "topics": dict(counts),
                      "watchdogs": next(iter(watchdogs)) if len(watchdogs) == 1 else None,
-                     "truncated": truncated}
+                     "truncated": cut[0] if cut else ""}
 
 
 def _magic(path: Path) -> bool:

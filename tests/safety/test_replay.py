@@ -166,7 +166,7 @@ def test_a_truncated_recording_replays_what_it_holds(recorded: tuple[Path, dict]
     (b"", "empty"),
     (b"\x89MCAP0\r\n" + bytes(range(256)) * 4, "not a readable MCAP file"),
     (b"this is not a recording\n" * 50, "not a readable MCAP file"),
-])
+], ids=["missing", "empty", "mcap-magic-then-garbage", "text"])
 def test_bad_recordings_are_a_clear_error(tmp_path: Path, capsys: pytest.CaptureFixture[str], content: bytes | None,
                                           said: str) -> None:
     path = tmp_path / "session.mcap"
