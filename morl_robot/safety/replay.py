@@ -33,6 +33,12 @@ from morl_robot.safety.rules import Response, Violation
 
 #: The topics (relative to a monitor's namespace) the replay reads.
 STREAMS = ("joint_states", "wrench", "tactile", "command", "heartbeat", "safety/estop", "safety/violations")
+#: The message type of each stream (a topic of another type that ends the same way, e.g. the
+#: robot node's ``view/command`` JointState, is not the stream).
+STREAM_TYPES = {"joint_states": "sensor_msgs/msg/JointState", "wrench": "geometry_msgs/msg/WrenchStamped",
+                "tactile": "std_msgs/msg/Float64MultiArray", "command": "std_msgs/msg/Float64MultiArray",
+                "heartbeat": "std_msgs/msg/Header", "safety/estop": "std_msgs/msg/Bool",
+                "safety/violations": "diagnostic_msgs/msg/DiagnosticStatus"}
 #: Rules whose replay is a function of the recorded samples alone.
 EXACT_PREFIXES = ("wrench.", "tactile", "joints.", "workspace", "joint_states.")
 #: The watchdog timer of the replayed monitor (s; the node's ``check_period`` default is 2 ms).
@@ -122,8 +128,10 @@ def read_recording(path: str | os.PathLike[str]) -> tuple[list[Record], dict[str
     cut: list[str] = []
     try:
         for m in read_messages(p, lambda t: split_topic(t) is not None or t == "/diagnostics", cut.append):
-            counts[m.topic] += 1
             where = split_topic(m.topic)
+            if where is not None and m.type != STREAM_TYPES[where[1]]:
+                continue  # e.g. view/command: the command as a JointState for plotting tools
+            counts[m.topic] += 1
             if where is None:
                 _watchdogs_of(m.message, watchdogs)
             else:
