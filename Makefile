@@ -7,9 +7,12 @@ STAMP  := $(VENV)/.installed
 # Every test run gets its own DDS domain and keeps discovery on this machine.
 ROS_ENV := ROS_AUTOMATIC_DISCOVERY_RANGE=LOCALHOST RMW_IMPLEMENTATION=rmw_fastrtps_cpp
 PYTEST_ARGS ?=
-# Two pytest-xdist workers (tests/conftest.py gives each its own block of DDS domain ids); a
-# whole test file runs on one worker, so its module fixtures are built once.
-PYTEST_WORKERS ?= 2
+# Three pytest-xdist workers on the 2-core machines (about a third of the suite waits on DDS,
+# processes and real-time sessions, not on a core; tests/conftest.py gives each worker its own block
+# of DDS domain ids); a whole test file runs on one worker, so its module fixtures are built once.
+PYTEST_WORKERS ?= 3
+# make test is the default suite (under 15 minutes on 2 cores); tests marked `extended` (long
+# experiments, contrasts, benchmarks) run with make test-extended.
 
 # The CAPQL baseline of `experiment conditioned --method capql` (morl-baselines, installed without
 # its dependencies: its pycddlib pin often fails to build and CAPQL does not use it; it imports wandb).
@@ -17,7 +20,7 @@ CAPQL_STAMP := $(VENV)/.capql
 CAPQL_PINS  := morl-baselines==1.3.0
 CAPQL_DEPS  := wandb==0.31.0
 
-.PHONY: venv test demo bench lint clean capql-deps docs results-index
+.PHONY: venv test test-extended demo bench lint clean capql-deps docs results-index
 
 $(STAMP): setup.py requirements/pip_only.txt requirements/venv_constraints.txt
 	@# Debian's python3 ships venv/ensurepip separately (python3-venv): install it if missing.
@@ -38,7 +41,10 @@ $(CAPQL_STAMP): $(STAMP)
 capql-deps: $(CAPQL_STAMP)
 
 test: $(STAMP) $(CAPQL_STAMP)
-	$(ROS_ENV) $(BIN)/python -m pytest -q -n $(PYTEST_WORKERS) --dist loadfile $(PYTEST_ARGS)
+	$(ROS_ENV) $(BIN)/python -m pytest -q -n $(PYTEST_WORKERS) --dist loadfile -m "not extended" $(PYTEST_ARGS)
+
+test-extended: $(STAMP) $(CAPQL_STAMP)
+	$(ROS_ENV) $(BIN)/python -m pytest -q -n $(PYTEST_WORKERS) --dist loadfile -m extended $(PYTEST_ARGS)
 
 demo: $(STAMP)
 	$(ROS_ENV) $(BIN)/morl-robot demo

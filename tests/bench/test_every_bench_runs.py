@@ -131,6 +131,7 @@ def _run(argv: list[str], domain_id: int, timeout: float = 300) -> str:
 
 
 @pytest.mark.ros
+@pytest.mark.extended  # make test-extended: a benchmark, 32 s
 def test_bench_graph_runs_its_session_graph(domain_id) -> None:
     """The lockstep loop runs with and without the monitor (before the fix the monitor, started
     without the task's action labels, held every command: a 120 s timeout), the ratios printed are

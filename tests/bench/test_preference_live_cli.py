@@ -38,7 +38,7 @@ def _export_conditioned(path) -> None:
         env.close()
 
 
-@pytest.mark.parametrize("via", ["parameter", "topic"])
+@pytest.mark.parametrize("via", [pytest.param("parameter", marks=pytest.mark.extended), "topic"])  # (15 s each)
 def test_a_short_live_switch_is_accepted_and_traced(tmp_path, domain_id, via) -> None:
     from morl_robot.cli import main
 

@@ -11,6 +11,7 @@ import pytest
 pytestmark = [pytest.mark.ros]
 
 
+@pytest.mark.extended  # make test-extended: a benchmark of three sessions, 46 s
 def test_the_train_bench_measures_three_sessions_and_prints_the_ratio(domain_id):
     pytest.importorskip("rclpy")
     from morl_robot.session.processes import ros_env

@@ -40,6 +40,7 @@ BUDGETS: dict[str, list[str]] = {
     "train": ["--steps", "100"],
     "deploy": ["--episodes", "1"],
     "safety-test": [],
+    "replay": [],
     "export": [],
     "inspect": [],
     "evaluate": ["--episodes", "1"],
@@ -63,14 +64,14 @@ BUDGETS: dict[str, list[str]] = {
 }
 #: Exit codes a command may end with (default 0): a safety test may end INCOMPLETE (3: a threshold
 #: not reached) or NOT JUDGED (4: this shared machine too late to judge a check; not a robot FAIL).
-OK_CODES: dict[str, set[int]] = {"safety-test": {0, 3, 4}}
+OK_CODES: dict[str, set[int]] = {"safety-test": {0, 3, 4}, "replay": {0, 1}}  # replay: 1 = WOULD TRIP
 #: Options whose value is something a command writes: always moved into the page's work folder.
 OUTPUT_OPTIONS = {"--out", "--png", "--dot", "--save-coverage"}
 #: Subcommands that write next to their input unless given ``--out``: given one in the work folder.
 DEFAULT_OUT: dict[str, str] = {"deploy": "_deploy_out", "export": "_exported.onnx"}
 #: Subcommands run in this process (``morl_robot.cli.main``): no ROS graph, and no interpreter
 #: start-up per command; the others run as ``python -m morl_robot.cli`` on the page's DDS domain.
-IN_PROCESS = {"tasks", "inspect", "evaluate", "rm inspect", "export", "experiment conditioned-report"}
+IN_PROCESS = {"tasks", "inspect", "evaluate", "rm inspect", "export", "experiment conditioned-report", "replay"}
 TIMEOUT = 300.0
 
 
@@ -259,6 +260,31 @@ def test_doc_commands_have_budgets() -> None:
                          "fence `<!-- doc-test: parse-only (REASON) -->`:\n" + "\n".join(missing))
 
 
+#: A parse-only reason naming the test that runs the command instead (with checks of what it wrote):
+#: ``run by tests/PATH.py::test_name``.  The test must exist and spell out the command's arguments.
+RUN_BY = re.compile(r"^run by (?P<path>tests/[\w/.-]+\.py)::(?P<test>\w+)$")
+
+
+def test_commands_run_by_a_test_are_that_tests_commands() -> None:
+    """A fence marked ``parse-only (run by tests/F.py::test_x)`` names a test that exists and
+    whose file holds every argument of the command (its output folder aside) as a string."""
+    problems = []
+    for cmd in COMMANDS:
+        m = RUN_BY.match(cmd.parse_only or "")
+        if m is None:
+            continue
+        path = ROOT / m.group("path")
+        text = path.read_text(encoding="utf-8") if path.is_file() else ""
+        if f"def {m.group('test')}(" not in text:
+            problems.append(f"{cmd.where}: no test {m.group('test')} in {m.group('path')}")
+            continue
+        skip = {i + 1 for i, tok in enumerate(cmd.argv) if tok in OUTPUT_OPTIONS}
+        missing = [tok for i, tok in enumerate(cmd.argv) if i not in skip and f'"{tok}"' not in text]
+        if missing:
+            problems.append(f"{cmd.where}: {m.group('path')} does not run `{cmd.text}` (no {missing})")
+    assert not problems, "\n".join(problems)
+
+
 _PAGES = sorted({c.page for c in COMMANDS if c.parse_only is None})
 #: effective command (parsed, outputs left out) -> (work folder, argv as written) of its run: a command
 #: another page already ran with the same effect is not run again; what it wrote is linked instead.
@@ -325,14 +351,44 @@ def _weight(page: str) -> int:
     return sum(_HEAVY.get(c.argv[0] if c.argv else "", 1) for c in COMMANDS if c.page == page and c.parse_only is None)
 
 
+def _page_groups() -> list[list[str]]:
+    """The pages, grouped so that pages running a command with the same effect share a group (and
+    so a shard: the second page links what the first wrote instead of running it again)."""
+    parser = _parser()
+    owner: dict[str, str] = {}  # effect key -> the first page that runs it
+    parent = {p: p for p in _PAGES}
+
+    def root(p: str) -> str:
+        while parent[p] != p:
+            p = parent[p]
+        return p
+
+    for c in COMMANDS:
+        if c.parse_only is not None:
+            continue
+        sub = command_path(parser, c.argv)
+        try:
+            key = effect_key(parser, c.argv + budget_for(sub, c.argv)) if sub in BUDGETS else c.text
+        except SystemExit:  # does not parse: test_doc_commands_parse names it
+            key = c.text
+        first = owner.setdefault(key, c.page)
+        parent[root(c.page)] = root(first)
+    groups: dict[str, list[str]] = {}
+    for p in _PAGES:
+        groups.setdefault(root(p), []).append(p)
+    return list(groups.values())
+
+
 def shard(index: int) -> list[str]:
-    """The pages shard ``index`` runs: greedy by weight onto the lightest shard (deterministic)."""
+    """The pages shard ``index`` runs: groups of pages (:func:`_page_groups`) greedy by weight onto
+    the lightest shard (deterministic)."""
     loads = [0] * SHARDS
     pages: list[list[str]] = [[] for _ in range(SHARDS)]
-    for page in sorted(_PAGES, key=lambda p: (-_weight(p), p)):
+    weight = {tuple(g): sum(_weight(p) for p in g) for g in _page_groups()}
+    for group in sorted(weight, key=lambda g: (-weight[g], g)):
         i = loads.index(min(loads))
-        loads[i] += _weight(page)
-        pages[i].append(page)
+        loads[i] += weight[group]
+        pages[i].extend(group)
     return sorted(pages[index])
 
 

@@ -1,6 +1,8 @@
 """`morl-robot experiment button-world` through the real parser on a tiny budget."""
 import json
 
+import pytest
+
 from morl_robot.cli import main
 
 PAIR_KEYS = {"term-term", "once-once", "term-cycle", "once-cycle", "cycle-cycle"}
@@ -92,6 +94,7 @@ def test_committed_crm_runs_reach_the_front_before_the_runs_without():
     assert min(first_exact(r) for r in plain) >= 4000
 
 
+@pytest.mark.extended  # make test-extended: an experiment's sittings, 26 s
 def test_button_world_finished_only_summarises_cached_runs_without_training(tmp_path, capsys):
     """A sweep over several sittings: --finished-only trains nothing, counts a seed only when all
     its ε runs are finished, and names the missing runs."""

@@ -18,7 +18,9 @@ import yaml
 from morl_robot.errors import ConfigError, UnknownNameError
 from morl_robot.resources import config_path, sim_path
 
-HOWTO = Path(__file__).resolve().parents[2] / "docs" / "howto" / "add_robot.md"
+ROOT = Path(__file__).resolve().parents[2]
+HOWTO = ROOT / "docs" / "howto" / "add_robot.md"
+HOWTO_ROBOT = ROOT / "docs" / "howto" / "add_robot" / "my_hand.yaml"  # the how-to's robot, as its commands name it
 
 
 def make_robot(folder: Path, name: str = "my_hand") -> Path:
@@ -143,20 +145,22 @@ def test_the_howto_covers_each_step():
 
 @pytest.mark.ros
 def test_safety_test_on_a_robot_defined_outside_the_package(tmp_path, domain_id):
-    """The real CLI and graph (sim) on the tmp-folder robot, passed by path: every rule is exercised
-    and none fails for a reason of the robot's (on this shared machine a late host may leave a
-    check 'not judged (machine)', exit 4)."""
+    """The how-to's command (docs/howto/add_robot.md runs it through this test), the real CLI and
+    graph (sim) on the how-to's robot, passed by path from outside the package: every rule is
+    exercised and none fails for a reason of the robot's (on this shared machine a late host may
+    leave a check 'not judged (machine)', exit 4)."""
     from morl_robot.safety.testing import EXIT_CODES
     from morl_robot.session.processes import ros_env
 
-    path = make_robot(tmp_path / "my_hand")
+    path = HOWTO_ROBOT
     out = tmp_path / "report"
-    cmd = [sys.executable, "-m", "morl_robot.cli", "safety-test", "--robot", str(path), "--out", str(out),
-           "--domain-id", str(domain_id)]
-    proc = subprocess.run(cmd, env=ros_env(domain_id), capture_output=True, text=True, timeout=400, check=False)
+    cmd = [sys.executable, "-m", "morl_robot.cli", "safety-test", "--robot", "docs/howto/add_robot/my_hand.yaml",
+           "--out", str(out), "--domain-id", str(domain_id)]
+    proc = subprocess.run(cmd, env=ros_env(domain_id), capture_output=True, text=True, timeout=400, check=False,
+                          cwd=ROOT)
     assert "Traceback" not in proc.stderr, proc.stderr[-3000:]
     report = json.loads((out / "report.json").read_text())
-    assert report["robot"] == "my_hand" and report["robot_config"] == str(path)
+    assert report["robot"] == "my_hand" and Path(report["robot_config"]).resolve() == path.resolve()
     statuses = {(c["rule"], c["level"]): c["status"] for c in report["checks"]}
     assert statuses[("tactile", "collision")] != "not reached", report["checks"]
     failed = [c for c in report["checks"] if c["status"] == "FAIL"]
@@ -182,11 +186,11 @@ def test_safety_test_through_the_driver_emulator_on_a_robot_defined_outside_the_
     from morl_robot.safety.testing import EXIT_CODES
     from morl_robot.session.processes import ros_env
 
-    path = make_robot(tmp_path / "my_hand")
-    out = tmp_path / "report"
-    cmd = [sys.executable, "-m", "morl_robot.cli", "safety-test", "--robot", str(path), "--backend", "hardware",
-           "--emulate", "none", "--out", str(out), "--domain-id", str(domain_id)]
-    proc = subprocess.run(cmd, env=ros_env(domain_id), capture_output=True, text=True, timeout=400, check=False)
+    out = tmp_path / "report"  # the how-to's command (docs/howto/add_robot.md runs it through this test)
+    cmd = [sys.executable, "-m", "morl_robot.cli", "safety-test", "--robot", "docs/howto/add_robot/my_hand.yaml",
+           "--backend", "hardware", "--emulate", "none", "--out", str(out), "--domain-id", str(domain_id)]
+    proc = subprocess.run(cmd, env=ros_env(domain_id), capture_output=True, text=True, timeout=400, check=False,
+                          cwd=ROOT)
     assert "Traceback" not in proc.stderr, proc.stderr[-3000:]
     report = json.loads((out / "report.json").read_text())
     status = {(c["rule"], c["level"]): c["status"] for c in report["checks"]}

@@ -102,7 +102,8 @@ def test_the_robot_node_takes_the_gauge_on_its_external_wrench_topic(ros_session
 
 @pytest.mark.ros
 def test_shadow_safety_test_passes_with_the_gauge(tmp_path, domain_id):
-    """``morl-robot safety-test --robot shadow`` through the real CLI and graph: the tactile
+    """``morl-robot safety-test --robot shadow`` (as docs/tutorials/safety_test.md and
+    docs/howto/connect_shadow.md show it; they run it through this test) through the real CLI and graph: the tactile
     collision rule is reached with the simulated gauge, so no rule is left 'not reached'."""
     import json
     import subprocess
@@ -130,3 +131,5 @@ def test_shadow_safety_test_passes_with_the_gauge(tmp_path, domain_id):
     assert report["result"] == ("fail" if failed else "not_judged" if any(c["machine"] for c in report["checks"])
                                 else "pass")
     assert "deadline_misses" in report  # host deadline misses counted (item 11)
+    # the contact and the collision level share one trace, drawn once in report.md
+    assert (tmp_path / "report.md").read_text().count("(rh_ffdistal_touch_press.png)") == 1

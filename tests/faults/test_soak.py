@@ -8,7 +8,7 @@ import sys
 
 import pytest
 
-pytestmark = [pytest.mark.ros, pytest.mark.slow]
+pytestmark = [pytest.mark.ros, pytest.mark.slow, pytest.mark.extended]  # make test-extended (47 s)
 
 
 def test_a_short_soak_detects_its_faults_and_lets_no_unsafe_command_through(tmp_path, domain_id):

@@ -71,7 +71,7 @@ def test_out_of_reach_epsilon_gives_the_greedy_limit():
     assert float(w.max(1).values.min()) > 0.99
 
 
-@pytest.mark.parametrize("kind", ["gaussian", "categorical"])
+@pytest.mark.parametrize("kind", [pytest.param("gaussian", marks=pytest.mark.extended), "categorical"])  # (17 s each)
 def test_one_policy_follows_its_preference_and_ignores_a_x20_rescale(kind):
     """Through the real update on the two-objective bandit: the conditioned policy moves toward
     objective 1's optimum as ε_1/ε_2 grows, and multiplying objective 2 by 20 leaves the policy

@@ -4,6 +4,7 @@ independent of the action, γ = 0.99.  The Retrace targets regress on |a_t|² wi
 critic (``networks.critic_torso: relu``) fits that slope; the LayerNorm/tanh torso was seen fitting
 it with the wrong sign at this budget (see :mod:`morl_robot.learning.networks`)."""
 import numpy as np
+import pytest
 import torch
 
 from morl_robot.learning.config import MPOConfig, NetworkConfig, ReplayConfig
@@ -48,6 +49,7 @@ def test_a_relu_critic_learns_the_action_dependence_with_the_rewards_sign():
     assert speed > 0.5, speed  # true: +1
 
 
+@pytest.mark.extended  # make test-extended: a contrast, 18 s
 def test_the_layernorm_torso_misses_it_at_this_budget_for_contrast():
     """Why ``conditioned.yaml`` uses ``critic_torso: relu``: the default torso's fitted cost slope
     stays near zero or positive (measured +0.08 here, against the ReLU critic's −1.20)."""

@@ -12,7 +12,8 @@ def test_exact_temperatures_are_the_default():
     assert MPOConfig().temperature_solver == "exact"
 
 
-@pytest.mark.parametrize("kind, tol", [("gaussian", 0.05), ("categorical", 0.05)])
+@pytest.mark.parametrize("kind, tol", [  # the Gaussian policy's run takes 45 s: make test-extended
+    pytest.param("gaussian", 0.05, marks=pytest.mark.extended), ("categorical", 0.05)])
 def test_a_x20_objective_leaves_the_converged_policy_unchanged(kind, tol):
     base = run_bandit(kind, "exact", 1.0, updates=500)
     scaled = run_bandit(kind, "exact", 20.0, updates=500)
@@ -26,6 +27,7 @@ def test_a_x20_objective_leaves_the_converged_policy_unchanged(kind, tol):
         assert base.policy[0] > 0.2 and base.policy[1] > 0.2
 
 
+@pytest.mark.extended  # make test-extended: a contrast, 11 s
 def test_scalarized_mpo_is_not_scale_invariant_for_contrast():
     """The same learner with scalarized MPO (equal weights) moves to the rescaled objective's optimum:
     the check above can fail."""
