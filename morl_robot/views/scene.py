@@ -10,6 +10,12 @@ decimated by vertex clustering to ``max_triangles``).  Height fields are skipped
 Where the poses come from (:class:`SceneSource`): in simulation the robot's own, full ``MjData``
 (objects included); on hardware the task's scene model posed by the measured joint positions, every
 other joint (objects) at its nominal value (``qpos0``).  See docs/reference/topics.md (``scene``).
+
+Why every frame carries every marker (meshes too) at a modest rate rather than meshes once and poses
+after: RViz moves a marker only when it is re-sent whole (a pose-only update needs ``frame_locked``
+markers on TF frames, and tf2_msgs is not installable here), so the node serializes the markers once
+and writes only poses and stamps into the bytes per frame (``nodes/views.py``: ~0.1 ms a frame
+whatever the mesh size); the budget per mesh bounds the message size (~72 KB per 1000 triangles).
 """
 from __future__ import annotations
 
