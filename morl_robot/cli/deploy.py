@@ -230,6 +230,10 @@ def run(args: argparse.Namespace) -> int:
             runner.probe.wait_for(lambda: len(estop) > 0, timeout=5.0, what="the safety monitor's e-stop state")
         except TimeoutError as exc:
             raise GraphStalled(f"{exc}: the safety monitor does not publish its e-stop state") from None
+        if args.record:  # the recorder has the robot's streams before the episodes that count begin
+            from morl_robot.recording.live import wait_recording
+
+            wait_recording(runner.probe, [f"{ns}/task_step", f"{ns}/command_safe"], check=runner.check_failed)
         released_at = time.monotonic()
         runner.release_safety([ns])
         first_episode, counted_from = 0, time.monotonic()
@@ -270,6 +274,10 @@ def run(args: argparse.Namespace) -> int:
         safety_status = runner.probe.diagnostics("safety")
     finally:
         runner.stop()
+        if args.record:
+            from morl_robot.recording.reader import summary_line
+
+            print(summary_line(out) or f"recording: none written in {out}", file=sys.stderr)
     misses = deadline_misses(safety_status)
     if not args.episodes:
         print(json.dumps({"policy_server": server_status, "safety_monitor": safety_status}, indent=1))

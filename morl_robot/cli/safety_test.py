@@ -892,9 +892,18 @@ def _probe_graph(args: argparse.Namespace, cfg: Any, plan: Any, out: Path,
     runner = SessionRunner(specs, out / "logs", args.domain_id)
     try:
         runner.start()
+        if getattr(args, "record", False):  # the recorder has the first phase's streams before the probes
+            from morl_robot.recording.live import wait_recording
+
+            first = next(s.namespace for s in specs if s.executable == "robot_node")
+            wait_recording(runner.probe, [f"{first}/wrench", f"{first}/joint_states"], check=runner.check_failed)
         return _run_phases(runner.probe, cfg, plan, bodies, misses, delays)
     finally:
         runner.stop()
+        if getattr(args, "record", False):
+            from morl_robot.recording.reader import summary_line
+
+            print(summary_line(out) or f"recording: none written in {out}", file=sys.stderr)
 
 
 def _bodies(plan: Any, speeds: list[float], tol: float, out: Path, backend: str, gauge_rate: float,

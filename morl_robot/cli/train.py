@@ -328,6 +328,10 @@ def _run_locked(args: argparse.Namespace, cfg: Any, out: Path) -> int:
         if bar is not None:
             bar.close()
         codes = runner.stop()
+        if args.record:
+            from morl_robot.recording.reader import summary_line
+
+            print(summary_line(out) or f"recording: none written in {out}", file=sys.stderr)
     learner_rc = codes.get("learner_node")
     if actor_ns:
         from morl_robot.evaluation.records import write_json_atomic

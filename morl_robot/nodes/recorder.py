@@ -14,7 +14,8 @@ Parameters: ``path`` (the .mcap file), ``namespaces`` (list), ``exclude`` (last 
 absolute names; default experience, policy_snapshot, experience_allowance, /clock), ``queue_size``,
 ``flush_period`` (s: what survives a SIGKILL), ``compression`` (lz4 | zstd | none),
 ``discovery_period`` (s).  Diagnostics ``<name>: recorder`` on ``/diagnostics``: messages, dropped,
-queued, topics.  On SIGINT the file is finished (summary, a ``morl_robot.recording`` metadata
+queued, topics, matched (the topics whose publishers the recorder has discovered: a CLI waits for
+its session's main streams there before the session starts, :func:`morl_robot.recording.live.wait_recording`).  On SIGINT the file is finished (summary, a ``morl_robot.recording`` metadata
 record) and ``<path without .mcap>.recording.json`` holds the counts.  docs/howto/record.md.
 """
 from __future__ import annotations
@@ -127,7 +128,8 @@ class RecorderNode(Node):
         level = "warn" if d["dropped"] else "ok"
         return level, f"{d['messages']} message(s) written, {d['dropped']} dropped", {
             "messages": d["messages"], "dropped": d["dropped"], "queued": self.writer.queued,
-            "topics": sum(1 for v in self._subs.values() if v is not None), "bytes": d["bytes"], "path": self.settings.path}
+            "topics": sum(1 for v in self._subs.values() if v is not None), "bytes": d["bytes"], "path": self.settings.path,
+            "matched": ",".join(sorted(n for n, sub in self._subs.items() if sub is not None and self.count_publishers(n)))}
 
     def close(self) -> None:
         self.destroy_timer(self._timer)

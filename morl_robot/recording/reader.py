@@ -128,3 +128,28 @@ def topics_of(path: str | os.PathLike[str]) -> dict[str, tuple[str, int]]:
     per = summary.statistics.channel_message_counts
     return {c.topic: (_type_of(summary.schemas.get(c.schema_id)), int(per.get(cid, 0)))
             for cid, c in summary.channels.items()}
+
+
+def recording_summary(out_dir: str | os.PathLike[str]) -> dict[str, Any] | None:
+    """The recorder's counts of a run (``<out>/session.recording.json``: messages, dropped, bytes,
+    per topic), or None when the run was not recorded (or the recorder never finished)."""
+    import json
+
+    path = Path(out_dir) / RECORDING_NAME.replace(".mcap", ".recording.json")
+    try:
+        return json.loads(path.read_text())
+    except (OSError, ValueError):
+        return None
+
+
+def summary_line(out_dir: str | os.PathLike[str]) -> str | None:
+    """One line for a CLI's end of session: where the recording is, its size, messages and drops."""
+    s = recording_summary(out_dir)
+    if s is None:
+        mcap = Path(out_dir) / RECORDING_NAME
+        return f"recording: {mcap} (unfinished: the recorder did not close it)" if mcap.is_file() else None
+    size = Path(s.get("path", "")).stat().st_size if Path(s.get("path", "")).is_file() else 0
+    dropped = s.get("dropped", 0)
+    return (f"recording: {s.get('path')} ({size / 1e6:.1f} MB, {s.get('messages', 0)} messages on "
+            f"{len(s.get('topics', {}))} topics, {dropped} dropped"
+            + (f": {s.get('dropped_by_topic')}" if dropped else "") + ")")
