@@ -22,6 +22,7 @@ BENCHMARKS = {
     "preference-live": "an ε-conditioned policy's force preference changed live mid-episode: force traces vs controls",
     "contact": "insertion and peak contact force per policy on held-out seeds: scripted, hostile press, ONNX policies",
     "epic": "EPIC sample estimator run time for a K-objective vector reward at the paper's N_V x N_M",
+    "record": "steps/s of a lockstep training session with and without --record; recorder drops and MB/s",
 }
 
 

@@ -4,10 +4,11 @@ Every topic under the session's namespace(s) (``/<ns>/…``, so ``/<ns>/actor<i>
 session and ``/<ns>/<mode>/…`` of a safety test too) and ``/diagnostics``, except the ones named in
 ``exclude``: by default the learner's bulk traffic (``experience`` chunks repeat the task steps;
 ``policy_snapshot`` is the whole policy, once per update) and ``/clock``.  Entries of ``exclude`` are
-last path parts (``experience``) or absolute names (``/clock``).
+absolute names (``/clock``) or the end of a name, glob patterns allowed (``experience``, ``view/*``).
 """
 from __future__ import annotations
 
+import fnmatch
 from collections.abc import Sequence
 
 #: Topics a session records besides its namespaces' own.
@@ -18,7 +19,7 @@ DEFAULT_EXCLUDE: tuple[str, ...] = ("experience", "policy_snapshot", "experience
 
 def selected(topic: str, namespaces: Sequence[str], exclude: Sequence[str] = DEFAULT_EXCLUDE) -> bool:
     """Whether ``topic`` is recorded for a session in ``namespaces``."""
-    if topic in exclude or topic.rsplit("/", 1)[-1] in exclude:
+    if any(topic == e if e.startswith("/") else fnmatch.fnmatchcase(topic, "*/" + e) for e in exclude):
         return False
     if topic in GLOBAL_TOPICS:
         return True

@@ -45,6 +45,7 @@ BUDGETS: dict[str, list[str]] = {
     "inspect": [],
     "evaluate": ["--episodes", "1"],
     "bench env": ["--steps", "100", "--repeats", "1"],
+    "bench record": ["--duration", "2", "--repeats", "1", "--warmup", "20"],
     "bench learner": ["--updates", "1", "--warmup", "0"],
     "bench train": ["--duration", "2", "--warmup", "10", "--envs", "2"],
     "bench graph": ["--duration", "3", "--repeats", "1", "--steps", "100", "--warmup", "10"],
