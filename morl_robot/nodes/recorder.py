@@ -16,7 +16,8 @@ absolute names; default experience, policy_snapshot, experience_allowance, /cloc
 ``discovery_period`` (s).  Diagnostics ``<name>: recorder`` on ``/diagnostics``: messages, dropped,
 queued, topics, matched (the topics whose publishers the recorder has discovered: a CLI waits for
 its session's main streams there before the session starts, :func:`morl_robot.recording.live.wait_recording`).  On SIGINT the file is finished (summary, a ``morl_robot.recording`` metadata
-record) and ``<path without .mcap>.recording.json`` holds the counts.  docs/howto/record.md.
+record) and ``<path without .mcap>.recording.json`` holds the counts.  An earlier recording at
+``path`` (a resumed run) is kept as ``<stem>.<n>.mcap``.  docs/howto/record.md.
 """
 from __future__ import annotations
 
@@ -89,9 +90,12 @@ def _matching(infos: list[Any]) -> QoSProfile:
 class RecorderNode(Node):
     def __init__(self) -> None:
         super().__init__("recorder")
-        from morl_robot.recording.writer import RecordingWriter
+        from morl_robot.recording.writer import RecordingWriter, keep_previous
 
         self.settings = s = declare_settings(self, RecorderSettings)
+        kept = keep_previous(s.path)
+        if kept is not None:
+            self.get_logger().info(f"the earlier recording at {s.path} is kept as {kept}")
         self.writer = RecordingWriter(s.path, s.queue_size, s.flush_period, s.compression)
         self._subs: dict[str, Any] = {}
         self._started = time.monotonic()

@@ -40,6 +40,24 @@ class RecordingStats:
                 "dropped_by_topic": dict(sorted(self.dropped.items()))}
 
 
+def keep_previous(path: str | os.PathLike[str]) -> Path | None:
+    """An earlier recording at ``path`` (a resumed run, a second deploy into one ``--out``) is
+    kept as ``<stem>.<n>.mcap`` (and its ``.recording.json``), n the next free number; returns
+    where it went (None: nothing there)."""
+    p = Path(path)
+    if not p.is_file() or p.stat().st_size == 0:
+        return None
+    n = 1
+    while p.with_suffix(f".{n}.mcap").exists():
+        n += 1
+    target = p.with_suffix(f".{n}.mcap")
+    p.rename(target)
+    counts = p.with_suffix(".recording.json")
+    if counts.is_file():
+        counts.rename(p.with_suffix(f".{n}.recording.json"))
+    return target
+
+
 class RecordingWriter:
     """``put(topic, type, cdr_bytes, log_time_ns)`` from any thread; ``close()`` once at the end."""
 

@@ -181,3 +181,17 @@ def test_foxglove_without_live_view_is_a_clear_error_or_starts_it() -> None:
     else:
         (spec,) = observer_specs("/morl", "/tmp/x", False, 8765)
         assert spec.executable == "live_view" and spec.parameters["port"] == 8765
+
+
+def test_an_earlier_recording_is_kept(tmp_path: Path) -> None:
+    """A resumed run records into the same ``--out``: the earlier file becomes session.1.mcap."""
+    from morl_robot.recording.writer import keep_previous
+
+    (tmp_path / "session.mcap").write_bytes(b"first")
+    (tmp_path / "session.recording.json").write_text("{}")
+    assert keep_previous(tmp_path / "session.mcap") == tmp_path / "session.1.mcap"
+    (tmp_path / "session.mcap").write_bytes(b"second")
+    assert keep_previous(tmp_path / "session.mcap") == tmp_path / "session.2.mcap"
+    assert (tmp_path / "session.1.mcap").read_bytes() == b"first"
+    assert (tmp_path / "session.1.recording.json").is_file() and not (tmp_path / "session.mcap").exists()
+    assert keep_previous(tmp_path / "session.mcap") is None
