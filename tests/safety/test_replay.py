@@ -36,19 +36,10 @@ def _json(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, dict]:
     return rc, json.loads(out)
 
 
-def _has_record_option() -> bool:
-    from morl_robot.cli import build_parser
-
-    sub = next(a for a in build_parser()._actions if getattr(a, "choices", None) and "safety-test" in a.choices)
-    return any("--record" in a.option_strings for a in sub.choices["safety-test"]._actions)
-
-
 @pytest.fixture(scope="module")
 def recorded(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict]:
     """(session.mcap, report.json) of one recorded simulated Sawyer safety test."""
     pytest.importorskip("rclpy")
-    if not _has_record_option():
-        pytest.skip("safety-test has no --record option yet")
     out = tmp_path_factory.mktemp("replay") / "safety_sawyer"
     proc = run_cli(["safety-test", "--robot", "sawyer", "--backend", "sim", "--record", "--out", str(out)],
                    timeout=240, out=out)
