@@ -39,7 +39,7 @@ from morl_robot.nodes.base import (
     run_node,
     steady_timer,
 )
-from morl_robot.recording.selection import DEFAULT_EXCLUDE, contract_topics, selected
+from morl_robot.recording.selection import DEFAULT_EXCLUDE, selected
 
 #: Depth of the recorder's reliable subscriptions (it must never be the reason a sample is lost).
 DEPTH = 1000
@@ -85,6 +85,22 @@ def _matching(infos: list[Any]) -> QoSProfile:
     return QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=DEPTH if reliable and not latched else 10,
                       reliability=ReliabilityPolicy.RELIABLE if reliable else ReliabilityPolicy.BEST_EFFORT,
                       durability=DurabilityPolicy.TRANSIENT_LOCAL if latched else DurabilityPolicy.VOLATILE)
+
+
+def contract_topics(namespace: str, exclude: list[str]) -> list[tuple[str, str, str]]:
+    """(full name, type, QoS profile name) of the topic contract's topics in ``namespace`` (not the
+    templated or private ones): subscribed at once, before discovery shows their publishers."""
+    from morl_robot.nodes.wire import TOPICS
+
+    ns = "/" + namespace.strip("/")
+    out = []
+    for t in TOPICS:
+        if "<" in t.name or t.name.startswith("~"):
+            continue
+        name = t.name if t.name.startswith("/") else f"{ns.rstrip('/')}/{t.name}"
+        if selected(name, [ns], exclude):
+            out.append((name, t.type, t.qos))
+    return out
 
 
 class RecorderNode(Node):

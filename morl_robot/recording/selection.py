@@ -29,18 +29,3 @@ def selected(topic: str, namespaces: Sequence[str], exclude: Sequence[str] = DEF
             return True
     return False
 
-
-def contract_topics(namespace: str, exclude: Sequence[str] = DEFAULT_EXCLUDE) -> list[tuple[str, str, str]]:
-    """(full name, type, QoS profile name) of the topic contract's topics in ``namespace`` (not the
-    templated or private ones): subscribed at once, before discovery shows their publishers."""
-    from morl_robot.nodes.wire import TOPICS
-
-    ns = "/" + namespace.strip("/")
-    out = []
-    for t in TOPICS:
-        if "<" in t.name or t.name.startswith("~"):
-            continue
-        name = t.name if t.name.startswith("/") else f"{ns.rstrip('/')}/{t.name}"
-        if selected(name, [ns], exclude):
-            out.append((name, t.type, t.qos))
-    return out
