@@ -308,6 +308,8 @@ def run(args: argparse.Namespace) -> int:
         "graph_estops": sum(engaged for t, engaged in _estop_states(estop) if counted_from < t <= finished_at),
         # the monitor's missed deadlines, and how many a late process on this host explains
         "deadline_misses": misses,
+        # --record: the recorder's counts (messages, dropped, per topic), session.recording.json
+        "recording": _recording(out) if args.record else None,
     }
     from morl_robot.evaluation.provenance import write_results_json
 
@@ -326,6 +328,12 @@ def run(args: argparse.Namespace) -> int:
         print(describe_deadline_misses(misses), file=sys.stderr)
     print(f"in-process: {source}\nreport: {out / 'deploy_report.json'}")
     return 0
+
+
+def _recording(out: Path) -> dict[str, Any] | None:
+    from morl_robot.recording.reader import recording_summary
+
+    return recording_summary(out)
 
 
 def deadline_misses(safety_status: dict[str, str]) -> dict[str, float]:

@@ -79,6 +79,7 @@ def test_counted_episodes_complete_and_in_order(recorded: tuple[Path, str]) -> N
         assert got == sorted(got)
     report = json.loads((out / "deploy_report.json").read_text())
     assert all(report["graph_success"])
+    assert report["recording"]["dropped"] == 0 and report["recording"]["messages"] > 0
 
 
 def test_timestamps_monotonic_per_topic(recorded: tuple[Path, str]) -> None:
