@@ -33,7 +33,8 @@ def register(sub: argparse._SubParsersAction) -> None:
                         "whether the force rules alone would have tripped (every rule still runs)")
     p.add_argument("--json", action="store_true", help="print the whole report as JSON on stdout")
     p.add_argument("--out", default=None, metavar="DIR",
-                   help="also write DIR/replay.json and a plot of the trace around each trip (trip_*.png)")
+                   help="also write DIR/replay.json and a plot of the trace around each trip (trip_*.png) (default: "
+                        "nothing written, the report is printed)")
     p.set_defaults(func=run)
 
 
