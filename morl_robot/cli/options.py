@@ -65,7 +65,7 @@ GROUPS: dict[str, tuple[str, ...]] = {
     "inputs": ("task", "task_config", "learner", "session", "robot", "backend", "reward_machine", "model",
                "env", "set", "epsilon", "method", "compare", "coverage", "rewards", "objectives", "action_mode",
                "preference", "contact_control", "algorithms", "weights_pain", "scalarized_epsilon", "against",
-               "gain", "emulate", "crm_updates", "no_crm", "pairs", "attach", "via", "before", "after"),
+               "gain", "emulate", "crm_updates", "no_crm", "pairs", "attach", "via", "before", "after", "safety", "rule"),
     "budget": ("steps", "episodes", "eval_episodes", "seed", "seeds", "eval_seed", "duration", "processes",
                "actors", "actors_kind", "envs", "time_limit", "quick", "precise", "repeats", "minutes", "trips",
                "updates", "iterations", "pings", "warmup", "points", "eval_every", "bootstrap", "n_v", "n_m",
