@@ -333,7 +333,7 @@ def replay(records: list[Record], safety: str | os.PathLike[str] | None = None, 
     ``safety``: a robot name or safety YAML (default: each namespace's own robot); ``watchdogs``:
     on/off, per namespace, or None (on); ``control_mode``: how actuator-labelled commands are read
     (default: the namespace's last part if it names a mode, else the robot's default)."""
-    from morl_robot.robots.spec import ControlMode
+    from morl_robot.robots.spec import CARTESIAN_LABELS, ControlMode
     from morl_robot.safety.compiled import load_rules
     from morl_robot.safety.monitor import SafetyMonitor
 
@@ -363,7 +363,11 @@ def replay(records: list[Record], safety: str | os.PathLike[str] | None = None, 
         last = ns.rstrip("/").rsplit("/", 1)[-1]
         if mode is None and last in {m.value for m in rules.spec.control_modes}:
             mode = last
-        stream = Stream(ns, rules.spec.name, (ControlMode(mode) if mode else rules.spec.default_control_mode).value, wd)
+        shown = (ControlMode(mode) if mode else rules.spec.default_control_mode).value
+        commands = {r.data[1] for r in mine if r.stream == "command"}
+        if commands and all(set(labels) <= set(CARTESIAN_LABELS) for labels in commands):
+            shown = ControlMode.CARTESIAN_VELOCITY.value  # Cartesian-labelled commands are read as twists
+        stream = Stream(ns, rules.spec.name, shown, wd)
         if robot and rules.spec.name != robot:
             stream.notes.append(f"the recording's robot is {robot}, the safety config's {rules.spec.name}: skipped")
             out.append(stream)
