@@ -294,6 +294,11 @@ def _run_locked(args: argparse.Namespace, cfg: Any, out: Path) -> int:
     try:
         runner.start()
         violations = _count_violations(runner.probe, actor_ns)
+        if args.record and monitored:  # the recorder has every actor's task steps before they count
+            from morl_robot.recording.live import wait_recording
+
+            wait_recording(runner.probe, [f"{n}/task_step" for n in monitored],
+                           check=lambda: runner.check_alive(may_exit))
         if monitored:
             runner.release_safety(monitored, allowed_to_exit=may_exit)
         if not args.no_progress and has_learner:
