@@ -33,11 +33,13 @@ class RecordingStats:
     dropped: Counter = field(default_factory=Counter)
     bytes: int = 0
     queue_peak: int = 0
+    errors: dict = field(default_factory=dict)  # topic → why its messages could not be written
+
 
     def to_dict(self) -> dict[str, Any]:
         return {"messages": sum(self.written.values()), "dropped": sum(self.dropped.values()), "bytes": self.bytes,
                 "queue_peak": self.queue_peak, "topics": dict(sorted(self.written.items())),
-                "dropped_by_topic": dict(sorted(self.dropped.items()))}
+                "dropped_by_topic": dict(sorted(self.dropped.items())), "errors": dict(self.errors)}
 
 
 def keep_previous(path: str | os.PathLike[str]) -> Path | None:
@@ -119,6 +121,15 @@ class RecordingWriter:
         self.stats.written[topic] += 1
         self.stats.bytes += len(data)
 
+    def _write_or_count(self, item: tuple[str, str, bytes, int]) -> None:
+        """:meth:`_write`; a message that cannot be written (its type's definition is not installed)
+        is counted as dropped and the reason kept, the thread goes on."""
+        try:
+            self._write(item)
+        except Exception as exc:  # noqa: BLE001 - one bad topic must not end the recording
+            self.stats.dropped[item[0]] += 1
+            self.stats.errors.setdefault(item[0], f"{type(exc).__name__}: {exc}")
+
     def _run(self) -> None:
         last_flush = time.monotonic()
         while True:
@@ -131,7 +142,7 @@ class RecordingWriter:
                     break
                 self.stats.queue_peak = max(self.stats.queue_peak, self._queue.qsize() + 1)
                 with self._lock:
-                    self._write(item)
+                    self._write_or_count(item)
             if time.monotonic() - last_flush >= self.flush_period:
                 with self._lock:
                     self._writer.flush()
@@ -158,7 +169,7 @@ class RecordingWriter:
                 except queue.Empty:
                     break
                 if item is not _STOP:
-                    self._write(item)
+                    self._write_or_count(item)
             d = self.stats.to_dict()
             self._writer.add_metadata("morl_robot.recording", {
                 "messages": str(d["messages"]), "dropped": str(d["dropped"]),

@@ -196,3 +196,15 @@ def test_an_earlier_recording_is_kept(tmp_path: Path) -> None:
     assert (tmp_path / "session.1.mcap").read_bytes() == b"first"
     assert (tmp_path / "session.1.recording.json").is_file() and not (tmp_path / "session.mcap").exists()
     assert keep_previous(tmp_path / "session.mcap") is None
+
+
+def test_a_type_without_its_definition_is_dropped_not_fatal(tmp_path: Path) -> None:
+    from morl_robot.recording import read_messages
+    from morl_robot.recording.writer import RecordingWriter
+
+    w = RecordingWriter(tmp_path / "a.mcap")
+    w.put("/x/odd", "no_such_msgs/msg/Thing", b"\x00\x01\x00\x00")
+    w.put("/x/task_step", "std_msgs/msg/Float64MultiArray", _cdr(3))
+    stats = w.close()
+    assert stats.dropped["/x/odd"] == 1 and "no_such_msgs" in stats.errors["/x/odd"]
+    assert [m.topic for m in read_messages(tmp_path / "a.mcap")] == ["/x/task_step"]
