@@ -304,7 +304,7 @@ def _robot_of(records: list[Record], ns: str) -> tuple[str | None, tuple[str, ..
 
 
 def _guess_robot(names: tuple[str, ...]) -> str | None:
-    from morl_robot.resources import resolve_config  # noqa: F401  (config/ lookup below)
+    """The project's robot (sawyer, shadow_hand) with the most of these joint names, or None."""
     from morl_robot.safety.compiled import load_rules
 
     best, overlap = None, 0
@@ -350,7 +350,8 @@ def replay(records: list[Record], safety: str | os.PathLike[str] | None = None, 
     for ns in namespaces:
         mine = [r for r in records if r.namespace == ns]
         robot, names = _robot_of(mine, ns)
-        robot = robot or _guess_robot(names)
+        if robot is None and safety is None:
+            robot = _guess_robot(names)
         source = str(safety) if safety is not None else robot
         if source is None:
             raise RecordingError(f"namespace {ns}: cannot tell the robot (no safety/violations event, joint names "
