@@ -502,18 +502,20 @@ class LearnerSession:
     def can_learn(self) -> bool:
         return not self.diverged and self.limiter.can_sample(self.config.batch_size)
 
-    def learn(self, deadline: float | None = None, max_updates: int | None = None) -> int:
+    def learn(self, deadline: float | None = None, max_updates: int | None = None, offline: bool = False) -> int:
         """Learner updates while the ratio allows (and ``time.monotonic() < deadline`` and fewer
         than ``max_updates``, if given); returns how many.  Statistics are logged every ``training.log_every`` updates, a new
-        policy version is made every ``snapshot_every`` updates."""
+        policy version is made every ``snapshot_every`` updates.  ``offline`` (a fixed replay, e.g.
+        ``train --from-recording``): no ratio, ``max_updates`` updates once a batch fits."""
         cfg = self.config
         done = 0
         if self._good_state is None:
             self._good_state = copy.deepcopy(self.learner.state_dict())
-        while (self.can_learn() and (deadline is None or time.monotonic() < deadline)
-               and (max_updates is None or done < max_updates)):
+        while ((self.can_learn() if not offline else not self.diverged and len(self.replay) >= cfg.batch_size)
+               and (deadline is None or time.monotonic() < deadline) and (max_updates is None or done < max_updates)):
             batch = self._sample()
-            self.limiter.sample(cfg.batch_size)
+            if not offline:
+                self.limiter.sample(cfg.batch_size)
             stats = self.learner.update(batch)
             done += 1
             self.counters["updates"] = self.learner.num_updates
