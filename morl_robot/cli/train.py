@@ -86,6 +86,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--out", default=None, help="run directory (default runs/<task>)")
     p.add_argument("--no-progress", action="store_true", help="no progress bar (log lines instead)")
     add_observe(p)
+    from morl_robot.cli import from_recording
+
+    from_recording.add_options(p)  # --from-recording, --updates: offline (docs/howto/learn_from_recordings.md)
     p.add_argument("--namespace", default=None, help="ROS namespace of the graph (default: the session YAML's)")
     p.add_argument("--domain-id", type=int, default=None, help="ROS_DOMAIN_ID (default: $ROS_DOMAIN_ID or random)")
     p.add_argument("--role", choices=("all", "learner", "actors"), default="all",
@@ -227,6 +230,10 @@ def run(args: argparse.Namespace) -> int:
     if not cfg.task:
         raise UsageError("training needs a task (--task)")
     out = Path(args.out or f"runs/{cfg.task}").resolve()
+    if args.from_recording:
+        from morl_robot.cli import from_recording
+
+        return from_recording.run(args, cfg, out)
     # every config read and checked, and a resume checked against the run, before any node starts
     # and before anything in the run directory changes: rc 2 and one line
     _check_before_start(cfg, out if args.role != "actors" else None)
