@@ -52,6 +52,7 @@ class RecordedTransitions:
     stream: np.ndarray  # (N,) which recording / namespace (index into ``streams``)
     streams: list[str] = field(default_factory=list)  # "<file>:<namespace>"
     task_steps: int = 0  # task_step messages read (every stream)
+    repeated_steps: int = 0  # task_step messages re-sent for a step already read (lockstep re-sends)
     commands: int = 0  # command_safe messages read
     unanswered_steps: int = 0  # steps not ending an episode with no executed command (no transition)
     episodes: int = 0  # episodes with an end (terminated / truncated) step in the recordings
@@ -158,6 +159,7 @@ def read_transitions(paths: Sequence[str | os.PathLike[str]], observation_labels
                 lacks_rewards = lacks_rewards or k == 0
                 out.task_steps += 1
                 reward = values[h:h + k].copy() if k else np.full(len(objs), np.nan)
+                out.repeated_steps += int((int(values[0]), int(values[1])) in steps.get(ns, {}))
                 steps.setdefault(ns, {})[(int(values[0]), int(values[1]))] = _Step(
                     bool(values[2]), bool(values[3]), reward, values[h + k + mc:].copy())
             else:
