@@ -1,5 +1,6 @@
-"""``morl-robot train --from-recording A.mcap [B.mcap …] [--updates N]``: MO-MPO offline from
-recorded sessions (no robot, no graph: the in-process learner, :mod:`morl_robot.recording.offline`).
+"""``morl-robot train --from-recording A.mcap [B.mcap …] [--updates N] [--steps S]``: MO-MPO offline
+from recorded sessions (no robot, no graph: the in-process learner, :mod:`morl_robot.recording.offline`);
+``--steps`` keeps the first S recorded transitions.
 docs/howto/learn_from_recordings.md."""
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ from morl_robot.errors import UsageError
 #: ``train`` options that need a session graph (refused with --from-recording).
 GRAPH_OPTIONS = (("record", "--record"), ("foxglove", "--foxglove"), ("actors", "--actors"),
                  ("actors_kind", "--actors-kind"), ("envs", "--envs"), ("backend", "--backend"),
-                 ("use_sim_time", "--use-sim-time"), ("steps", "--steps"))
+                 ("use_sim_time", "--use-sim-time"))
 
 
 def add_options(p: argparse.ArgumentParser) -> None:
@@ -42,7 +43,7 @@ def run(args: argparse.Namespace, cfg: Any, out: Path) -> int:
     lock = RunLock.acquire(out, "morl-robot train --from-recording")
     try:
         result = train_offline(args.from_recording, cfg.task, node.task_config or None, node.config, out,
-                               seed=cfg.seed, updates=args.updates,
+                               seed=cfg.seed, updates=args.updates, max_transitions=args.steps,
                                normalize_observations=node.observation_normalization,
                                report=lambda line: print(line, file=sys.stderr))
     finally:

@@ -95,10 +95,11 @@ def read_for_session(session: Any, frame: TaskFrame, paths: Sequence[str | os.Pa
 
 def train_offline(paths: Sequence[str | os.PathLike[str]], task: str, task_config: str | None,
                   learner_config: str | Path, out: Path, *, seed: int = 0, updates: int | None = None,
-                  normalize_observations: bool = False,
+                  normalize_observations: bool = False, max_transitions: int | None = None,
                   report: Callable[[str], None] = print) -> OfflineResult:
     """Train the task's learner on the recordings ``paths`` alone (see the module docstring) into
-    the run directory ``out`` (a new run: refused if it holds a checkpoint)."""
+    the run directory ``out`` (a new run: refused if it holds a checkpoint); ``max_transitions``:
+    only the first that many recorded transitions."""
     from morl_robot.learning.checkpoint import run_checkpoint_dir
     from morl_robot.learning.session import session_for_task
 
@@ -111,6 +112,8 @@ def train_offline(paths: Sequence[str | os.PathLike[str]], task: str, task_confi
     session = session_for_task(task, task_config, learner_config, seed=seed, run_dir=out,
                                normalize_observations=normalize_observations)
     recorded = read_for_session(session, frame, paths)
+    if max_transitions is not None:
+        recorded = recorded.head(max_transitions)
     if updates is not None and updates < 0:
         raise ConfigError(f"--updates must be >= 0, got {updates}")
     cfg = session.config

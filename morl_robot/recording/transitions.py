@@ -15,6 +15,7 @@ Pure: no rclpy (the messages are decoded by ``mcap_ros2`` through :func:`~.reade
 """
 from __future__ import annotations
 
+import dataclasses
 import os
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -60,6 +61,15 @@ class RecordedTransitions:
 
     def __len__(self) -> int:
         return int(self.obs.shape[0])
+
+    def head(self, n: int) -> RecordedTransitions:
+        """The first ``n`` transitions (in recording and stream order)."""
+        if n >= len(self):
+            return self
+        arrays = {k: getattr(self, k)[:n] for k in ("obs", "action", "reward", "next_obs", "terminated", "truncated",
+                                                   "episode", "step", "stream")}
+        ends = int(np.count_nonzero(arrays["terminated"] | arrays["truncated"]))
+        return dataclasses.replace(self, **arrays, episodes=ends)
 
     def episode_returns(self) -> list[np.ndarray]:
         """Undiscounted return (K,) of every episode whose end is among the transitions, in order."""
