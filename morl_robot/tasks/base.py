@@ -110,6 +110,17 @@ class TaskDescription:
         return tuple(q.name for q in self.rewards)
 
 
+@dataclass(frozen=True)
+class CameraView:
+    """A free camera that frames a task's work in its videos (:mod:`morl_robot.rendering`):
+    the point looked at (m, world frame), distance (m), azimuth and elevation (degrees)."""
+
+    lookat: tuple[float, float, float]
+    distance: float
+    azimuth: float
+    elevation: float
+
+
 #: A hand-written controller (:meth:`Task.scripted_policy`): what it acts with, and what it does.
 ScriptedController = tuple[Callable[[np.ndarray], np.ndarray], str]
 
@@ -121,6 +132,8 @@ class Task(abc.ABC):
     robot_name: ClassVar[str]
     objective_names: ClassVar[tuple[str, ...]]
     control_mode: ClassVar[ControlMode]
+    #: the camera of the task's videos (None: one framing the whole model)
+    camera: ClassVar[CameraView | None] = None
 
     def __init__(self, config: TaskConfig) -> None:
         self.config = config

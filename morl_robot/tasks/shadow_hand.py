@@ -36,6 +36,7 @@ from morl_robot.configuration import fail
 from morl_robot.robots.base import Robot
 from morl_robot.robots.spec import ControlMode, RobotState, delta_label
 from morl_robot.tasks.base import (
+    CameraView,
     Quantity,
     ScriptedController,
     Task,
@@ -136,6 +137,8 @@ class ShadowHandTask(Task):
     script_phases: ClassVar[tuple[ShadowPhase, ...]] = ()
     script_lead: ClassVar[float] = 0.03
     scripted_options: ClassVar[tuple[str, ...]] = ("lead",)
+    #: videos: the whole hand (fingers along +x) and the block below its fingertips, from the front right
+    camera: ClassVar[CameraView | None] = CameraView((0.3, 0.0, 0.1), 0.5, -120.0, -20.0)
 
     def scripted_policy(self, env: Any, lead: float | None = None) -> ScriptedController:
         """Move the hand slowly into a posture, or through postures in phases (:attr:`script_phases`).
@@ -456,6 +459,8 @@ class ShadowTurn(SparseTaskWithPain):
     angle; 5 s episodes."""
 
     name: ClassVar[str] = "shadow_turn"
+    #: videos: the hanging hand (palm down) and the dial under it
+    camera: ClassVar[CameraView | None] = CameraView((0.03, 0.0, 0.17), 0.55, -150.0, -10.0)
     config: ShadowTurnConfig
     scripted: ClassVar[str | None] = "slow sweep"
     script_phases: ClassVar[tuple[ShadowPhase, ...]] = (ShadowPhase(SHADOW_TURN_POSTURE),)
@@ -525,6 +530,8 @@ class ShadowOrient(ShadowHandTask):
     """
 
     name: ClassVar[str] = "shadow_orient"
+    #: videos: the whole hand and the peg in it, over the table
+    camera: ClassVar[CameraView | None] = CameraView((0.3, 0.0, 0.15), 0.55, -120.0, -20.0)
     objective_names: ClassVar[tuple[str, ...]] = ("touch", "lift", "orient")
     config: ShadowOrientConfig
     tradeoff: ClassVar[tuple[str, str] | None] = None  # three aligned objectives
