@@ -47,6 +47,7 @@ from typing import Any
 
 import pytest
 
+
 def _worker_block() -> list[int]:
     """This pytest process's DDS domain ids: those of ``$MORL_TEST_DOMAINS`` (``LO-HI``, for pytest
     runs that share a machine; default 1-100), split into one contiguous block per pytest-xdist
