@@ -22,6 +22,9 @@ def add_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--from-recording", nargs="+", default=None, metavar="PATH",
                    help="train offline from recorded sessions (session.mcap files or run directories recorded "
                         "with --record): their transitions fill the replay, no robot runs (default: none)")
+    p.add_argument("--online", action="store_true",
+                   help="with --from-recording: run the training session (robot, actors, learner) with the "
+                        "recordings in its learner's replay first, instead of training offline")
     p.add_argument("--updates", type=int, default=None,
                    help="--from-recording: MO-MPO updates on the recorded replay (default: samples_per_insert × "
                         "transitions / batch_size, what an online run would make)")

@@ -226,11 +226,13 @@ def run(args: argparse.Namespace) -> int:
         overrides.setdefault("learner_node", {})["config"] = learner
     if args.envs is not None:
         overrides.setdefault("vector_actor", {})["envs"] = args.envs
+    if args.from_recording and args.online:  # a training session whose replay starts with the recordings
+        overrides.setdefault("learner_node", {})["recordings"] = ",".join(str(Path(r).resolve()) for r in args.from_recording)
     cfg = load_session_config(session, overrides)
     if not cfg.task:
         raise UsageError("training needs a task (--task)")
     out = Path(args.out or f"runs/{cfg.task}").resolve()
-    if args.from_recording:
+    if args.from_recording and not args.online:
         from morl_robot.cli import from_recording
 
         return from_recording.run(args, cfg, out)

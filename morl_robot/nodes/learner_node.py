@@ -99,6 +99,11 @@ class LearnerNode(ManagedNode):
         self._pub_snapshot = self.create_publisher(UInt8MultiArray, "policy_snapshot", wire.LATCHED_QOS)
         self._pub_allowance = self.create_publisher(Float64MultiArray, "experience_allowance", wire.LATCHED_QOS)
         s.start()
+        if self.settings.recordings and s.resumed_from is None:  # train --from-recording … --online
+            from morl_robot.recording.offline import seed_replay
+
+            seed_replay(s, task, self.settings.task_config or None, self.settings.recordings.split(","),
+                        report=self.get_logger().info)
         self.get_logger().info(s.describe(config_source=self.settings.config))
 
     def activate(self) -> None:

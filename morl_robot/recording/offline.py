@@ -52,10 +52,11 @@ class OfflineResult:
     policy: Path | None
 
 
-def fill_replay(session: Any, recorded: RecordedTransitions) -> int:
+def fill_replay(session: Any, recorded: RecordedTransitions, log_episodes: bool = True) -> int:
     """Insert ``recorded`` into ``session``'s replay in order (a bootstrapped cut, ``truncated``,
     wherever the next row does not continue the episode) and log every recorded episode whose
-    first step is in it (``episodes.csv``); returns how many episodes were logged."""
+    first step is in it (``episodes.csv``; not with ``log_episodes`` False); returns how many
+    complete episodes it holds."""
     n, k = len(recorded), len(recorded.objectives)
     worst = getattr(session, "worst_case", None)
     returns, complete, logged = np.zeros(k), True, 0
@@ -72,11 +73,11 @@ def fill_replay(session: Any, recorded: RecordedTransitions) -> int:
                                terminated, truncated or cut, UNKNOWN_LOG_MU)
         returns = returns + reward
         if terminated or truncated:
-            if complete:
+            if complete and log_episodes:
                 session.record_episode(returns.copy(), "terminated" if terminated else "truncated",
                                        {"length": int(recorded.step[i]) + 1, "actor": int(recorded.stream[i]),
                                         "policy_version": 0})
-                logged += 1
+            logged += int(complete)
         elif cut:
             complete = False
     return logged
@@ -157,3 +158,19 @@ def train_offline(paths: Sequence[str | os.PathLike[str]], task: str, task_confi
                "behaviour_log_prob": "unknown: stored as 1e6 (Retrace traces cut)"}
     (out / SUMMARY_NAME).write_text(json.dumps(summary, indent=1) + "\n")
     return result
+
+
+def seed_replay(session: Any, task: str, task_config: str | None, paths: Sequence[str | os.PathLike[str]],
+                report: Callable[[str], None] = print) -> int:
+    """An online run's replay seeded with the recordings ``paths`` before any actor's experience
+    (the learner node's ``recordings`` parameter, ``train --from-recording … --online``).  The
+    recorded transitions count in the samples-per-insert ratio (the learner learns on them at
+    once) but not as the run's env steps (``--steps`` counts the robot's).  Returns how many."""
+    frame = task_frame(task, task_config)
+    recorded = read_for_session(session, frame, paths)
+    steps, episodes = session.counters["env_steps"], session.counters["episodes"]
+    fill_replay(session, recorded, log_episodes=False)
+    session.counters["env_steps"], session.counters["episodes"] = steps, episodes
+    report(f"replay seeded with {len(recorded)} recorded transitions ({recorded.episodes} episode ends) from "
+           f"{len(paths)} recording(s)")
+    return len(recorded)

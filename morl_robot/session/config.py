@@ -165,6 +165,7 @@ class LearnerNodeSettings(ManagedNodeSettings):
     update_budget: float = 0.05  # s of learner updates per timer tick
     update_period: float = 0.01  # s between update ticks
     observation_normalization: bool = True
+    recordings: str = ""  # comma-separated session.mcap paths seeding a new run's replay (train --from-recording … --online)
 
     def validate(self) -> None:
         super().validate()

@@ -127,3 +127,14 @@ def test_graph_options_do_not_apply_offline(recorded: Path, tmp_path: Path,
 
     rc = main(["train", "--task", TASK, "--from-recording", str(recorded), "--record", "--out", str(tmp_path / "x")])
     assert rc == 2 and "--record" in capsys.readouterr().err
+
+
+def test_online_session_seeded_with_the_recording(recorded: Path, frame, tmp_path: Path) -> None:
+    n = len(frame.read([recorded]))
+    out = tmp_path / "online"
+    proc = run_cli(["train", "--task", TASK, "--from-recording", str(recorded / "session.mcap"), "--online",
+                    "--steps", "64", "--no-progress", "--out", str(out)], timeout=240, out=out)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    log = (out / "logs" / "learner_node.log").read_text()
+    assert f"replay seeded with {n} recorded transitions" in log, log[-2000:]
+    assert (out / "policy.onnx").is_file()
