@@ -13,7 +13,8 @@ drops (counted per topic), never blocks.  ``log_time`` is the receive time (POSI
 Parameters: ``path`` (the .mcap file), ``namespaces`` (list), ``exclude`` (last path parts or
 absolute names; default experience, policy_snapshot, experience_allowance, /clock), ``queue_size``,
 ``flush_period`` (s: what survives a SIGKILL), ``compression`` (lz4 | zstd | none),
-``discovery_period`` (s).  Diagnostics ``<name>: recorder`` on ``/diagnostics``: messages, dropped,
+``discovery_period`` (s), ``nice`` (added to the process's niceness, default 10: on a busy host
+the control loop gets the CPU first).  Diagnostics ``<name>: recorder`` on ``/diagnostics``: messages, dropped,
 queued, topics, matched (the topics whose publishers the recorder has discovered: a CLI waits for
 its session's main streams there before the session starts, :func:`morl_robot.recording.live.wait_recording`).  On SIGINT the file is finished (summary, a ``morl_robot.recording`` metadata
 record) and ``<path without .mcap>.recording.json`` holds the counts.  An earlier recording at
@@ -23,6 +24,7 @@ from __future__ import annotations
 
 import importlib
 import json
+import os
 import sys
 import time
 from dataclasses import dataclass, field
@@ -54,6 +56,7 @@ class RecorderSettings:
     flush_period: float = 1.0  # s between chunk flushes (what a SIGKILL loses at most)
     compression: str = "lz4"  # lz4 | zstd | none
     discovery_period: float = 0.5  # s between looks for new topics
+    nice: int = 10  # added to the process's niceness: the control loop gets the CPU first (0: none)
 
     def validate(self) -> None:
         if not self.path.endswith(".mcap"):
@@ -109,6 +112,8 @@ class RecorderNode(Node):
         from morl_robot.recording.writer import RecordingWriter, keep_previous
 
         self.settings = s = declare_settings(self, RecorderSettings)
+        if s.nice > 0:  # the queue absorbs the recorder's delays; the robot's loop must not wait for it
+            os.nice(s.nice)
         kept = keep_previous(s.path)
         if kept is not None:
             self.get_logger().info(f"the earlier recording at {s.path} is kept as {kept}")
@@ -161,6 +166,8 @@ class RecorderNode(Node):
         stats["seconds"] = round(time.monotonic() - self._started, 3)
         summary = Path(self.settings.path).with_suffix(".recording.json")
         summary.write_text(json.dumps(stats, indent=1) + "\n")
+        for topic, why in stats["errors"].items():
+            self.get_logger().warning(f"{topic} not recorded: {why}")
         self.get_logger().info(f"recording finished: {stats['messages']} message(s) on {len(stats['topics'])} "
                                f"topic(s), {stats['dropped']} dropped {stats['dropped_by_topic'] or ''}, "
                                f"{Path(self.settings.path).stat().st_size} bytes in {self.settings.path}")
