@@ -35,6 +35,7 @@ import sys
 from typing import TYPE_CHECKING
 
 from morl_robot.cli.options import add_set
+from morl_robot.cli.video import add_video, evaluation_videos, video_summary
 from morl_robot.errors import UsageError
 from morl_robot.evaluation.protocol import DEFAULT_EPISODES, HELD_OUT_SEED
 
@@ -79,6 +80,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="compliant (default): the force-limited admittance in the robot backend, the safety "
                         "rules' approach-speed limit, the peg held along the hole's axis (docs/explanation/contact_control.md); "
                         "stiff: the stack before them, to re-check the baseline figures measured then")
+    add_video(p, "episode (DIR/episode_<seed>.mp4, at the control rate)")
     p.set_defaults(func=run)
 
 
@@ -90,10 +92,13 @@ def run(args: argparse.Namespace) -> int:
     loaded = load_policy(args.policy, args.task, args.seed, args.preference, args.action_mode, args.gain)
     if args.against:
         return _action_error(args, loaded)
+    videos = evaluation_videos(args.video, loaded)
     result = evaluate_policy(loaded.act, loaded.task, args.episodes, args.seed, loaded.description,
                              progress=not args.no_progress and not args.json and sys.stderr.isatty(),
                              safety=not args.no_safety, env_fn=loaded.make_env,
-                             contact_control=args.contact_control)
+                             contact_control=args.contact_control, observer=videos)
+    if videos is not None:
+        print(video_summary(videos), file=sys.stderr)
     if args.json:
         print(json.dumps(result.to_json()))
     else:

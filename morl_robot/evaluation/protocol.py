@@ -399,8 +399,10 @@ def _force_rows(force: dict[str, Any]) -> list[str]:
     return rows
 
 
-def run_episode(env: Any, act: Actor, seed: int, shield: Any = None) -> EpisodeRecord:
+def run_episode(env: Any, act: Actor, seed: int, shield: Any = None, observer: Any = None) -> EpisodeRecord:
     """One deterministic episode of ``act`` on a :class:`~morl_robot.envs.mo_env.MORobotEnv`.
+    ``observer`` (e.g. :class:`~morl_robot.rendering.video.EvaluationVideos`) is told
+    ``begin(env, seed)`` after the reset, ``step(env, reward, info, done, shield)`` after each step, ``end()``.
 
     With a :class:`~morl_robot.safety.shield.SafetyShield`, every action passes the robot's safety
     rules first, as on the graph (clamped, or held after an e-stop, which as in deployment holds the
@@ -408,6 +410,8 @@ def run_episode(env: Any, act: Actor, seed: int, shield: Any = None) -> EpisodeR
     obs, info = env.reset(seed=int(seed))
     if shield is not None:
         shield.begin(env.state)
+    if observer is not None:
+        observer.begin(env, int(seed))
     total = np.zeros(env.reward_dim)
     forces: list[float] = []
     steps, done, term, success, estop = 0, False, None, False, False
@@ -431,6 +435,10 @@ def run_episode(env: Any, act: Actor, seed: int, shield: Any = None) -> EpisodeR
         term = info.get("termination")
         success = success or bool(info.get("success", False))
         progress = env.task.progress(info)
+        if observer is not None:
+            observer.step(env, reward, info, done, shield)
+    if observer is not None:
+        observer.end()
     return EpisodeRecord(int(seed), total, "safety" if estop else term, success, steps,
                          np.asarray(forces, dtype=np.float64), progress)
 
@@ -438,14 +446,15 @@ def run_episode(env: Any, act: Actor, seed: int, shield: Any = None) -> EpisodeR
 def evaluate_policy(act: Actor, task: str, episodes: int = DEFAULT_EPISODES, seed: int = HELD_OUT_SEED,
                     policy: str = "", task_config: str | os.PathLike[str] | None = None, progress: bool = False,
                     env_fn: Callable[[], Any] | None = None, safety: bool = True,
-                    task_overrides: dict[str, Any] | None = None, contact_control: str = "compliant") -> Evaluation:
+                    task_overrides: dict[str, Any] | None = None, contact_control: str = "compliant",
+                    observer: Any = None) -> Evaluation:
     """Run the protocol: ``episodes`` deterministic episodes of ``act`` on ``task`` (its config
     with ``task_overrides``, e.g. a policy's :attr:`LoadedPolicy.task_overrides`), seeds
     ``seed … seed + episodes − 1`` (default: :data:`DEFAULT_EPISODES` on the held-out seeds from
     :data:`HELD_OUT_SEED`); with ``safety`` (default) through the robot's safety rules, as
     deployed (:class:`~morl_robot.safety.shield.SafetyShield`).  ``contact_control``:
     :data:`~morl_robot.envs.mo_env.CONTACT_CONTROLS` (``stiff`` re-checks figures measured before
-    the compliant controller and the approach limit existed)."""
+    the compliant controller and the approach limit existed).  ``observer``: see :func:`run_episode`."""
     from morl_robot.envs.mo_env import MORobotEnv, set_contact_control
 
     if episodes < 1:
@@ -470,8 +479,10 @@ def evaluate_policy(act: Actor, task: str, episodes: int = DEFAULT_EPISODES, see
 
             seeds = tqdm(seeds, unit="episode", desc=f"evaluating {policy or task}", leave=False)
         for s in seeds:
-            records.append(run_episode(env, act, s, shield))
+            records.append(run_episode(env, act, s, shield, observer))
     finally:
+        if observer is not None:
+            observer.close()
         env.close()
     extra = {"safety_rules": shield.summary() if shield is not None else None}
     return Evaluation(task, tuple(env.objective_names), records, seed, policy, extra,
@@ -519,6 +530,8 @@ class LoadedPolicy:
     contract: Any = None  # serving.contract.PolicyContract (None for a random policy)
     #: task-config keys the policy's actions need (``action_mode`` …); evaluate it on a task built with them
     task_overrides: dict[str, Any] = field(default_factory=dict)
+    #: an ε-conditioned policy's active preference (one ε per objective); None: not conditioned
+    preference: tuple[float, ...] | None = None
 
     def make_env(self) -> Any:
         """The environment the policy acts in: the one its contract describes (its task in the
@@ -551,7 +564,8 @@ def onnx_policy(path: str | os.PathLike[str], preference: Sequence[float] | None
         where = ", preference " + ", ".join(f"{v:g}" for v in model.preference) + " (the centre)"
     return LoadedPolicy(lambda obs: model.served_action(obs).action, model.contract.task,
                         f"{Path(path)} (version {model.contract.policy_version}{where})", model.contract,
-                        model.contract.task_overrides())
+                        model.contract.task_overrides(),
+                        tuple(map(float, model.preference)) if getattr(model, "conditioned", False) else None)
 
 
 def press_policy(task: str) -> LoadedPolicy:
@@ -718,12 +732,15 @@ def snapshot_files(run_dir: str | os.PathLike[str]) -> list[tuple[int, Path]]:
 
 
 def evaluation_curve(run_dir: str | os.PathLike[str], episodes: int, seed: int,
-                     progress: bool = False) -> list[tuple[int, Evaluation]]:
+                     progress: bool = False, last_observer: Any = None) -> list[tuple[int, Evaluation]]:
     """The protocol applied to every kept snapshot of a run: a learning curve of deterministic
-    evaluations (not of the exploring policy's episodes)."""
+    evaluations (not of the exploring policy's episodes); ``last_observer`` watches the last
+    snapshot's episodes (:func:`run_episode`; the demo's videos)."""
     curve = []
-    for steps, path in snapshot_files(run_dir):
+    files = snapshot_files(run_dir)
+    for i, (steps, path) in enumerate(files):
         loaded = onnx_policy(path)
         curve.append((steps, evaluate_policy(loaded.act, loaded.task, episodes, seed, loaded.description,
-                                             progress=progress, env_fn=loaded.make_env)))
+                                             progress=progress, env_fn=loaded.make_env,
+                                             observer=last_observer if i == len(files) - 1 else None)))
     return curve

@@ -11,12 +11,17 @@ from morl_robot.rendering.camera import mjv_camera
 from morl_robot.rendering.gl import RenderingError, gl_backend
 from morl_robot.tasks.base import CameraView
 
+#: alpha of a :attr:`CameraView.translucent` material
+TRANSLUCENT_ALPHA = 0.35
+
 
 class OffscreenRenderer:
     """Renders ``model``'s data through ``view`` at ``width`` x ``height`` pixels (the model's
-    offscreen buffer is enlarged when smaller)."""
+    offscreen buffer is enlarged when smaller).  ``shadows``: shadows and reflections, ~30x the
+    cost of a frame under a software EGL (Mesa llvmpipe: ~1 s instead of ~30 ms at 640 x 480)."""
 
-    def __init__(self, model: Any, view: CameraView, width: int = 640, height: int = 480) -> None:
+    def __init__(self, model: Any, view: CameraView, width: int = 640, height: int = 480,
+                 shadows: bool = False) -> None:
         import mujoco
 
         if width < 8 or height < 8:
@@ -32,6 +37,13 @@ class OffscreenRenderer:
         mujoco.mjr_setBuffer(mujoco.mjtFramebuffer.mjFB_OFFSCREEN, self._context)
         self._scene = mujoco.MjvScene(model, maxgeom=10_000)
         self._option = mujoco.MjvOption()
+        if not shadows:
+            self._scene.flags[mujoco.mjtRndFlag.mjRND_SHADOW] = 0
+            self._scene.flags[mujoco.mjtRndFlag.mjRND_REFLECTION] = 0
+        for name in view.translucent:  # drawing only: physics does not read material colours
+            mat = mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_MATERIAL, name)
+            if mat >= 0:
+                model.mat_rgba[mat, 3] = TRANSLUCENT_ALPHA
         self._camera = mjv_camera(view)
         self._viewport = mujoco.MjrRect(0, 0, self.width, self.height)
         self._pixels = np.empty((self.height, self.width, 3), dtype=np.uint8)

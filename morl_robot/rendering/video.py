@@ -24,13 +24,14 @@ from morl_robot.rendering.overlay import OverlayState, draw_overlay
 class VideoSettings:
     """Frame size (pixels; even), frame rate (None: every control step; else the nearest rate
     that keeps every n-th step, n = round(control rate / fps)), H.264 quality (CRF, lower is better)
-    and whether to draw the overlay."""
+    whether to draw the overlay, and shadows."""
 
     width: int = 640
     height: int = 480
     fps: float | None = None
     crf: int = 23
     overlay: bool = True
+    shadows: bool = False  # ~30x the render cost under a software EGL (OffscreenRenderer)
 
     def validate(self) -> None:
         if self.width < 16 or self.height < 16 or self.width % 2 or self.height % 2:
@@ -96,7 +97,8 @@ class EpisodeVideos:
         self.control_period, self.title, self.preference = control_period, title, preference
         self.every = settings.every(control_period)
         self.fps = 1.0 / (control_period * self.every)
-        self.renderer = OffscreenRenderer(model, task_camera(task, model), settings.width, settings.height)
+        self.renderer = OffscreenRenderer(model, task_camera(task, model), settings.width, settings.height,
+                                          settings.shadows)
         self.stats = VideoStats()
         self._writer: Mp4Writer | None = None
         self._last_event: tuple[float, str] | None = None

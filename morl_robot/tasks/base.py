@@ -113,12 +113,14 @@ class TaskDescription:
 @dataclass(frozen=True)
 class CameraView:
     """A free camera that frames a task's work in its videos (:mod:`morl_robot.rendering`):
-    the point looked at (m, world frame), distance (m), azimuth and elevation (degrees)."""
+    the point looked at (m, world frame), distance (m), azimuth and elevation (degrees), and the
+    materials drawn translucent (drawing only) so what happens inside shows."""
 
     lookat: tuple[float, float, float]
     distance: float
     azimuth: float
     elevation: float
+    translucent: tuple[str, ...] = ()
 
 
 #: A hand-written controller (:meth:`Task.scripted_policy`): what it acts with, and what it does.

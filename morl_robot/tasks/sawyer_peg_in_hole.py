@@ -107,8 +107,9 @@ class SawyerPegInHole(Task):
     robot_name: ClassVar[str] = "sawyer"
     objective_names: ClassVar[tuple[str, ...]] = ("task", "wrist_force")
     control_mode: ClassVar[ControlMode] = ControlMode.CARTESIAN_VELOCITY
-    #: videos: the hole fixture (at x 0.65 m) from the front left, the peg's approach in frame
-    camera: ClassVar[CameraView | None] = CameraView((0.65, 0.0, -0.02), 0.7, 140.0, -12.0)
+    #: videos: the hole fixture (at x 0.65 m) from the front left, the peg's approach in frame; the
+    #: fixture translucent so the peg shows inside the hole
+    camera: ClassVar[CameraView | None] = CameraView((0.65, 0.0, -0.02), 0.7, 140.0, -12.0, ("fixture",))
     config: SawyerPegInHoleConfig
 
     def __init__(self, config: SawyerPegInHoleConfig) -> None:
