@@ -40,6 +40,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from morl_robot.cli.options import add_observe, add_policy, add_set, deprecated
+from morl_robot.cli.video import add_video, list_videos, node_video_overrides
 from morl_robot.errors import GraphStalled, UsageError
 
 if TYPE_CHECKING:
@@ -70,6 +71,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     add_set(p, ("session", "robot", "safety", "task"))
     p.add_argument("--out", default=None, help="report directory (default: next to the policy)")
     add_observe(p)
+    add_video(p, "episode (--backend sim: the robot node renders DIR/episode_<seed>.mp4 at 10 fps)")
     p.add_argument("--emulate", default=None, metavar="FAULTS",
                    help="--backend hardware without a robot: start the MuJoCo driver emulator, with faults "
                         "'latency=0.02,jitter=0.01,drop=0.05,reorder=0.1' (s, probabilities) or 'none' "
@@ -183,7 +185,8 @@ def run(args: argparse.Namespace) -> int:
     timing = args.timing or ("lockstep" if args.episodes else "realtime")
     overrides: dict[str, Any] = {**policy_session(contract, str(policy_path)), "backend": args.backend,
                                  "seed": args.seed, "use_sim_time": args.use_sim_time or None,
-                                 "robot_node": {"timing": timing}, "policy_server": {"timing": timing}}
+                                 "robot_node": {"timing": timing, **node_video_overrides(args)},
+                                 "policy_server": {"timing": timing}}
     if preference is not None:
         overrides["policy_server"]["preference"] = [float(x) for x in preference]
     if timing == "lockstep":
@@ -278,6 +281,8 @@ def run(args: argparse.Namespace) -> int:
             from morl_robot.recording.reader import summary_line
 
             print(summary_line(out) or f"recording: none written in {out}", file=sys.stderr)
+        if args.video is not None:
+            print(list_videos(args.video), file=sys.stderr)
     misses = deadline_misses(safety_status)
     if not args.episodes:
         print(json.dumps({"policy_server": server_status, "safety_monitor": safety_status}, indent=1))

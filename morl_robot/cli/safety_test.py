@@ -65,6 +65,7 @@ from typing import Any
 import numpy as np
 
 from morl_robot.cli.options import add_observe, add_set, deprecated
+from morl_robot.cli.video import add_video, node_video_overrides
 from morl_robot.errors import MorlRobotError, UsageError
 from morl_robot.robots.spec import ControlMode
 
@@ -82,6 +83,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                         "levels are 'not reached' at once (default: no emulator)")
     p.add_argument("--out", required=True, help="report directory (report.json, report.md, plots, logs/)")
     add_observe(p)
+    add_video(p, "phase and probe (--backend sim: each phase's robot node renders DIR/<mode>_segment_<n>.mp4, one per reset)")
     p.add_argument("--session", default="safety_test", metavar="NAME|PATH",
                    help="session YAML, name under config/sessions/ or path (default safety_test)")
     add_set(p, ("session", "robot", "safety"))
@@ -967,7 +969,8 @@ def run(args: argparse.Namespace) -> int:
 
     session = getattr(args, "session", None) or getattr(args, "config", None) or "safety_test"
     cfg = load_session_config(session, {"robot": plan.robot, "task": "", "backend": args.backend,
-                                        "namespace": args.namespace, "use_sim_time": args.use_sim_time or None})
+                                        "namespace": args.namespace, "use_sim_time": args.use_sim_time or None,
+                                        "robot_node": node_video_overrides(args)})
     emulate = getattr(args, "emulate", None)
     if emulate is not None and (args.backend != "hardware" or args.attach):
         raise UsageError("--emulate stands in for the robot's driver: use it with --backend hardware (not --attach)")

@@ -7,6 +7,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from morl_robot.errors import UsageError
+
 
 def add_video(p: argparse.ArgumentParser, where: str = "episode") -> None:
     """The ``--video DIR`` option (``where``: what one file shows)."""
@@ -37,3 +39,24 @@ def video_summary(observer: Any) -> str:
     s = observer.videos.stats.summary()
     return (f"video: {len(s['files'])} MP4 in {observer.out_dir} ({s['megabytes']:.2f} MB, {s['frames']} frames, "
             f"render + overlay {s['render_ms_median']:.1f} ms/frame median, {observer.videos.backend})")
+
+
+def node_video_overrides(args: argparse.Namespace) -> dict[str, Any]:
+    """The robot node's settings for ``--video`` on a graph command (deploy, safety-test): its
+    ``video_dir`` (absolute), refused without the sim backend or with ``--attach``."""
+    if getattr(args, "video", None) is None:
+        return {}
+    if args.backend != "sim":
+        raise UsageError("--video renders the simulated robot: use it with --backend sim")
+    if getattr(args, "attach", False):
+        raise UsageError("--video is a robot node parameter: with --attach the launch sets it (video_dir:=DIR)")
+    return {"video_dir": str(Path(args.video).resolve())}
+
+
+def list_videos(video: str | None) -> str:
+    """One line naming the MP4 files in ``video`` and their size (empty without ``--video``)."""
+    if video is None:
+        return ""
+    files = sorted(Path(video).glob("*.mp4"))
+    mb = sum(p.stat().st_size for p in files) / 1e6
+    return f"video: {len(files)} MP4 in {Path(video).resolve()} ({mb:.2f} MB): " + ", ".join(p.name for p in files)

@@ -152,6 +152,12 @@ class RobotNode(ManagedNode):
                                                  hardware_id=robot.spec.name)
         self._views = RobotViews(self, runner, self.settings.scene_rate,  # scene, view/… (only while subscribed)
                                  self.settings.view_rate)
+        self._video = None
+        if self.settings.video_dir:  # one MP4 per episode (morl_robot.rendering)
+            from morl_robot.rendering import RobotNodeVideos, VideoSettings
+
+            self._video = RobotNodeVideos(self.settings.video_dir, runner, VideoSettings(fps=self.settings.video_fps))
+            self.get_logger().info(f"video: {self._video.backend} -> {self.settings.video_dir}")
 
     def activate(self) -> None:
         assert self.core is not None
@@ -171,6 +177,9 @@ class RobotNode(ManagedNode):
     def cleanup(self) -> None:
         if getattr(self, "_views", None) is not None:
             self._views.close()
+        if getattr(self, "_video", None) is not None:
+            self._video.close()
+            self._video = None
         if self._link is not None:
             self._link.close()
             self._link = None
@@ -250,6 +259,8 @@ class RobotNode(ManagedNode):
     # --- messages out --------------------------------------------------------------------------
     def _publish(self, rec: StepRecord, announce: bool = True) -> None:
         self._publish_state(rec.state)
+        if getattr(self, "_video", None) is not None and self.core is not None:
+            self._video.on_record(rec, self.core.estop)
         if self._pub_task is not None and rec.observation is not None and self.core is not None:
             before, after = self.core.episode_events(rec, announce)
             if before is not None:

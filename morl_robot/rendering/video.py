@@ -211,7 +211,7 @@ class EvaluationVideos:
 class RobotNodeVideos:
     """The simulated robot node's videos (``video_dir``): one file per episode of its task
     (``episode_<seed>.mp4``, the episode's reset seed), or for a bare robot one per reset
-    (``segment_<n>.mp4``), at ``settings.fps`` (10 by default: the control loop waits for each
+    (``<control mode>_segment_<n>.mp4``), at ``settings.fps`` (10 by default: the control loop waits for each
     rendered frame, docs/howto/videos.md gives the cost).  ``runner``: the node's
     :class:`~morl_robot.envs.task_runner.TaskRunner`."""
 
@@ -239,8 +239,9 @@ class RobotNodeVideos:
         if rec.episode != self._episode:
             self._episode = rec.episode
             env = self.runner.env
+            mode = getattr(self.runner.robot.control_mode, "value", self.runner.robot.control_mode)
             self.videos.begin(f"episode_{self.runner.episode_seed(rec.episode)}" if env is not None
-                              else f"segment_{rec.episode}")
+                              else f"{mode}_segment_{rec.episode}")
         events = [describe_violation(v) for v in rec.held]
         if estop and not self._estop:
             events.append("e-stop engaged")

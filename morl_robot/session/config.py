@@ -76,6 +76,8 @@ class RobotNodeSettings(ManagedNodeSettings):
     state_timeout: float = 5.0  # s (hardware): wait for the first driver state at configure
     scene_rate: float = 5.0  # Hz: the scene MarkerArray (topic scene), only while subscribed; 0 = off
     view_rate: float = 50.0  # Hz: at most this many messages per view/… topic (lockstep steps faster than anyone looks; episode ends always); 0 = every step
+    video_dir: str = ""  # sim: one MP4 per episode (a bare robot: per reset) into this folder ("" = none; morl_robot.rendering)
+    video_fps: float = 10.0  # frames per second of robot time (every n-th control step; the loop waits for each frame)
 
     def validate(self) -> None:
         super().validate()
@@ -89,6 +91,10 @@ class RobotNodeSettings(ManagedNodeSettings):
             fail("", "scene_rate", f"must be 0 (off) or in (0, 100] Hz, got {self.scene_rate}")
         if self.view_rate < 0:
             fail("", "view_rate", f"must be 0 (every step) or a positive rate in Hz, got {self.view_rate}")
+        if self.video_dir and self.backend != "sim":
+            fail("", "video_dir", "videos render the simulated robot: needs backend sim")
+        if not self.video_fps > 0:
+            fail("", "video_fps", f"must be a positive rate in Hz, got {self.video_fps}")
 
 
 @dataclass
