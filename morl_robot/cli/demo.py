@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from morl_robot.cli.options import add_set, deprecated
+from morl_robot.cli.video import add_video
 from morl_robot.errors import UsageError
 
 #: What ``make demo`` trains: the Sawyer peg-in-hole recipe (its task YAML's ``recipe:``), chosen
@@ -67,6 +68,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                                                       "eval_curve.csv, plots/, deploy/ (default runs/demo)")
     p.add_argument("--no-progress", action="store_true", help="no progress bars")
     p.add_argument("--domain-id", type=int, default=None, help="ROS_DOMAIN_ID (default: random)")
+    add_video(p, "episode of the trained policy's final evaluation (DIR/episode_<seed>.mp4)")
     deprecated(p, "--learner-config", "--learner")
     deprecated(p, "--session-config", "--session")
     p.set_defaults(func=run)
@@ -142,7 +144,12 @@ def write_curve(curve: list[tuple[int, Any]], out: Path) -> Path:
 
 
 def run(args: argparse.Namespace) -> int:
-    from morl_robot.evaluation.protocol import evaluation_curve, snapshot_files
+    from morl_robot.cli.video import evaluation_videos, video_summary
+    from morl_robot.evaluation.protocol import (
+        evaluation_curve,
+        onnx_policy,
+        snapshot_files,
+    )
     from morl_robot.evaluation.provenance import write_results_json
 
     if args.steps < 1 or args.eval_episodes < 1 or args.episodes < 0:
@@ -167,7 +174,11 @@ def run(args: argparse.Namespace) -> int:
     if len(snapshots) < 2 or snapshots[0][0] != 0:
         raise UsageError(f"{out}/snapshots/ lacks the initial policy or a trained one ({len(snapshots)} files): "
                          "the demo needs a fresh run directory (use a new --out)")
-    curve = evaluation_curve(out, args.eval_episodes, args.eval_seed, progress=not args.no_progress)
+    videos = evaluation_videos(args.video, onnx_policy(snapshots[-1][1])) if args.video else None
+    curve = evaluation_curve(out, args.eval_episodes, args.eval_seed, progress=not args.no_progress,
+                             last_observer=videos)
+    if videos is not None:
+        print(video_summary(videos), file=sys.stderr)
     before, after = curve[0][1].to_json(), curve[-1][1].to_json()
     write_curve(curve, out)
     from morl_robot.evaluation.plots import plot_learning_curves

@@ -132,8 +132,12 @@ class EpisodeVideos:
         self.stats.frames += 1
 
     def end(self) -> None:
+        """Finish the open file; one cut before its first step (a single frame, e.g. at shutdown) is removed."""
         if self._writer is not None:
             self._writer.close()
+            if self._writer.frames < 2:
+                self._writer.path.unlink(missing_ok=True)
+                self.stats.files.remove(self._writer.path)
             self._writer = None
 
     def close(self) -> None:
