@@ -75,18 +75,19 @@ def violation_json(msg: Any) -> dict[str, Any]:
 
 class Objectives:
     """The running undiscounted return per objective of the viewed robot's episode (every
-    task_step counts, published or not)."""
+    task_step counts once, published or not)."""
 
     def __init__(self) -> None:
-        self.episode = -1
+        self.episode = self.step = -1
         self.returns: np.ndarray | None = None
 
     def update(self, step: Any) -> dict[str, Any]:
         """The JSON of one decoded ``TaskStep`` (``morl_robot.acting.experience.TaskStep``)."""
         reward = np.asarray(step.reward, dtype=float)
         if step.episode != self.episode or self.returns is None or self.returns.shape != reward.shape or step.step == 0:
-            self.episode, self.returns = step.episode, np.zeros_like(reward)
-        self.returns = self.returns + reward
+            self.episode, self.step, self.returns = step.episode, -1, np.zeros_like(reward)
+        if step.step != self.step:  # lockstep re-sends an unanswered step: counted once
+            self.step, self.returns = step.step, self.returns + reward
         return {"episode": int(step.episode), "step": int(step.step), "stamp": float(step.stamp),
                 "reward": _named(step.objectives, reward), "return": _named(step.objectives, self.returns),
                 "terminated": bool(step.terminated), "truncated": bool(step.truncated)}
@@ -114,6 +115,8 @@ class SceneConverter:
         bodies: dict[str, dict[str, list[Any]]] = {}
         frame = "world"
         for m in msg.markers:
+            if m.type not in (_CUBE, _SPHERE, _CYLINDER, _TRIANGLE_LIST):
+                continue
             frame = m.header.frame_id or frame
             c, s = m.color, m.scale
             color = fg.Color(r=c.r, g=c.g, b=c.b, a=c.a if c.a > 0 else 1.0)
