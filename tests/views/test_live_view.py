@@ -121,3 +121,14 @@ def test_markers_become_primitives_per_body():
     assert len(by_id["peg"].cylinders) == 1
     assert len(by_id["mesh"].triangles[0].points) == 3
     assert "text" not in by_id  # a marker kind without a primitive is left out
+
+
+def test_the_committed_layout_is_the_generated_one_and_names_served_channels():
+    from morl_robot.views.foxglove_layout import LAYOUT_PATH, layout_json
+
+    assert LAYOUT_PATH.read_text() == layout_json(), "regenerate: python -m morl_robot.views.foxglove_layout"
+    text = LAYOUT_PATH.read_text()
+    for topic in ("/scene", "/objectives.return.task", "/wrench.force.norm", "/safety/estop.engaged",
+                  "/safety/violations"):
+        assert f'"{topic}' in text
+        assert topic.split(".")[0] in CHANNELS
