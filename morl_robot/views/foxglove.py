@@ -17,6 +17,8 @@ from typing import Any
 
 import numpy as np
 
+from morl_robot.errors import ConfigError
+
 #: Foxglove channel → what it carries (the source topic is relative to the viewed robot namespace).
 CHANNELS: dict[str, str] = {
     "/scene": "foxglove.SceneUpdate of scene (visualization_msgs/MarkerArray), frame 'world'",
@@ -157,7 +159,11 @@ class LiveView:
         from foxglove.channels import SceneUpdateChannel
 
         self._ctx = foxglove.Context()
-        self.server = foxglove.start_server(name=name, host=host, port=port, context=self._ctx)
+        try:
+            self.server = foxglove.start_server(name=name, host=host, port=port, context=self._ctx)
+        except RuntimeError as exc:  # FoxgloveError: e.g. the port is taken
+            raise ConfigError(f"live view: cannot serve Foxglove on {host}:{port} ({exc}); choose another "
+                              "port: --foxglove PORT (launch: foxglove_port:=PORT)") from None
         self.port = int(self.server.port)
         meta = {"source": source}
         self.channels: dict[str, Any] = {"/scene": SceneUpdateChannel("/scene", metadata=meta, context=self._ctx)}

@@ -132,3 +132,15 @@ def test_the_committed_layout_is_the_generated_one_and_names_served_channels():
                   "/safety/violations"):
         assert f'"{topic}' in text
         assert topic.split(".")[0] in CHANNELS
+
+
+def test_a_taken_port_is_an_error_naming_it():
+    from morl_robot.errors import ConfigError
+    from morl_robot.views.foxglove import LiveView
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        s.listen()
+        port = s.getsockname()[1]
+        with pytest.raises(ConfigError, match=f"127.0.0.1:{port}.*--foxglove PORT"):
+            LiveView(port=port)
