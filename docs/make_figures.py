@@ -1,9 +1,13 @@
-"""Render the README's picture: the committed demo policy inserting the peg (MuJoCo offscreen).
+"""Render the README's picture and the docs' videos: the committed demo policy inserting the peg,
+and the shadow_touch recipe's policy pressing the block (:mod:`morl_robot.rendering`: the renderer,
+task camera and overlay of ``morl-robot evaluate --video``).
 
-Writes ``peg_in_hole.gif`` (the episode) and ``peg_in_hole.png`` (four moments side by side) to
-``--out`` (default ``docs/_static``).  Headless: set ``MUJOCO_GL=egl`` (the default here) or
-``osmesa``.  The episode is the evaluation protocol's: the ONNX policy's served action through the
-Sawyer's safety rules, seed 10000 (the first evaluation seed of ``results/demo``)::
+Writes ``peg_in_hole.gif`` (the episode) and ``peg_in_hole.png`` (four moments side by side, with
+shadows), ``peg_in_hole.mp4`` and ``shadow_touch.mp4`` (the protocol's ``--video`` files, overlay
+included) to ``--out`` (default ``docs/_static``).  Headless: EGL, else OSMesa
+(:func:`morl_robot.rendering.gl_backend`).  The episodes are the evaluation protocol's: the ONNX
+policy's served action through the robot's safety rules; the Sawyer on seed 10000 (the first
+evaluation seed of ``results/demo``), the hand on seed 50000 (the first held-out seed)::
 
     .venv/bin/python docs/make_figures.py                      # 6-50 s (a shared 2-core machine)
     .venv/bin/python docs/make_figures.py --steps 4 --out /tmp/fig --width 64 --height 48   # a smoke run
@@ -11,17 +15,15 @@ Sawyer's safety rules, seed 10000 (the first evaluation seed of ``results/demo``
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 from dataclasses import dataclass
 from pathlib import Path
-
-os.environ.setdefault("MUJOCO_GL", "egl")
 
 import numpy as np
 
 REPO = Path(__file__).resolve().parents[1]
 DEFAULT_POLICY = REPO / "results" / "demo" / "seed0" / "policy.onnx"
+SHADOW_POLICY = REPO / "results" / "recipes" / "shadow_touch" / "seed0" / "policy.onnx"
 
 
 @dataclass
@@ -36,52 +38,38 @@ class FigureSettings:
     gif_scale: float = 0.5  # GIF frames at half size keep it ~0.3 MB
     gif_every: int = 2  # every 2nd control step (10 frames per second of robot time)
     out: Path = REPO / "docs" / "_static"
-
-
-def _camera(mujoco: object) -> object:
-    """A free camera looking at the hole fixture from the front left, the peg's approach in frame."""
-    cam = mujoco.MjvCamera()  # type: ignore[attr-defined]
-    cam.type = mujoco.mjtCamera.mjCAMERA_FREE  # type: ignore[attr-defined]
-    cam.lookat[:] = (0.65, 0.0, -0.02)  # m, world frame: above the fixture at (0.65, 0)
-    cam.distance = 0.7
-    cam.azimuth = 140.0
-    cam.elevation = -12.0
-    return cam
+    shadow_policy: Path = SHADOW_POLICY
+    shadow_seed: int = 50000
+    video_crf: int = 28  # H.264 quality of the MP4s: ~0.1 MB each
 
 
 def render_episode(s: FigureSettings) -> tuple[list[np.ndarray], list[float]]:
     """The episode's frames (one per control step, HxWx3 uint8, step 0 first) and each frame's
     insertion depth in mm.  The fixture is drawn translucent so the peg shows inside the hole."""
-    import mujoco
-
     from morl_robot.evaluation.protocol import onnx_policy
+    from morl_robot.rendering import OffscreenRenderer, task_camera
     from morl_robot.safety.shield import SafetyShield
 
     policy = onnx_policy(s.policy)
     env = policy.make_env()
     try:
         model, data = env.robot.model, env.robot.data
-        fixture = mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_MATERIAL, "fixture")
-        if fixture >= 0:
-            model.mat_rgba[fixture, 3] = 0.35  # drawing only: physics does not read material colours
-        renderer = mujoco.Renderer(model, s.height, s.width)
-        cam = _camera(mujoco)
+        # the task's camera (fixture translucent), with shadows: a still picture may take its time
+        renderer = OffscreenRenderer(model, task_camera(env.task, model), s.width, s.height, shadows=True)
         shield = SafetyShield(env)
         obs, info = env.reset(seed=s.seed)
         shield.begin(env.state)
         frames: list[np.ndarray] = []
         depths: list[float] = [0.0]
         for _ in range(s.steps):
-            renderer.update_scene(data, cam)
-            frames.append(renderer.render().copy())
+            frames.append(renderer.render(data))
             action = shield.filter(np.asarray(policy.act(np.asarray(obs, np.float64)), np.float64), env.state.stamp)
             obs, _, terminated, truncated, info = env.step(action)
             shield.observe(env.state)
             depths.append(float(env.task.progress(info) or 0.0))
             if terminated or truncated:
                 break
-        renderer.update_scene(data, cam)
-        frames.append(renderer.render().copy())
+        frames.append(renderer.render(data))
         renderer.close()
     finally:
         env.close()
@@ -118,6 +106,29 @@ def write_figures(s: FigureSettings) -> dict[str, Path]:
     return {"png": png, "gif": gif}
 
 
+def write_videos(s: FigureSettings) -> dict[str, Path]:
+    """``peg_in_hole.mp4`` and ``shadow_touch.mp4`` in ``s.out``: one protocol episode each (at most
+    ``s.steps`` control steps), rendered as ``morl-robot evaluate --video`` renders them."""
+    from morl_robot.evaluation.protocol import evaluate_policy, onnx_policy
+    from morl_robot.rendering import EvaluationVideos, VideoSettings
+
+    written = {}
+    size = {"width": max(16, s.width - s.width % 2), "height": max(16, s.height - s.height % 2)}
+    for key, path, seed in (("peg_in_hole", s.policy, s.seed), ("shadow_touch", s.shadow_policy, s.shadow_seed)):
+        loaded = onnx_policy(path)
+        tmp = s.out / f".{key}_video"
+        videos = EvaluationVideos(tmp, VideoSettings(crf=s.video_crf, **size), policy=Path(path).name,
+                                  preference=loaded.preference)
+        overrides = {**loaded.task_overrides, "episode_duration": s.steps * 0.05}  # both tasks: 20 Hz
+        evaluate_policy(loaded.act, loaded.task, 1, seed, loaded.description, task_overrides=overrides,
+                        observer=videos)
+        target = s.out / f"{key}.mp4"
+        (tmp / f"episode_{seed}.mp4").replace(target)
+        tmp.rmdir()
+        written[f"{key}.mp4"] = target
+    return written
+
+
 def main(argv: list[str] | None = None) -> int:
     d = FigureSettings()
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
@@ -131,8 +142,8 @@ def main(argv: list[str] | None = None) -> int:
     a = p.parse_args(argv)
     if a.steps < 1 or a.width < 8 or a.height < 8:
         p.error("--steps must be >= 1 and --width/--height >= 8")
-    written = write_figures(FigureSettings(policy=a.policy, seed=a.seed, steps=a.steps, width=a.width,
-                                           height=a.height, out=a.out))
+    settings = FigureSettings(policy=a.policy, seed=a.seed, steps=a.steps, width=a.width, height=a.height, out=a.out)
+    written = {**write_figures(settings), **write_videos(settings)}
     for path in written.values():
         print(f"{path} ({path.stat().st_size / 1024:.0f} KB)")
     return 0

@@ -67,7 +67,7 @@ BUDGETS: dict[str, list[str]] = {
 #: not reached) or NOT JUDGED (4: this shared machine too late to judge a check; not a robot FAIL).
 OK_CODES: dict[str, set[int]] = {"safety-test": {0, 3, 4}, "replay": {0, 1}}  # replay: 1 = WOULD TRIP
 #: Options whose value is something a command writes: always moved into the page's work folder.
-OUTPUT_OPTIONS = {"--out", "--png", "--dot", "--save-coverage"}
+OUTPUT_OPTIONS = {"--out", "--png", "--dot", "--save-coverage", "--video"}
 #: Subcommands that write next to their input unless given ``--out``: given one in the work folder.
 DEFAULT_OUT: dict[str, str] = {"deploy": "_deploy_out", "export": "_exported.onnx"}
 #: Subcommands run in this process (``morl_robot.cli.main``): no ROS graph, and no interpreter
