@@ -229,7 +229,11 @@ class Critic(nn.Module):
         h_obs = torch.matmul(obs.reshape(s, obs_dim), w[:, :obs_dim])  # [M, S, h]
         h_act = torch.matmul(action.reshape(p * s, -1), w[:, obs_dim:])  # [M, P*S, h]
         m = w.shape[0]
-        if self.torso == "relu":  # plain ReLU MLP on [obs, action] (TD3/SAC-style critics)
+        if self.torso == "relu" and not torch.is_grad_enabled():  # inference: in place, same arithmetic
+            h = h_act.view(m, p, s, -1).add_((h_obs + self.first.bias).unsqueeze(1)).view(m, p * s, -1).relu_()
+            for layer in self.hidden:
+                h = layer(h).relu_()
+        elif self.torso == "relu":  # plain ReLU MLP on [obs, action] (TD3/SAC-style critics)
             h = F.relu((h_act.view(m, p, s, -1) + (h_obs + self.first.bias).unsqueeze(1)).view(m, p * s, -1))
             for layer in self.hidden:
                 h = F.relu(layer(h))
