@@ -98,9 +98,7 @@ class LiveViewNode(Node):
         else:
             live = [r for r in robot_namespaces(names, self.ns)
                     if any(self.count_publishers(f"{r.rstrip('/')}/{m}") for m in MARKS)]
-            if self.robot and self.robot in live:
-                return
-            want = live[0] if live else ""
+            want = live[0] if live else ""  # the first in order (actor0 even if actor1 was seen first)
         if want and want != self.robot:
             self._view(want)
 

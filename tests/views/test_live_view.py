@@ -144,3 +144,12 @@ def test_a_taken_port_is_an_error_naming_it():
         port = s.getsockname()[1]
         with pytest.raises(ConfigError, match=f"127.0.0.1:{port}.*--foxglove PORT"):
             LiveView(port=port)
+
+
+def test_the_viewed_robot_is_the_namespace_itself_else_actor0_first():
+    from morl_robot.nodes.live_view import robot_namespaces
+
+    train = ["/morl/actor10/task_step", "/morl/actor2/joint_states", "/morl/actor0/task_step", "/morl/policy_snapshot",
+             "/other/task_step", "/diagnostics"]
+    assert robot_namespaces(train, "/morl") == ["/morl/actor0", "/morl/actor2", "/morl/actor10"]
+    assert robot_namespaces(["/morl/task_step", "/morl/actor0/task_step"], "/morl")[0] == "/morl"
