@@ -91,6 +91,8 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError(f"--episodes must be >= 1, got {args.episodes}")
     loaded = load_policy(args.policy, args.task, args.seed, args.preference, args.action_mode, args.gain)
     if args.against:
+        if args.video is not None:
+            raise UsageError("--video renders the protocol's episodes; --against scripted runs the controller's")
         return _action_error(args, loaded)
     videos = evaluation_videos(args.video, loaded)
     result = evaluate_policy(loaded.act, loaded.task, args.episodes, args.seed, loaded.description,

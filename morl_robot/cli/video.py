@@ -49,7 +49,8 @@ def node_video_overrides(args: argparse.Namespace) -> dict[str, Any]:
     if args.backend != "sim":
         raise UsageError("--video renders the simulated robot: use it with --backend sim")
     if getattr(args, "attach", False):
-        raise UsageError("--video is a robot node parameter: with --attach the launch sets it (video_dir:=DIR)")
+        raise UsageError("--video starts the robot node's renderer: with --attach set it in the session YAML the "
+                         "launch reads (robot_node: video_dir: DIR)")
     return {"video_dir": str(Path(args.video).resolve())}
 
 
