@@ -23,6 +23,7 @@ BENCHMARKS = {
     "contact": "insertion and peak contact force per policy on held-out seeds: scripted, hostile press, ONNX policies",
     "epic": "EPIC sample estimator run time for a K-objective vector reward at the paper's N_V x N_M",
     "record": "steps/s of a lockstep training session with and without --record; recorder drops and MB/s",
+    "learning-speed": "env steps/s of the in-process training loop: MO-MPO next to CAPQL, same env and steps",
 }
 
 

@@ -18,6 +18,7 @@ scale-invariance    ``tests/learning/test_scale_invariance.py`` + this file ``â€
 preference-live     ``tests/bench/test_preference_live_cli.py``
 contact             ``tests/test_compliance.py::test_bench_contact_through_the_cli``
 epic                ``tests/test_transition_rewards.py`` + this file ``â€¦[epic]``
+learning-speed      ``tests/bench/test_learning_speed_bench.py``
 ==================  ==========================================================================
 """
 from __future__ import annotations
@@ -49,6 +50,7 @@ SMOKE_TESTS: dict[str, list[str]] = {
     "contact": ["tests/test_compliance.py::test_bench_contact_through_the_cli"],
     "epic": ["tests/test_transition_rewards.py::test_bench_epic_through_the_cli",
              "tests/bench/test_every_bench_runs.py::test_in_process_bench_prints_finite_figures"],
+    "learning-speed": ["tests/bench/test_learning_speed_bench.py::test_the_learning_speed_bench_prints_both_rates_and_the_ratio"],
 }
 
 _NUMBER = re.compile(r"(?<![\w.])[-+]?(?:nan|inf|\d+(?:\.\d*)?(?:[eE][-+]?\d+)?)(?![\w])", re.IGNORECASE)
