@@ -33,7 +33,8 @@ def read_live_view(url: str, seconds: float, topics: list[str] | None = None, co
                    until: Any = None) -> Received:
     """Connect to ``url`` (retrying until ``connect_timeout``), subscribe to ``topics`` (None: every
     advertised one, as they are advertised) and read for ``seconds`` (or until ``until(received)``
-    is true)."""
+    is true, or the server closes)."""
+    from websockets.exceptions import ConnectionClosed
     from websockets.sync.client import connect
 
     deadline = time.monotonic() + connect_timeout
@@ -54,6 +55,8 @@ def read_live_view(url: str, seconds: float, topics: list[str] | None = None, co
                 frame = ws.recv(timeout=0.2)
             except TimeoutError:
                 continue
+            except ConnectionClosed:  # the session ended: what was read is the answer
+                break
             if isinstance(frame, str):
                 msg = json.loads(frame)
                 if msg.get("op") == "serverInfo":
