@@ -74,75 +74,159 @@ class VideoStats:
 
     files: list[Path] = field(default_factory=list)
     frames: int = 0
+    dropped: int = 0  # background rendering: frames not rendered because the queue was full
     render_ms: list[float] = field(default_factory=list)
 
     def summary(self) -> dict[str, Any]:
-        return {"files": [str(p) for p in self.files], "frames": self.frames,
+        return {"files": [str(p) for p in self.files], "frames": self.frames, "dropped": self.dropped,
                 "render_ms_median": float(np.median(self.render_ms)) if self.render_ms else None,
                 "megabytes": round(sum(p.stat().st_size for p in self.files if p.exists()) / 1e6, 3)}
 
 
 class EpisodeVideos:
     """Renders one model's episodes into MP4 files, one per episode, every ``every``-th step and the
-    last; shared by the two producers below."""
+    last; shared by the two producers below.
+
+    ``background``: render, draw and encode on a thread of its own (the GL context lives there) from
+    the pose taken at the step (joint positions, mocap bodies: its own data, forward kinematics), so
+    the caller's loop pays a few µs; at most
+    ``queue_size`` frames wait, more are dropped and counted (:attr:`VideoStats.dropped`)."""
 
     def __init__(self, out_dir: str | Path, settings: VideoSettings, model: Any, data: Any, task: Any,
-                 control_period: float, title: str, preference: str | None = None) -> None:
+                 control_period: float, title: str, preference: str | None = None, background: bool = False,
+                 queue_size: int = 64) -> None:
         from morl_robot.rendering.camera import task_camera
-        from morl_robot.rendering.renderer import OffscreenRenderer
 
         settings.validate()
-        self.out_dir, self.settings, self.data = Path(out_dir), settings, data
+        self.out_dir, self.settings, self.model, self.data = Path(out_dir), settings, model, data
         self.out_dir.mkdir(parents=True, exist_ok=True)
         self.control_period, self.title, self.preference = control_period, title, preference
         self.every = settings.every(control_period)
         self.fps = 1.0 / (control_period * self.every)
-        self.renderer = OffscreenRenderer(model, task_camera(task, model), settings.width, settings.height,
-                                          settings.shadows)
+        self.view = task_camera(task, model)
         self.stats = VideoStats()
         self._writer: Mp4Writer | None = None
         self._last_event: tuple[float, str] | None = None
+        self.renderer: Any = None
+        self._queue: Any = None
+        self._pose_data: Any = None
+        if not background:
+            self.renderer = self._open_renderer()
+            return
+        import queue
+        import threading
+
+        self._queue = queue.Queue(maxsize=queue_size)
+        started: queue.Queue[BaseException | None] = queue.Queue()
+        self._thread = threading.Thread(target=self._work, args=(started,), name="video", daemon=True)
+        self._thread.start()
+        error = started.get()
+        if error is not None:
+            raise error
 
     @property
     def backend(self) -> str:
-        return self.renderer.backend
+        from morl_robot.rendering.gl import gl_backend
+
+        return gl_backend()[1]
 
     def begin(self, name: str) -> None:
         """Start the file ``<out_dir>/<name>.mp4`` (ending the open one)."""
-        self.end()
-        self._writer = Mp4Writer(self.out_dir / f"{name}.mp4", self.fps, self.settings.crf)
         self._last_event = None
-        self.stats.files.append(self._writer.path)
+        self._call(self._begin, self.out_dir / f"{name}.mp4")
 
     def frame(self, overlay: OverlayState, last: bool = False) -> None:
         """Render the model's current data with ``overlay`` if step ``overlay.step`` is kept (or ``last``)."""
-        if self._writer is None:
-            return
         if overlay.events:
             self._last_event = (overlay.time_s, overlay.events[-1])
         overlay.last_event = self._last_event
         if not last and overlay.step % self.every:
             return
+        if self._queue is None:
+            self._frame(self.data, overlay)
+            return
+        import queue
+
+        pose = (self.data.qpos.copy(), self.data.mocap_pos.copy(), self.data.mocap_quat.copy())  # a few µs
+        try:
+            self._queue.put_nowait((self._frame, (pose, overlay)))
+        except queue.Full:
+            self.stats.dropped += 1
+
+    def end(self) -> None:
+        """Finish the open file; one cut before its first step (a single frame, e.g. at shutdown) is removed."""
+        self._call(self._end)
+
+    def close(self) -> None:
+        self.end()
+        if self._queue is not None:
+            self._queue.put((None, ()))
+            self._thread.join(timeout=60.0)
+            self._queue = None
+        elif self.renderer is not None:
+            self.renderer.close()
+            self.renderer = None
+
+    # --- the work (on the caller's thread, or on the video thread) --------------------------------
+    def _open_renderer(self) -> Any:
+        from morl_robot.rendering.renderer import OffscreenRenderer
+
+        return OffscreenRenderer(self.model, self.view, self.settings.width, self.settings.height,
+                                 self.settings.shadows)
+
+    def _call(self, fn: Callable[..., None], *args: Any) -> None:
+        if self._queue is None:
+            fn(*args)
+        else:
+            self._queue.put((fn, args))  # begin and end wait for room: never dropped
+
+    def _work(self, started: Any) -> None:
+        try:
+            self.renderer = self._open_renderer()
+        except BaseException as e:  # noqa: BLE001 - handed to the constructor's thread
+            started.put(e)
+            return
+        started.put(None)
+        while True:
+            fn, args = self._queue.get()
+            if fn is None:
+                break
+            fn(*args)
+        self.renderer.close()
+
+    def _begin(self, path: Path) -> None:
+        self._end()
+        self._writer = Mp4Writer(path, self.fps, self.settings.crf)
+        self.stats.files.append(self._writer.path)
+
+    def _frame(self, data: Any, overlay: OverlayState) -> None:
+        if self._writer is None:
+            return
         t = time.perf_counter()
-        image = self.renderer.render(self.data)
+        if isinstance(data, tuple):  # a pose taken at the step: the video thread's own data, posed
+            import mujoco
+
+            if self._pose_data is None:
+                self._pose_data = mujoco.MjData(self.model)
+            d = self._pose_data
+            d.qpos[:], d.mocap_pos[:], d.mocap_quat[:] = data
+            mujoco.mj_kinematics(self.model, d)
+            mujoco.mj_camlight(self.model, d)
+            data = d
+        image = self.renderer.render(data)
         if self.settings.overlay:
             image = draw_overlay(image, overlay)
         self.stats.render_ms.append(1e3 * (time.perf_counter() - t))
         self._writer.write(image)
         self.stats.frames += 1
 
-    def end(self) -> None:
-        """Finish the open file; one cut before its first step (a single frame, e.g. at shutdown) is removed."""
+    def _end(self) -> None:
         if self._writer is not None:
             self._writer.close()
             if self._writer.frames < 2:
                 self._writer.path.unlink(missing_ok=True)
                 self.stats.files.remove(self._writer.path)
             self._writer = None
-
-    def close(self) -> None:
-        self.end()
-        self.renderer.close()
 
 
 def describe_violation(v: Any) -> str:
@@ -215,8 +299,8 @@ class EvaluationVideos:
 class RobotNodeVideos:
     """The simulated robot node's videos (``video_dir``): one file per episode of its task
     (``episode_<seed>.mp4``, the episode's reset seed), or for a bare robot one per reset
-    (``<control mode>_segment_<n>.mp4``), at ``settings.fps`` (10 by default: the control loop waits for each
-    rendered frame, docs/howto/videos.md gives the cost).  ``runner``: the node's
+    (``<control mode>_segment_<n>.mp4``), at ``settings.fps`` (10 by default), rendered on a thread of
+    its own from the pose at the step (the control loop pays a few µs; docs/howto/videos.md).  ``runner``: the node's
     :class:`~morl_robot.envs.task_runner.TaskRunner`."""
 
     def __init__(self, out_dir: str | Path, runner: Any, settings: VideoSettings | None = None) -> None:
@@ -226,7 +310,7 @@ class RobotNodeVideos:
         period = task.config.control_period if task is not None else robot.control_period
         name = task.name if task is not None else robot.spec.name
         self.videos = EpisodeVideos(out_dir, settings or VideoSettings(fps=10.0), robot.model, robot.data, task,
-                                    period, f"{name}  (robot node, sim)")
+                                    period, f"{name}  (robot node, sim)", background=True)
         self._episode: int | None = None
         self._seen: tuple[int, int] | None = None
         self._estop = False
