@@ -153,3 +153,15 @@ def test_the_viewed_robot_is_the_namespace_itself_else_actor0_first():
              "/other/task_step", "/diagnostics"]
     assert robot_namespaces(train, "/morl") == ["/morl/actor0", "/morl/actor2", "/morl/actor10"]
     assert robot_namespaces(["/morl/task_step", "/morl/actor0/task_step"], "/morl")[0] == "/morl"
+
+
+def test_the_dashboard_frame_draws_the_received_channels(live, tmp_path):
+    from PIL import Image
+
+    from morl_robot.views.foxglove_frame import draw, scene_polygons
+
+    scene = decode_protobuf(live.channels["/scene"], live.messages["/scene"][-1][1])
+    assert len(scene_polygons(scene)) > 50
+    draw(live, str(tmp_path / "frame.png"))
+    png = np.asarray(Image.open(tmp_path / "frame.png").convert("RGB"), dtype=float)
+    assert png.shape[:2] == (700, 1300) and png.std() > 10.0
