@@ -204,6 +204,9 @@ def observer_specs(namespace: str, out_dir: str | os.PathLike[str], record: bool
             raise UsageError("--foxglove: the live_view node (morl_robot.nodes.live_view) is not in this "
                              "installation")
         specs.append(NodeSpec("live_view", "live_view", ns, {"port": int(foxglove_port)}))
+        import sys  # the one place a session's user learns the address (docs/howto/rviz_foxglove.md)
+        print(f"live view: open ws://localhost:{int(foxglove_port)} in Foxglove (layout: "
+              "config/foxglove/morl_robot_layout.json)", file=sys.stderr)
     return specs
 
 
