@@ -156,7 +156,8 @@ class RobotNode(ManagedNode):
         if self.settings.video_dir:  # one MP4 per episode (morl_robot.rendering)
             from morl_robot.rendering import RobotNodeVideos, VideoSettings
 
-            self._video = RobotNodeVideos(self.settings.video_dir, runner, VideoSettings(fps=self.settings.video_fps))
+            self._video = RobotNodeVideos(self.settings.video_dir, runner, VideoSettings(  # lockstep waits for frames
+                fps=self.settings.video_fps, wait=self.settings.timing == "lockstep"))
             self.get_logger().info(f"video: {self._video.backend} -> {self.settings.video_dir}")
 
     def activate(self) -> None:

@@ -32,6 +32,9 @@ class VideoSettings:
     crf: int = 23
     overlay: bool = True
     shadows: bool = False  # ~30x the render cost under a software EGL (OffscreenRenderer)
+    #: background rendering with a full queue: wait for room (lockstep: the simulation waits, no frame
+    #: is lost) instead of dropping the frame (real time: the control loop never waits)
+    wait: bool = False
 
     def validate(self) -> None:
         if self.width < 16 or self.height < 16 or self.width % 2 or self.height % 2:
@@ -149,7 +152,7 @@ class EpisodeVideos:
 
         pose = (self.data.qpos.copy(), self.data.mocap_pos.copy(), self.data.mocap_quat.copy())  # a few µs
         try:
-            self._queue.put_nowait((self._frame, (pose, overlay)))
+            self._queue.put((self._frame, (pose, overlay)), block=self.settings.wait)
         except queue.Full:
             self.stats.dropped += 1
 
