@@ -16,7 +16,7 @@ TEXT, BOX, ALERT = (255, 255, 255), (0, 0, 0), (255, 80, 60)
 @dataclass
 class OverlayState:
     """What one frame says.  ``returns``: (name, return so far) per objective; ``force``: N (None: no
-    force sensor); ``preference``: text such as ``ε = (0.1, 0.01)`` (None: not conditioned);
+    force sensor); ``preference``: text such as ``preference eps  task 0.1   wrist_force 0.01`` (None: not conditioned);
     ``events``: this step's safety events; ``last_event``: (time s, text) of the newest one."""
 
     title: str

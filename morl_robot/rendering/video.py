@@ -242,15 +242,15 @@ def describe_violation(v: Any) -> str:
 class EvaluationVideos:
     """The evaluation protocol's episode observer (:func:`~morl_robot.evaluation.protocol.run_episode`):
     ``<out_dir>/episode_<seed>.mp4`` per episode, at the control rate unless ``settings.fps`` says less.
-    ``preference``: the text of an ε-conditioned policy's preference (None: not conditioned)."""
+    ``preference``: an ε-conditioned policy's active preference, one ε per objective (None: not conditioned)."""
 
     def __init__(self, out_dir: str | Path, settings: VideoSettings | None = None, policy: str = "",
                  preference: Sequence[float] | None = None, log: Callable[[str], None] | None = None) -> None:
         self.out_dir, self.settings = Path(out_dir), settings or VideoSettings()
         self.settings.validate()
         self.policy, self.log = policy, log
-        self.preference = None if preference is None else "preference ε = (" + ", ".join(
-            f"{x:g}" for x in preference) + ")"
+        self._preference = None if preference is None else tuple(float(x) for x in preference)
+        self.preference: str | None = None
         self.videos: EpisodeVideos | None = None
         self._env: Any = None
 
@@ -266,6 +266,10 @@ class EvaluationVideos:
                 self.log(f"video: rendering with {self.videos.backend} at {self.settings.width}x{self.settings.height}, "
                          f"{self.videos.fps:g} fps -> {self.out_dir}")
         self._names = tuple(env.objective_names)
+        if self._preference is not None:  # (the overlay's font has no Greek: "eps")
+            pairs = zip(self._names, self._preference) if len(self._names) == len(self._preference) else \
+                ((f"#{k}", x) for k, x in enumerate(self._preference))
+            self.preference = "preference eps  " + "   ".join(f"{n} {x:g}" for n, x in pairs)
         self._returns = np.zeros(len(self._names))
         self._events: Counter[str] = Counter()
         self._seed, self._step = int(seed), 0

@@ -122,3 +122,30 @@ def test_deploy_sim_video(tmp_path):
     assert meta["fps"] == pytest.approx(10.0)
     assert len(frames) >= 2 and frames[0].shape == (480, 640, 3)
     assert "video: " in res.stderr
+
+
+def test_gl_backend_falls_back_to_osmesa_and_names_every_failure(monkeypatch):
+    """EGL failing: OSMesa is tried next; both failing: one error naming each backend and why."""
+    from morl_robot.rendering import gl
+
+    real = gl._load("egl")
+
+    def load(name):
+        if name == "egl":
+            raise RuntimeError("eglInitialize failed")
+        return real  # stands in for OSMesa's context on a machine that has EGL only
+
+    monkeypatch.setattr(gl, "_CHOSEN", None)
+    monkeypatch.setattr(gl, "_forget_opengl", lambda: None)
+    monkeypatch.setattr(gl, "_load", load)
+    monkeypatch.delenv("MUJOCO_GL", raising=False)
+    assert gl.gl_backend() == (real, "osmesa")
+
+    def fail(name):
+        raise OSError(f"lib{name} not found")
+
+    monkeypatch.setattr(gl, "_CHOSEN", None)
+    monkeypatch.setattr(gl, "_load", fail)
+    monkeypatch.delenv("MUJOCO_GL", raising=False)
+    with pytest.raises(gl.RenderingError, match=r"egl: OSError: libegl not found; osmesa: OSError: libosmesa"):
+        gl.gl_backend()
