@@ -7,7 +7,8 @@ preference, safety/violations, safety/estop) and hands them to
 the node's namespace itself, or its sub-namespace ``robot`` (``actor1``); by default (``robot:=''``)
 the namespace itself when it has a ``task_step`` or ``joint_states`` publisher, else the first
 sub-namespace that has (``actor0`` of a training session); a robot whose publishers are gone (a
-safety test's next phase) is replaced by the next one found.  Parameters: ``port`` (0: any free
+safety test's next phase) is replaced by the next one found.  The scene is subscribed only while a
+client shows ``/scene`` (the robot node builds it only for subscribers).  Parameters: ``port`` (0: any free
 one), ``host``, ``robot``, ``rate`` (Hz of the fast channels), ``discovery_period`` (s), ``nice``.
 docs/howto/rviz_foxglove.md.
 """
@@ -82,6 +83,7 @@ class LiveViewNode(Node):
         self.view = LiveView(port=s.port, host=s.host, rate=s.rate, source=self.ns)
         self.robot = ""
         self._subs: list[Any] = []
+        self._scene_sub: Any = None  # only while a client shows /scene: the robot builds it only then
         self._decode = wire.TaskStepDecoder()
         self._estop: bool | None = None
         self._discover()
@@ -92,6 +94,16 @@ class LiveViewNode(Node):
                                f"Open connection → Foxglove WebSocket)")
 
     def _discover(self) -> None:
+        self._find_robot()
+        showing = self.robot and self.view.channels["/scene"].has_sinks()
+        if showing and self._scene_sub is None:
+            self._scene_sub = self.create_subscription(MarkerArray, f"{self.robot.rstrip('/')}/scene", self.view.scene,
+                                                       wire.VIEW_QOS)
+        elif not showing and self._scene_sub is not None:
+            self.destroy_subscription(self._scene_sub)
+            self._scene_sub = None
+
+    def _find_robot(self) -> None:
         names = [n for n, _ in self.get_topic_names_and_types()]
         if self.settings.robot:
             want = f"{self.ns.rstrip('/')}/{self.settings.robot.strip('/')}"
@@ -103,15 +115,15 @@ class LiveViewNode(Node):
             self._view(want)
 
     def _view(self, robot: str) -> None:
-        for sub in self._subs:
+        for sub in self._subs + ([self._scene_sub] if self._scene_sub is not None else []):
             self.destroy_subscription(sub)
+        self._subs, self._scene_sub = [], None
         v, base = self.view, robot.rstrip("/")
         self.robot = robot
 
         def sub(cls: Any, topic: str, callback: Any, qos: QoSProfile) -> None:
             self._subs.append(self.create_subscription(cls, f"{base}/{topic}", callback, qos))
 
-        sub(MarkerArray, "scene", v.scene, wire.VIEW_QOS)
         sub(JointState, "joint_states", v.joint_states, NEWEST)
         sub(WrenchStamped, "wrench", v.wrench, NEWEST)
         sub(Float64MultiArray, "tactile", v.tactile, NEWEST)

@@ -49,6 +49,7 @@ def live(tmp_path_factory):
         if proc.poll() is None:
             proc.kill()
     assert proc.returncode == 0, log[-3000:]
+    got.server["cli_output"], got.server["port"] = log, port
     return got
 
 
@@ -58,6 +59,7 @@ def test_every_channel_is_advertised(live):
     assert live.channels["/scene"]["schemaName"] == "foxglove.SceneUpdate"
     assert live.channels["/objectives"]["encoding"] == "json"
     assert live.channels["/objectives"]["metadata"]["source"] == "/morl"
+    assert f"open ws://localhost:{live.server['port']} in Foxglove" in live.server["cli_output"]
 
 
 def test_objectives_and_joint_states_arrive_with_named_fields(live):
