@@ -235,7 +235,9 @@ def solve_log_temperatures(q: Tensor, epsilons: Tensor, state_weights: Tensor | 
             lo = torch.where(over, u, lo)
             hi = torch.where(over, hi, u)
             newton = u - f / torch.where(slope < 0, slope, torch.full_like(slope, -1e-300))
-            inside = (newton > lo) & (newton < hi) & torch.isfinite(newton)
+            # a converged group's Newton step (< tol) may sit on its bracket's edge: keep it (bisecting
+            # would throw it away from the root while other groups are still converging)
+            inside = ((newton > lo) & (newton < hi) | ((newton - u).abs() < tol)) & torch.isfinite(newton)
             step = torch.where(inside, newton, 0.5 * (lo + hi)) - u
             u = u + step
             if bool((step.abs() < tol).logical_or(unreachable).all()):
