@@ -9,7 +9,7 @@ included) to ``--out`` (default ``docs/_static``).  Headless: EGL, else OSMesa
 policy's served action through the robot's safety rules; the Sawyer on seed 10000 (the first
 evaluation seed of ``results/demo``), the hand on seed 50000 (the first held-out seed)::
 
-    .venv/bin/python docs/make_figures.py                      # 6-50 s (a shared 2-core machine)
+    .venv/bin/python docs/make_figures.py                      # ~3 min on a shared 2-core machine (software EGL: the still picture has shadows, ~1 s a frame)
     .venv/bin/python docs/make_figures.py --steps 4 --out /tmp/fig --width 64 --height 48   # a smoke run
 """
 from __future__ import annotations
