@@ -149,3 +149,31 @@ def test_gl_backend_falls_back_to_osmesa_and_names_every_failure(monkeypatch):
     monkeypatch.delenv("MUJOCO_GL", raising=False)
     with pytest.raises(gl.RenderingError, match=r"egl: OSError: libegl not found; osmesa: OSError: libosmesa"):
         gl.gl_backend()
+
+
+def test_robot_node_videos_one_file_per_episode(tmp_path):
+    """The robot node's producer on its real core (no ROS): a file per episode named by its reset seed,
+    every 2nd step at 10 fps, a re-sent step not drawn twice, lockstep waiting for every frame."""
+    from morl_robot.envs.robot_session import open_runner
+    from morl_robot.rendering import RobotNodeVideos, VideoSettings
+    from morl_robot.session.config import RobotNodeSettings
+
+    runner = open_runner(RobotNodeSettings(task="sawyer_peg_in_hole", seed=3))
+    videos = RobotNodeVideos(tmp_path, runner, VideoSettings(width=96, height=72, fps=10.0, wait=True))
+    zero = np.zeros(len(runner.action_labels))
+    try:
+        for _ in range(2):
+            rec = runner.reset()
+            videos.on_record(rec)
+            videos.on_record(rec)  # lockstep re-sends the newest step while no command comes
+            for _ in range(6):
+                videos.on_record(runner.step(zero, runner.action_labels))
+    finally:
+        videos.close()
+        runner.close()
+    files = sorted(p.name for p in tmp_path.glob("*.mp4"))
+    assert files == [f"episode_{runner.episode_seed(1)}.mp4", f"episode_{runner.episode_seed(2)}.mp4"]
+    frames, meta = _frames(tmp_path / files[0])
+    assert len(frames) == 4  # steps 0, 2, 4, 6
+    assert meta["fps"] == pytest.approx(10.0) and frames[0].shape == (72, 96, 3)
+    assert videos.videos.stats.dropped == 0
