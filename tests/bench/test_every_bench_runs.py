@@ -19,6 +19,7 @@ preference-live     ``tests/bench/test_preference_live_cli.py``
 contact             ``tests/test_compliance.py::test_bench_contact_through_the_cli``
 epic                ``tests/test_transition_rewards.py`` + this file ``…[epic]``
 learning-speed      ``tests/bench/test_learning_speed_bench.py``
+record              ``tests/recording/test_bench_record.py``
 ==================  ==========================================================================
 """
 from __future__ import annotations
@@ -51,6 +52,7 @@ SMOKE_TESTS: dict[str, list[str]] = {
     "epic": ["tests/test_transition_rewards.py::test_bench_epic_through_the_cli",
              "tests/bench/test_every_bench_runs.py::test_in_process_bench_prints_finite_figures"],
     "learning-speed": ["tests/bench/test_learning_speed_bench.py::test_the_learning_speed_bench_prints_both_rates_and_the_ratio"],
+    "record": ["tests/recording/test_bench_record.py::test_bench_record_prints_both_rates_the_overhead_and_the_drops"],
 }
 
 _NUMBER = re.compile(r"(?<![\w.])[-+]?(?:nan|inf|\d+(?:\.\d*)?(?:[eE][-+]?\d+)?)(?![\w])", re.IGNORECASE)
