@@ -40,9 +40,12 @@ def _json(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, dict]:
 def recorded(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict]:
     """(session.mcap, report.json) of one recorded simulated Sawyer safety test."""
     pytest.importorskip("rclpy")
-    out = tmp_path_factory.mktemp("replay") / "safety_sawyer"
-    proc = run_cli(["safety-test", "--robot", "sawyer", "--backend", "sim", "--record", "--out", str(out)],
-                   timeout=240, out=out)
+    for attempt in range(2):  # a probe aborted by a sensor-stream watchdog the loaded host tripped (exit 5): once more
+        out = tmp_path_factory.mktemp("replay") / "safety_sawyer"
+        proc = run_cli(["safety-test", "--robot", "sawyer", "--backend", "sim", "--record", "--out", str(out)],
+                       timeout=240, out=out)
+        if proc.returncode != 5:
+            break
     assert proc.returncode in (0, 3, 4), proc.stderr[-3000:]
     path = out / "session.mcap"
     assert path.is_file(), f"no recording in {out}: {sorted(p.name for p in out.iterdir())}"
