@@ -138,9 +138,16 @@ def train_offline(paths: Sequence[str | os.PathLike[str]], task: str, task_confi
             session.warm_up_critic(dcfg.critic_warmup_updates)
         if updates is None:
             updates = int(cfg.replay.samples_per_insert * len(recorded) / cfg.batch_size)
+        if updates and len(session.replay) < cfg.batch_size:
+            raise ConfigError(f"the recordings fill the replay with {len(session.replay)} sequences, fewer than one "
+                              f"batch ({cfg.batch_size}): record more steps, or pass --updates 0 to clone only")
         done = 0
         while done < updates and not session.diverged:
-            done += session.learn(max_updates=min(updates - done, 100), offline=True)
+            step = session.learn(max_updates=min(updates - done, 100), offline=True)
+            if step == 0:  # nothing sampled (cannot happen with a full batch; never spin)
+                raise ConfigError(f"no MO-MPO update could be made on the recorded replay ({len(session.replay)} "
+                                  f"sequences, batch {cfg.batch_size})")
+            done += step
             report(f"MO-MPO updates {done}/{updates}")
         if session.diverged:
             report(f"stopped: {session.diverged}")

@@ -80,6 +80,11 @@ def budget_for(sub: str, argv: list[str]) -> list[str]:
     """The options appended to ``argv`` (a command of subcommand ``sub``)."""
     if sub == "deploy" and ("hardware" in argv or "--duration" in argv):
         return ["--duration", "5"]  # --episodes is the sim-only lockstep check: a timed session runs for a time
+    if sub == "train":  # a recipe's behaviour cloning (thousands of updates) would be most of a tiny run
+        demos = "learner.training.demonstrations"
+        tiny = [*BUDGETS[sub], "--set", f"{demos}.pretrain_updates=10", "--set", f"{demos}.critic_warmup_updates=2"]
+        # offline from a tiny recording: fewer sequences than a batch, so the cloning alone (--updates 0)
+        return tiny + (["--updates", "0"] if "--from-recording" in argv and "--online" not in argv else [])
     return BUDGETS[sub]
 
 

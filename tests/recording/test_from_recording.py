@@ -109,6 +109,20 @@ def test_train_from_recording_writes_a_policy(recorded: Path, tmp_path: Path) ->
         assert len(list(csv.DictReader(f))) == 2
 
 
+def test_fewer_transitions_than_a_batch_is_an_error_not_a_hang(recorded: Path, tmp_path: Path,
+                                                               capsys: pytest.CaptureFixture[str]) -> None:
+    """MO-MPO updates need one full batch of sequences: too short a recording says so (rc 2) instead
+    of waiting for a sample that never comes; ``--updates 0`` clones it."""
+    from morl_robot.cli import main
+
+    base = ["train", "--task", TASK, "--from-recording", str(recorded / "session.mcap"), "--steps", "50",
+            "--set", "learner.training.demonstrations.pretrain_updates=2"]
+    assert main([*base, "--updates", "3", "--out", str(tmp_path / "a")]) == 2
+    assert "fewer than one batch" in capsys.readouterr().err
+    assert main([*base, "--updates", "0", "--out", str(tmp_path / "b")]) == 0
+    assert (tmp_path / "b" / "policy.onnx").is_file()
+
+
 def test_a_recording_of_another_task_is_refused(recorded: Path, tmp_path: Path,
                                                 capsys: pytest.CaptureFixture[str]) -> None:
     from morl_robot.cli import main
