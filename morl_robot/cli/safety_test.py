@@ -432,7 +432,7 @@ def probe_peg_press(h: Harness, monitor: Any, speed: float, tol: float, out: Pat
             stamp = _event_float(e, "sensor_stamp")
             c.threshold_tolerance = tr.increment_before(stamp)
             if level == "collision":
-                zero = lambda v: bool(np.all(np.abs(v) < 1e-12))  # noqa: E731
+                zero = lambda v: bool(np.all(np.abs(v) < 1e-12))
                 first = _first_trip(h, "collision", ("wrench.force_norm", "wrench.force_axis"))
                 if first < stamp:  # the other rule latched the e-stop first: held since its command
                     held_since = h.first_safe_after(first, zero)
