@@ -44,13 +44,13 @@ def test_bad_press_settings_are_usage_errors(tmp_path, capsys, flags, says):
 
 @pytest.mark.ros
 def test_sawyer_safety_test_passes_with_compliance_and_the_approach_rule(tmp_path, domain_id):
-    """The README's command (README.md and docs/tutorials/safety_test.md run it through this test),
-    the real CLI and graph, the deployed Sawyer configuration (a press at 0.02 and at the robot's full
-    0.2 m/s): every rule trips, none is 'not reached', the run passes."""
+    """The real CLI and graph, the deployed Sawyer configuration (one press, at the robot's full
+    0.2 m/s, to keep the test short; the README's two-press command runs in the docs test): every
+    rule trips, none is 'not reached', the run passes."""
     from morl_robot.session.processes import ros_env
 
     cmd = [sys.executable, "-m", "morl_robot.cli", "safety-test", "--robot", "sawyer", "--out", str(tmp_path),
-           "--domain-id", str(domain_id)]
+           "--domain-id", str(domain_id), "--approach-speeds", "0.2"]
     proc = subprocess.run(cmd, env=ros_env(domain_id), capture_output=True, text=True, timeout=400, check=False)
     assert "Traceback" not in proc.stderr, proc.stderr[-3000:]
     report = json.loads((tmp_path / "report.json").read_text())
@@ -66,8 +66,8 @@ def test_sawyer_safety_test_passes_with_compliance_and_the_approach_rule(tmp_pat
             c = by[(rule, level)]
             assert threshold <= c["tripped_value"] <= threshold + c["threshold_tolerance"] + 1e-9, c
             assert "force gauge" in c["detail"], c
-    assert report["approach_speeds_m_s"] == [0.02, 0.2] and report["gauge_rate_n_s"] == 20.0
-    assert (tmp_path / "tool_press_0.02.png").is_file() and (tmp_path / "tool_press_0.2.png").is_file()
+    assert report["approach_speeds_m_s"] == [0.2] and report["gauge_rate_n_s"] == 20.0
+    assert (tmp_path / "tool_press_0.2.png").is_file()
     # a check may fail only for a latency beyond its tolerance on this shared 2-core machine (the tool
     # is right to fail such a run); anything else is a real failure
     # (a latency the host's measured scheduling delay explains is 'not judged (machine)', exit 4)
