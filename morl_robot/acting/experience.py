@@ -31,6 +31,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
@@ -45,6 +46,19 @@ DEMONSTRATION_VERSION = 0
 #: The first machine column; then ``label/<proposition>``… (:func:`machine_columns`).
 ENV_TERMINATED = "env_terminated"
 LABEL_PREFIX = "label/"
+
+
+def read_labelled(msg: Any) -> tuple[np.ndarray, tuple[str, ...]]:
+    """(values (N,), labels) of a 1-D labelled ``Float64MultiArray`` (live or recorded; the labels
+    joined by commas in its one layout dimension); raises :class:`WireError` if malformed."""
+    data = np.asarray(msg.data, dtype=np.float64)
+    dims = msg.layout.dim
+    if len(dims) != 1:
+        raise WireError(f"expected a 1-D labelled array, got {len(dims)} dimensions")
+    labels = tuple(dims[0].label.split(",")) if dims[0].label else ()
+    if len(labels) != data.size or dims[0].size != data.size:
+        raise WireError(f"layout names {len(labels)} elements (size {dims[0].size}) but data has {data.size}")
+    return data, labels
 
 
 def machine_columns(propositions: Sequence[str]) -> tuple[str, ...]:

@@ -37,6 +37,7 @@ from morl_robot.acting.experience import (  # noqa: F401
     TaskStep,
     experience_columns,
     machine_columns,
+    read_labelled,
     split_experience,
 )
 from morl_robot.errors import WireError
@@ -319,18 +320,6 @@ class LabelledVector:
         msg.layout.dim = [MultiArrayDimension(label=self._joined, size=n, stride=n)]
         msg.data = _doubles(data)
         return msg
-
-
-def read_labelled(msg: Float64MultiArray) -> tuple[np.ndarray, tuple[str, ...]]:
-    """(values (N,), labels) of a 1-D labelled array; raises :class:`WireError` if malformed."""
-    data = np.asarray(msg.data, dtype=np.float64)
-    dims = msg.layout.dim
-    if len(dims) != 1:
-        raise WireError(f"expected a 1-D labelled array, got {len(dims)} dimensions")
-    labels = tuple(dims[0].label.split(",")) if dims[0].label else ()
-    if len(labels) != data.size or dims[0].size != data.size:
-        raise WireError(f"layout names {len(labels)} elements (size {dims[0].size}) but data has {data.size}")
-    return data, labels
 
 
 def labelled_table(rows: np.ndarray, columns: Sequence[str]) -> Float64MultiArray:

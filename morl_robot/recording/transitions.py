@@ -24,6 +24,7 @@ from typing import Any
 
 import numpy as np
 
+from morl_robot.acting.experience import read_labelled
 from morl_robot.recording.reader import RecordingError, read_messages, recording_path
 
 #: The wire layout (morl_robot.nodes.wire; repeated here so this module needs no rclpy).
@@ -85,17 +86,6 @@ class RecordedTransitions:
         return out
 
 
-def _labels(msg: Any) -> tuple[np.ndarray, tuple[str, ...]]:
-    data = np.asarray(msg.data, dtype=np.float64)
-    dims = msg.layout.dim
-    if len(dims) != 1:
-        raise ValueError(f"expected a 1-D labelled array, got {len(dims)} dimensions")
-    labels = tuple(dims[0].label.split(",")) if dims[0].label else ()
-    if len(labels) != data.size:
-        raise ValueError(f"{len(labels)} labels but {data.size} values")
-    return data, labels
-
-
 def _split_step_layout(labels: Sequence[str]) -> tuple[int, int]:
     """(K rewards, M machine columns) of a task_step layout."""
     h = len(TASK_STEP_HEADER)
@@ -151,7 +141,7 @@ def read_transitions(paths: Sequence[str | os.PathLike[str]], observation_labels
         for m in read_messages(p, topics=lambda t: t.endswith(("/" + TASK_STEP, "/" + COMMAND_SAFE))):
             found_any = True
             try:
-                values, labels = _labels(m.message)
+                values, labels = read_labelled(m.message)
             except (AttributeError, ValueError) as exc:
                 raise RecordingError(f"recording {p}: a malformed {m.topic} message: {exc}") from None
             if m.topic.endswith("/" + TASK_STEP):
