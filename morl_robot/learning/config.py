@@ -97,7 +97,7 @@ class ReplayConfig:
 class DemonstrationConfig:
     """Demonstrations in the replay (off-policy data from a hand-written controller, as in
     learning-from-demonstration variants of off-policy actor-critics): the first ``episodes``
-    training episodes are acted by the demonstrator that :func:`~morl_robot.learning.training.train`
+    training episodes are acted by the demonstrator that :func:`~morl_robot.training.loop.train`
     is given, with Gaussian noise of std ``action_noise`` (normalised action units) so the behaviour
     log-probability log μ(a|s) that Retrace needs is defined.  They count as environment steps.
     With ``pretrain_updates`` > 0 the policy is then pre-trained by maximum likelihood on the
@@ -133,12 +133,12 @@ class DemonstrationConfig:
 
 @dataclass
 class TrainingConfig:
-    """The training loop of :func:`morl_robot.learning.training.train`."""
+    """The training loop of :func:`morl_robot.training.loop.train`."""
 
     eval_every: int = 10_000  # environment steps between evaluations (0: only at the end)
     eval_episodes: int = 5
     #: environment steps between checkpoints (0: only at the end); the one checkpoint cadence of
-    #: both drivers of :class:`~morl_robot.learning.session.LearnerSession` (train() and learner_node)
+    #: both drivers of :class:`~morl_robot.training.session.LearnerSession` (train() and learner_node)
     checkpoint_every: int = 10_000
     keep_checkpoints: int = 2
     checkpoint_replay: bool = False
@@ -160,7 +160,7 @@ class TrainingConfig:
     #: (the Sawyer peg's wrist_force) can no longer gain by ending the episode early, e.g. by
     #: crashing into the fixture to stop the force cost.  What is reported (episodes.csv, the
     #: evaluations, the protocol) stays the task's own returns.  In-process training and the
-    #: learner node alike (:mod:`morl_robot.learning.termination`; on the graph t is the experience
+    #: learner node alike (:mod:`morl_robot.training.termination`; on the graph t is the experience
     #: row's ``step`` + 1).
     worst_case_termination: bool = False
 
@@ -178,6 +178,50 @@ class TrainingConfig:
             fail("", "training.stop_when_stable", "needs at least 2 evaluations to compare and "
                  f"training.eval_every > 0, got {self.stop_when_stable} (eval_every {self.eval_every})")
         self.demonstrations.validate()
+
+
+@dataclass
+class SymRegConfig:
+    """SymReg (PRISM paper §4.2, issue 38): the M-step adds ``weight`` · E_s ‖μ(L_g s) − K_g μ(s)‖²
+    (the paper's ‖·‖₁², or ‖·‖₂²) beside the weighted log-likelihood; ``L_g`` negates the observation
+    indices ``observation_negate``, ``K_g`` the action indices ``action_negate`` (maps per task:
+    config/prism/mirror/*.yaml, :mod:`morl_robot.prism.mirror`).  Gaussian policies only."""
+
+    weight: float = 0.01  # λ (the paper's Table 9: 0.005 … 1)
+    observation_negate: list[int] = field(default_factory=list)
+    action_negate: list[int] = field(default_factory=list)
+    norm: Literal["l1_squared", "l2_squared"] = "l1_squared"
+    #: also penalise ‖log σ(L_g s) − log σ(s)‖² (σ is a magnitude: invariant under the reflection)
+    invariant_log_std: bool = True
+
+    def validate(self) -> None:
+        if not (self.weight >= 0 and math.isfinite(self.weight)):
+            fail("", "symreg.weight", f"must be a finite number >= 0, got {self.weight}")
+        for key in ("observation_negate", "action_negate"):
+            idx = getattr(self, key)
+            if any(i < 0 for i in idx) or len(set(idx)) != len(idx):
+                fail("", f"symreg.{key}", f"must be distinct indices >= 0, got {idx}")
+
+
+@dataclass
+class DensifyConfig:
+    """Densified critics (PRISM paper §4.1, issue 38): the critics of the sparse ``objectives``
+    learn from a reward model's per-step prediction r̂_t instead of (``replace``) or mixed with
+    (``mix``: ``mix_weight`` · r̂ + (1 − ``mix_weight``) · released) the released reward; the replay
+    keeps the released rewards, so a retrained model relabels every later sample.  ``model``: a
+    TorchScript file (:func:`morl_robot.prism.resymnet.export_densifier`), re-read when it
+    changes; missing: the released rewards are learned as they are."""
+
+    objectives: list[int] = field(default_factory=list)
+    model: str = ""
+    mode: Literal["replace", "mix"] = "replace"
+    mix_weight: float = 0.5
+
+    def validate(self) -> None:
+        if not self.objectives or any(i < 0 for i in self.objectives) or len(set(self.objectives)) != len(self.objectives):
+            fail("", "densify.objectives", f"must be a non-empty list of distinct objective indices, got {self.objectives}")
+        if not 0.0 <= self.mix_weight <= 1.0:
+            fail("", "densify.mix_weight", f"must be in [0, 1], got {self.mix_weight}")
 
 
 @dataclass
@@ -225,6 +269,10 @@ class MPOConfig:
     #: ε-conditioned MO-MPO (one policy π(a|s, ε) for a box of preferences; see
     #: :mod:`morl_robot.learning.preferences`); None: one policy for ``epsilons``.
     preferences: PreferenceConfig | None = None
+    #: PRISM (issue 38): mirror-symmetry regulariser in the M-step; None: off
+    symreg: SymRegConfig | None = None
+    #: PRISM (issue 38): sparse objectives' critics learn from a reward model; None: off
+    densify: DensifyConfig | None = None
 
     @property
     def conditioned(self) -> bool:
@@ -275,6 +323,13 @@ class MPOConfig:
             fail("", "training.worst_case_termination", "cannot be combined with replay.crm: counterfactual "
                  "experience relabels rewards and terminations per machine state, so the worst-case charge "
                  "of the real step would land on relabelled steps that do not terminate")
+        for key in ("symreg", "densify"):  # PRISM: both act on raw observations
+            section = getattr(self, key)
+            if section is not None:
+                section.validate()
+                if self.training.observation_normalization:
+                    fail("", key, "needs training.observation_normalization: false (the reflection and the "
+                         "reward model act on raw observations)")
         slack = (self.batch_size + self.replay.samples_per_insert) / 2
         if self.replay.error_buffer < slack:  # else back-pressured actors and the learner can wait on each other
             fail("", "replay.error_buffer", f"must be >= (batch_size + samples_per_insert) / 2 = {slack:g}, "
@@ -289,6 +344,8 @@ class MPOConfig:
         if self.preferences is not None and self.preferences.ranges and len(self.preferences.ranges) != num_objectives:
             fail(source, "preferences.ranges", f"expected {num_objectives} [low, high] ranges (one per objective), "
                  f"got {len(self.preferences.ranges)}")
+        if self.densify is not None and max(self.densify.objectives) >= num_objectives:
+            fail(source, "densify.objectives", f"indices must be < {num_objectives}, got {self.densify.objectives}")
         for key in ("objective_names", "epsilons", "scalarization_weights"):
             values = getattr(self, key)
             if values and len(values) != num_objectives:
