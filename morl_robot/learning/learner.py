@@ -21,7 +21,8 @@ Statistics (all floats): ``temperature/{name}``, ``kl_q/{name}`` (E-step KL / ε
 ``q_min|q_mean|q_max/{name}``, ``target_mean/{name}``, ``loss_critic/{name}``, ``kl_mean``,
 ``kl_stddev`` (M-step KLs / their bounds; categorical: ``kl_categorical``), ``alpha_*``,
 ``loss/critic``, ``loss/policy``, ``loss/temperature``, ``loss/alpha``, ``loss/kl_penalty``,
-``grad_norm/policy``, ``grad_norm/critic``, ``std_mean`` or ``entropy``.
+``grad_norm/policy``, ``grad_norm/critic``, ``std_mean`` or ``entropy``; PRISM (issue 38):
+``loss/symreg`` (the SymReg term before its weight λ) and ``densify/predicted_mean/{name}``.
 """
 from __future__ import annotations
 
@@ -32,6 +33,7 @@ import numpy as np
 import torch
 from torch import nn
 
+from morl_robot.errors import ConfigError
 from morl_robot.learning import mpo
 from morl_robot.learning.config import MPOConfig, config_to_dict
 from morl_robot.learning.networks import (
@@ -155,6 +157,12 @@ class MOMPOLearner:
                              net.critic_output_scale, net.critic_torso)
         #: conditioned: the last update's (ε [K, B], achieved E-step KL [K, B]) for inspection
         self.last_preference_kl: tuple[np.ndarray, np.ndarray] | None = None
+        #: PRISM (issue 38): SymReg signs ``L_g`` [O(+K)] / ``K_g`` [D], and the reward model that
+        #: densifies the sparse objectives (``config.densify.model`` re-read when it changes, or set here
+        #: directly: ``(obs [M, O], actions [M, D], rewards [M, K]) -> r̂ [M, S]``)
+        self.symreg_signs = self._symreg_signs(config, spec)
+        self.reward_model: Any = None
+        self._reward_model_stamp: tuple[int, int] | None = None
         self.target_policy = copy.deepcopy(self.policy).requires_grad_(False)
         self.target_critic = copy.deepcopy(self.critic).requires_grad_(False)
 
@@ -303,6 +311,7 @@ class MOMPOLearner:
         mask = data["mask"].float()  # [T, B]
         T = rewards.shape[0]
         discounts = cfg.discount * (1.0 - data["terminated"].float())  # [T, B]
+        rewards, densify_stats = self._densify(obs, actions, rewards)  # PRISM: sparse critics learn r̂
         pref_eps = None
         if self.preferences is not None:
             obs, pref_eps = self._condition(obs)  # [T+1, B, O+K], ε [B, K]
@@ -371,6 +380,13 @@ class MOMPOLearner:
                 weights, sampled, online_mean, online_std, target_mean, target_std,
                 mpo.dual_from_param(self.log_alpha_mean), mpo.dual_from_param(self.log_alpha_stddev),
                 cfg.epsilon_mean, cfg.epsilon_stddev, cfg.per_dim_constraining)
+            if self.symreg_signs is not None and cfg.symreg is not None:  # PRISM SymReg beside the likelihood
+                obs_sign, act_sign = self.symreg_signs
+                mean_r, std_r = self.policy(obs_s * obs_sign)
+                log_std = (torch.log(std_r), torch.log(online_std)) if cfg.symreg.invariant_log_std else (None, None)
+                sym = mpo.symmetry_loss(mean_r, online_mean, act_sign, *log_std, norm=cfg.symreg.norm)
+                policy_loss = policy_loss + cfg.symreg.weight * sym
+                m_stats["loss_symreg"] = sym.detach()
 
         # ---- 4. optimise ----------------------------------------------------------------------
         self.policy_optimizer.zero_grad(set_to_none=True)
@@ -400,6 +416,9 @@ class MOMPOLearner:
                 "grad_norm/policy": policy_gn.detach(),
                 "grad_norm/critic": critic_gn.detach(),
             }
+            if "loss_symreg" in m_stats:
+                stats["loss/symreg"] = m_stats["loss_symreg"]
+            stats.update(densify_stats)
             for key in ("kl_mean", "kl_stddev", "kl_mean_abs", "kl_stddev_abs", "alpha_mean", "alpha_stddev",
                         "std_mean", "kl_categorical", "kl_categorical_abs", "alpha_categorical", "entropy"):
                 if key in m_stats:
@@ -485,6 +504,59 @@ class MOMPOLearner:
             self.log_temperature.copy_(mpo.dual_param_from_value(torch.exp(torch.log(eta).mean(1))))
         rel = (kl / eps_kb).mean(1)
         return weights, torch.exp(torch.log(eta).mean(1)), {"kl_q_rel": rel, "kl_q": kl.mean(1)}
+
+    def _symreg_signs(self, config: MPOConfig, spec: ActionSpec) -> tuple[Tensor, Tensor] | None:
+        """``(L_g [input_dim], K_g [D])`` as ±1 vectors from ``config.symreg`` (indices checked
+        against the observation and action widths; preference features are never reflected)."""
+        sym = config.symreg
+        if sym is None:
+            return None
+        if spec.is_discrete:
+            raise ConfigError("symreg: the mirror-symmetry regulariser is for continuous (Gaussian) policies")
+        for key, idx, width in (("observation_negate", sym.observation_negate, self.obs_dim),
+                                ("action_negate", sym.action_negate, spec.dim)):
+            if any(i >= width for i in idx):
+                raise ConfigError(f"symreg.{key}: indices must be < {width} (the width), got {idx}")
+        obs_sign = torch.ones(self.input_dim)
+        obs_sign[list(sym.observation_negate)] = -1.0
+        act_sign = torch.ones(spec.dim)
+        act_sign[list(sym.action_negate)] = -1.0
+        return obs_sign, act_sign
+
+    def _current_reward_model(self) -> Any:
+        """The densifying reward model: ``config.densify.model`` (TorchScript, re-loaded when the
+        file changes: a retrained model relabels every later sample) or :attr:`reward_model`."""
+        d = self.config.densify
+        if d is None or not d.model:
+            return self.reward_model
+        import os
+
+        try:
+            st = os.stat(d.model)
+        except FileNotFoundError:
+            return None  # not trained yet: the released rewards are learned as they are
+        stamp = (st.st_mtime_ns, st.st_size)
+        if stamp != self._reward_model_stamp:
+            self.reward_model = torch.jit.load(d.model)
+            self.reward_model.eval()
+            self._reward_model_stamp = stamp
+        return self.reward_model
+
+    def _densify(self, obs: Tensor, actions: Tensor, rewards: Tensor) -> tuple[Tensor, dict[str, Tensor]]:
+        """Rewards ``[T, B, K]`` with the sparse objectives' columns from the reward model at
+        ``(s_t, a_t, r_t)`` (``obs [T+1, B, O(+K)]``, raw); unchanged while there is no model."""
+        d = self.config.densify
+        model = self._current_reward_model() if d is not None else None
+        if model is None or d is None:
+            return rewards, {}
+        t, b, k = rewards.shape
+        with torch.no_grad():
+            pred = model(obs[:t, :, : self.obs_dim].reshape(t * b, -1).float(),
+                         actions.reshape(t * b, -1).float(), rewards.reshape(t * b, k))  # [T*B, S]
+            pred = pred.reshape(t, b, -1)
+        out = mpo.densified_rewards(rewards, pred, list(d.objectives), d.mode, d.mix_weight)
+        return out, {f"densify/predicted_mean/{self.objective_names[i]}": pred[..., j].mean()
+                     for j, i in enumerate(d.objectives)}
 
     def update_targets(self) -> None:
         """Hard copy of the online networks into the target networks."""

@@ -64,6 +64,7 @@ __all__ = [
     "categorical_kl_numpy",
     "categorical_m_step",
     "conditioned_e_step",
+    "densified_rewards",
     "dual_from_param",
     "dual_param_from_value",
     "e_step_weights",
@@ -79,6 +80,7 @@ __all__ = [
     "solve_categorical_m_step",
     "solve_log_temperatures",
     "solve_temperature",
+    "symmetry_loss",
     "temperature_dual",
 ]
 
@@ -612,3 +614,50 @@ def n_step_targets(rewards: Tensor, discounts: Tensor, v_next: Tensor, n: int,
         if j + 1 >= T:
             break
     return g
+
+
+# --------------------------------------------------------------------------------------------
+# PRISM (issue 38; ../shared/papers/prism_parallel-reward-integration-symmetry.txt)
+# --------------------------------------------------------------------------------------------
+
+
+def symmetry_loss(mean_reflected: Tensor, mean: Tensor, action_sign: Tensor, log_std_reflected: Tensor | None = None,
+                  log_std: Tensor | None = None, norm: str = "l1_squared") -> Tensor:
+    """SymReg (PRISM §4.2): ``L_eq = E_s ‖μ(L_g s) − K_g μ(s)‖²`` with ``K_g a = action_sign ⊙ a``.
+
+    Args:
+        mean_reflected: ``[S, D]`` policy mean at the reflected states ``L_g s`` (differentiable).
+        mean: ``[S, D]`` policy mean at ``s`` (differentiable).
+        action_sign: ``[D]`` ±1 (the reflection ``K_g``, an involution).
+        log_std_reflected, log_std: ``[S, D]`` or None; given, ``‖log σ(L_g s) − log σ(s)‖²`` is added
+            (a standard deviation is a magnitude: invariant under the reflection).
+        norm: ``l1_squared`` (the paper's ‖·‖₁²) or ``l2_squared``.
+
+    Returns:
+        scalar; 0 exactly for an equivariant policy ``μ(L_g s) = K_g μ(s)``.
+    """
+    diff = mean_reflected - mean * action_sign  # [S, D]
+    per_state = diff.abs().sum(-1) ** 2 if norm == "l1_squared" else (diff * diff).sum(-1)  # [S]
+    if log_std_reflected is not None and log_std is not None:
+        d = log_std_reflected - log_std
+        per_state = per_state + (d.abs().sum(-1) ** 2 if norm == "l1_squared" else (d * d).sum(-1))
+    return per_state.mean()
+
+
+def densified_rewards(rewards: Tensor, predicted: Tensor, objectives: list[int], mode: str = "replace",
+                      mix_weight: float = 0.5) -> Tensor:
+    """The rewards a densified critic learns from (PRISM §4.1).
+
+    Args:
+        rewards: ``[..., K]`` released rewards (what the replay keeps).
+        predicted: ``[..., S]`` per-step predictions r̂ of the S sparse ``objectives`` (indices into K).
+        mode: ``replace`` (r_k ← r̂) or ``mix`` (r_k ← w r̂ + (1 − w) r_k, ``w = mix_weight``).
+
+    Returns:
+        ``[..., K]``: the other objectives' columns unchanged.
+    """
+    out = rewards.clone()
+    idx = torch.as_tensor(objectives, dtype=torch.long)
+    pred = predicted.to(rewards.dtype)
+    out[..., idx] = pred if mode == "replace" else mix_weight * pred + (1.0 - mix_weight) * rewards[..., idx]
+    return out
