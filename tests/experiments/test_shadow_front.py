@@ -113,27 +113,30 @@ def test_demonstrations_need_a_task_with_a_scripted_controller(tmp_path, capsys,
     assert not (tmp_path / "runs").exists()
 
 
-def test_a_touch_run_learns_from_the_scripted_press(tmp_path, capsys, caplog):
+def test_a_touch_run_learns_from_the_scripted_press(tmp_path, capsys):
     """With ``training.demonstrations`` the first episode is the scripted slow press (noisy), cloned
     (at its own learning rate) and the critics warmed up before the policy acts; the run records the
     demonstrations it learned from."""
     import re
 
     from morl_robot.cli import main
+    from morl_robot.training.session import warnings_log
+    from tests.log_capture import captured, messages
 
     yaml = (Path(__file__).resolve().parents[2] / "config" / "learner" / "shadow_front_demos.yaml").read_text()
     cfg = tmp_path / "demos.yaml"
     small = re.sub(r"episodes: \d+", "episodes: 1", yaml)
     small = re.sub(r"pretrain_updates: \d+", "pretrain_updates: 5", small)
     cfg.write_text(re.sub(r"critic_warmup_updates: \d+", "critic_warmup_updates: 7", small))
-    caplog.set_level("INFO", logger="morl_robot.learning.session")
-    assert main(["experiment", "shadow-front", "--task", "shadow_touch", "--out", str(tmp_path / "sweep"),
-                 "--learner", str(cfg), "--quick", "--algorithms", "mo-mpo", "--epsilon", "pain=0.01", "--seeds", "0",
-                 "--steps", "300", "--no-progress"]) == 0
+    # the handler on the learner's own logger: under `colcon test` ROS's launch makes it non-propagating
+    with captured(warnings_log.__module__) as records:
+        assert main(["experiment", "shadow-front", "--task", "shadow_touch", "--out", str(tmp_path / "sweep"),
+                     "--learner", str(cfg), "--quick", "--algorithms", "mo-mpo", "--epsilon", "pain=0.01",
+                     "--seeds", "0", "--steps", "300", "--no-progress"]) == 0
     run = next(r for r in json.loads((tmp_path / "sweep" / "results.json").read_text())["runs"] if r["finished"])
     demos = run["eval"]["demonstrations"]
     assert demos["episodes"] == 1 and demos["critic_warmup_updates"] == 7 and demos["pretrain_lr"] == 3e-4
-    assert "critic warm-up: 7 policy-evaluation updates" in caplog.text
+    assert "critic warm-up: 7 policy-evaluation updates" in messages(records)
     first = (tmp_path / "sweep" / "runs" / "mo-mpo" / "eps_pain=0.01" / "seed0" / "episodes.csv").read_text().splitlines()[1]
     assert "success" in first  # the scripted press (σ 0.01) ends its episode by pressing the block
 
