@@ -4,7 +4,7 @@ Learning from demonstrations (``training.demonstrations`` of the learner YAML,
 :class:`~morl_robot.learning.config.DemonstrationConfig`): the first episodes of a run are acted
 by the task's demonstrator with Gaussian noise, kept in the replay like any experience, and the
 learner clones them before the policy acts.  The in-process loop
-(:func:`morl_robot.learning.training.train`) and the graph's exploring ``policy_server`` act them
+(:func:`morl_robot.training.loop.train`) and the graph's exploring ``policy_server`` act them
 with the same :class:`NoisyDemonstrator`; on the wire their experience rows carry
 ``policy_version`` :data:`~morl_robot.acting.experience.DEMONSTRATION_VERSION` (0: no learned
 policy acted), which is how the learner tells them apart.

@@ -18,7 +18,7 @@ transition), one per proposition of the MORM in its order.  With the machine sta
 ``obs/rm_state/…`` and ``next_obs/rm_state/…`` that is what counterfactual experience (CRM) needs
 to relabel a transition from every other machine state (``reward_machines/crm.py``).  On the wire the table is a labelled
 ``Float64MultiArray`` (``nodes/wire.py``: :func:`labelled_table` / :func:`read_table`); the learner
-decodes it with :func:`split_experience` and inserts it (``learning/ingest.py``), cutting the
+decodes it with :func:`split_experience` and inserts it (``training/ingest.py``), cutting the
 sequence at a chunk's end (a bootstrapped break: ``truncated``, not ``terminated``).
 
 :class:`ExperienceWriter` completes a transition when the step after the acted one arrives (its

@@ -35,7 +35,7 @@ def make_run(run_dir: str | os.PathLike[str], task: str, learner_config: str = "
     """A small run of ``task`` in ``run_dir`` as a training leaves it (the lock file, a checkpoint,
     the first policy snapshot, ``policy.onnx``), in-process; returns its files."""
     from morl_robot.learning.run_lock import RunLock
-    from morl_robot.learning.session import session_for_task
+    from morl_robot.training.session import session_for_task
 
     with RunLock.acquire(run_dir, "refused_resume_check"):
         session = session_for_task(task, None, learner_config, run_dir=run_dir, normalize_observations=True,
@@ -57,7 +57,7 @@ def refused_resume_check(tmpdir: str | os.PathLike[str], task: str = "sawyer_peg
     line, the learner's start must refuse, and the run directory must stay byte-identical after
     each.  Returns ``ok`` and what was seen (exit status, error lines, files changed)."""
     from morl_robot.errors import MorlRobotError
-    from morl_robot.learning.session import session_for_task
+    from morl_robot.training.session import session_for_task
 
     run = Path(tmpdir) / "refused_resume_run"
     files = make_run(run, task)

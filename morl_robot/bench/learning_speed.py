@@ -1,5 +1,5 @@
 """``morl-robot bench learning-speed``: wall time per environment step of the full in-process
-training loop — ε-conditioned MO-MPO (:func:`~morl_robot.learning.training.train` at a
+training loop — ε-conditioned MO-MPO (:func:`~morl_robot.training.loop.train` at a
 ``config/learner`` profile) next to CAPQL (morl-baselines, ``make capql-deps``) — on the same
 environment, steps and machine, in one run.
 
@@ -41,7 +41,7 @@ def _run_mompo(args: argparse.Namespace, seed: int) -> tuple[float, int]:
 
     from morl_robot.experiments.conditioned import _env_fn
     from morl_robot.learning.config import load_learner_config
-    from morl_robot.learning.training import train
+    from morl_robot.training.loop import train
 
     config = load_learner_config(args.learner)
     config = config.replace(

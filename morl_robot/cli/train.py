@@ -38,7 +38,7 @@ from morl_robot.cli.options import add_observe, add_set, deprecated
 from morl_robot.errors import UsageError
 
 #: What ``train`` itself writes in ``--out`` (path, content), beside the learner's files
-#: (:data:`morl_robot.learning.session.RUN_FILES`): the source of docs/reference/run_directory.md.
+#: (:data:`morl_robot.training.session.RUN_FILES`): the source of docs/reference/run_directory.md.
 RUN_FILES: tuple[tuple[str, str], ...] = (
     ("session.yaml", "the session config this run used (every node's settings)"),
     ("sessions.json", ("one entry per start of the command (a resume adds one): session index, start time, "
@@ -166,9 +166,9 @@ def _check_before_start(cfg: Any, out: Path | None = None) -> None:
     """The task (and its reward machine) and the learner YAML the learner node will load, checked
     here first (the learner's own construction: objectives, ``replay.crm`` against the reward
     machine); with ``out``, the resume the learner would make from its newest checkpoint, read
-    only (:meth:`~morl_robot.learning.session.LearnerSession.check_resume`): a refused one is a
+    only (:meth:`~morl_robot.training.session.LearnerSession.check_resume`): a refused one is a
     :class:`UsageError` and nothing in ``out`` has changed."""
-    from morl_robot.learning.session import session_for_task
+    from morl_robot.training.session import session_for_task
 
     if not cfg.task:
         raise UsageError("training needs a task (--task)")

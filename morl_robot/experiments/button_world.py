@@ -151,7 +151,7 @@ def discounted_return(policy: Any, pair: str) -> NDArray[np.float64]:
 
 def train_run(pair: str, epsilons: Sequence[float], crm: bool, seed: int, budget: Budget) -> dict[str, Any]:
     """One MO-MPO run; returns its evaluation curve [(step, return (d,))] and wall time."""
-    from morl_robot.learning.training import train
+    from morl_robot.training.loop import train
 
     product = product_for(pair)
     config = learner_config(epsilons, crm, budget, product.objective_names)

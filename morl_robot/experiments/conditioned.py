@@ -101,8 +101,8 @@ class ConditionedExperiment:
 def evaluate_points(policies: Sequence[Any], env_fn: Callable[[], Any], episodes: int, seed: int,
                     progress: bool = False) -> np.ndarray:
     """Mean per-objective return ``[P, K]`` of each policy (deterministic; :func:`~morl_robot.
-    learning.training.evaluate`, the same reset seeds for every policy)."""
-    from morl_robot.learning.training import evaluate
+    training.loop.evaluate`, the same reset seeds for every policy)."""
+    from morl_robot.training.loop import evaluate
 
     it: Any = policies
     if progress:
@@ -141,7 +141,7 @@ def _env_names(env: Any, k: int) -> list[str]:
 def _run_conditioned(cfg: ConditionedExperiment, out: Path, progress: bool) -> dict[str, Any]:
     from morl_robot.learning.checkpoint import checkpoint_step
     from morl_robot.learning.preferences import PreferenceSpace
-    from morl_robot.learning.training import num_objectives_of, train
+    from morl_robot.training.loop import num_objectives_of, train
 
     config = _learner_config(cfg)
     env_fn = _env_fn(cfg.env_id)
@@ -165,7 +165,7 @@ def _run_conditioned(cfg: ConditionedExperiment, out: Path, progress: bool) -> d
 
 def _run_sweep(cfg: ConditionedExperiment, out: Path, progress: bool) -> dict[str, Any]:
     from morl_robot.learning.preferences import PreferenceSpace
-    from morl_robot.learning.training import num_objectives_of, train
+    from morl_robot.training.loop import num_objectives_of, train
 
     config = _learner_config(cfg)
     env_fn = _env_fn(cfg.env_id)
@@ -197,7 +197,7 @@ def _run_capql(cfg: ConditionedExperiment, out: Path, progress: bool) -> dict[st
                          f"1.3.0 without its pycddlib pin, plus wandb, which it imports) ({e})") from e
     import torch
 
-    from morl_robot.learning.training import num_objectives_of
+    from morl_robot.training.loop import num_objectives_of
 
     env_fn = _env_fn(cfg.env_id)
     env = env_fn()
@@ -285,7 +285,7 @@ def _kl_tracking(learner: Any, path: Path) -> dict[str, Any] | None:
 def run(cfg: ConditionedExperiment, out_dir: str | Path, progress: bool = True) -> dict[str, Any]:
     """Train and evaluate one method on one seed; writes ``out_dir/results.json`` and ``front.png``."""
     from morl_robot.evaluation.plots import plot_pareto_fronts
-    from morl_robot.learning.training import num_objectives_of
+    from morl_robot.training.loop import num_objectives_of
 
     cfg.validate()
     if cfg.method != "capql":

@@ -330,11 +330,11 @@ def learner_config(setting: Setting, budget: RunBudget) -> Any:
 
 def train_setting(setting: Setting, budget: RunBudget) -> Any:
     """Train one policy for ``setting`` with the learner's ``train`` (a
-    :class:`~morl_robot.learning.training.TrainResult`); training episodes as ``budget`` says,
+    :class:`~morl_robot.training.loop.TrainResult`); training episodes as ``budget`` says,
     greedy evaluations always from the corner."""
     import functools
 
-    from morl_robot.learning.training import evaluate, train
+    from morl_robot.training.loop import evaluate, train
 
     config = learner_config(setting, budget)
     train_env = functools.partial(make_env, exploring_starts=budget.exploring_starts,
@@ -352,7 +352,7 @@ def train_and_evaluate(setting: Setting, budget: RunBudget) -> tuple[NDArray[np.
     greedy evaluation return (K,) and what the run measured: environment steps, updates, the step
     at which the greedy return stopped changing (``converged_at``, None if it did not within the
     budget) and the policy entropy at the last logged update (picklable for the sweep workers)."""
-    from morl_robot.learning.training import evaluate
+    from morl_robot.training.loop import evaluate
 
     result = train_setting(setting, budget)
     # train() ends with evaluate() of the final deterministic policy (config.training.eval_episodes).

@@ -126,10 +126,11 @@ def train_and_evaluate(setting: Any, out: str, cfg: dict[str, Any]) -> list[floa
         onnx_policy,
         scripted_policy,
     )
-    from morl_robot.learning import load_learner_config, train
+    from morl_robot.learning import load_learner_config
     from morl_robot.serving.contract import contract_for_task
     from morl_robot.serving.export import export_policy
     from morl_robot.tasks.registry import load_task
+    from morl_robot.training import train
 
     sweep = FrontSweepConfig(**cfg)
     eps_force, seed = float(setting.params["eps_force"]), int(setting.seed)
@@ -190,7 +191,7 @@ def train_and_evaluate_conditioned(setting: Any, out: str, cfg: dict[str, Any]) 
     Returns the mean returns at the first setting."""
     from morl_robot.envs.mo_env import MORobotEnv
     from morl_robot.evaluation.protocol import evaluate_policy, scripted_policy
-    from morl_robot.learning import train
+    from morl_robot.training import train
 
     sweep = FrontSweepConfig(**cfg)
     seed = int(setting.seed)

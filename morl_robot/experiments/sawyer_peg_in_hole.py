@@ -42,7 +42,8 @@ def run(
 ) -> dict[str, Any]:
     """Train, then summarise and plot; returns the ``results.json`` content."""
     from morl_robot.envs.mo_env import MORobotEnv
-    from morl_robot.learning import load_learner_config, train
+    from morl_robot.learning import load_learner_config
+    from morl_robot.training import train
 
     out = Path(out_dir)
     cfg_path = resolve_config("learner", learner_config or "mo_mpo_cpu_small")

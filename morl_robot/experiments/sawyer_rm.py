@@ -53,10 +53,11 @@ def run(out_dir: str | os.PathLike[str], steps: int = 40_000, crm: bool = True, 
         onnx_policy,
         scripted_policy,
     )
-    from morl_robot.learning import load_learner_config, train
+    from morl_robot.learning import load_learner_config
     from morl_robot.reward_machines.env import load_rm_task
     from morl_robot.serving.contract import contract_for_env
     from morl_robot.serving.export import export_policy
+    from morl_robot.training import train
 
     out = Path(out_dir)
     _, product, _ = load_rm_task(SPEC)

@@ -191,10 +191,11 @@ def train_and_evaluate(setting: Any, out: str, cfg: dict[str, Any]) -> list[floa
         onnx_policy,
         scripted_policy,
     )
-    from morl_robot.learning import load_learner_config, train
+    from morl_robot.learning import load_learner_config
     from morl_robot.serving.contract import contract_for_task
     from morl_robot.serving.export import export_policy
     from morl_robot.tasks.registry import load_task
+    from morl_robot.training import train
 
     sweep = ShadowFrontConfig(**cfg)
     algorithm, value, seed = str(setting.params["algorithm"]), float(setting.params["value"]), int(setting.seed)

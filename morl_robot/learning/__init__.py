@@ -1,5 +1,7 @@
-"""MO-MPO learner core in pure PyTorch (no ROS): losses, networks, sequence replay, the update
-step, checkpoints, metric logging and a training loop (Abdolmaleki et al. 2020).
+"""MO-MPO learner core in pure PyTorch (Abdolmaleki et al. 2020): losses, networks, sequence
+replay, the update step, checkpoint payloads.  Imports only torch, numpy and the row-0 modules
+(errors, configuration, resources); a learner *run* (restore, intake, demonstrations, snapshots,
+metrics, the in-process ``train()``) is :mod:`morl_robot.training`.  docs/explanation/architecture.md.
 
 Public API (stable; other packages import from here):
 
@@ -12,9 +14,6 @@ Public API (stable; other packages import from here):
 * learner (:mod:`.learner`): ``MOMPOLearner``, ``PolicyActor``
 * checkpoints (:mod:`.checkpoint`): ``save_checkpoint``, ``load_checkpoint``, ``latest_checkpoint``,
   ``CheckpointError``
-* logging (:mod:`.logging`): ``MetricsLogger``
-* the learner core both drivers share (:mod:`.session`): ``LearnerSession``
-* training (:mod:`.training`): ``train``, ``evaluate``, ``TrainResult``
 """
 from morl_robot.learning.config import MPOConfig, load_learner_config
 from morl_robot.learning.learner import MOMPOLearner, PolicyActor
@@ -72,14 +71,10 @@ from morl_robot.learning.checkpoint import (
     load_checkpoint,
     save_checkpoint,
 )
-from morl_robot.learning.training import TrainResult, evaluate, train
 
 __all__ += [
     "CheckpointError",
-    "TrainResult",
-    "evaluate",
     "latest_checkpoint",
     "load_checkpoint",
     "save_checkpoint",
-    "train",
 ]

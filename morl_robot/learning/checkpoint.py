@@ -166,7 +166,7 @@ def load_checkpoint(path: str | os.PathLike[str]) -> dict[str, Any]:
 
 def run_checkpoint_dir(run_dir: str | os.PathLike[str]) -> Path:
     """Where a run directory keeps its checkpoints: ``<run_dir>/checkpoints`` (every driver of the
-    learner, :class:`~morl_robot.learning.session.LearnerSession`, writes there)."""
+    learner, :class:`~morl_robot.training.session.LearnerSession`, writes there)."""
     return Path(run_dir) / "checkpoints"
 
 

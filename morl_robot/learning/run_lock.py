@@ -2,7 +2,7 @@
 
 Two trainings writing into one ``--out`` interleave ``episodes.csv`` and delete each other's
 checkpoints, so every writer of a run directory (``morl-robot train``, the ``learner_node``,
-in-process :func:`morl_robot.learning.training.train`) takes :class:`RunLock` first.
+in-process :func:`morl_robot.training.loop.train`) takes :class:`RunLock` first.
 
 The lock is ``RUN_DIR/.lock``, held with ``flock`` (released by the kernel when the holder exits,
 however it exits) and describing its holder in JSON (owner, pid, host, start time).  A second

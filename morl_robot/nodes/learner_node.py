@@ -3,7 +3,7 @@
 MO-MPO (Abdolmaleki et al. 2020) in the distributed actor–learner arrangement of Acme (Hoffman et
 al. 2020) and Reverb (Cassirer et al. 2021).  Everything of the run — restore, learning, updates
 owed, checkpoints, policy versions, metrics, end-of-run artefacts — is the pure
-:class:`~morl_robot.learning.session.LearnerSession` (its docstring describes the run directory);
+:class:`~morl_robot.training.session.LearnerSession` (its docstring describes the run directory);
 this node only translates:
 
 * ``experience`` (``wire.EXPERIENCE_QOS``) — chunks from any number of actors, decoded with
@@ -20,7 +20,7 @@ this node only translates:
 
 Reward machines: with ``reward_machine`` (a reward-machine task spec) the policy acts in the task's
 product with that MORM; the experience carries the machine columns and, with ``replay.crm`` in the
-learner YAML, the session relabels it counterfactually (:func:`~morl_robot.learning.session.counterfactual_relabeller`).
+learner YAML, the session relabels it counterfactually (:func:`~morl_robot.training.session.counterfactual_relabeller`).
 
 Checkpoints every ``training.checkpoint_every`` env steps of the learner YAML (the one cadence
 key) and at shutdown (SIGINT/SIGTERM → :meth:`LearnerNode.close`); at ``total_steps`` the node
@@ -74,7 +74,7 @@ class LearnerNode(ManagedNode):
         import torch
 
         from morl_robot.learning.run_lock import RunLock
-        from morl_robot.learning.session import session_for_task
+        from morl_robot.training.session import session_for_task
 
         torch.set_num_threads(1)
         task, out = self.settings.task, self.settings.out_dir

@@ -1,7 +1,7 @@
 """MO-MPO from recorded sessions (``morl-robot train --from-recording A.mcap [B.mcap …]``).
 
 The recordings' transitions (:mod:`.transitions`) go into the replay of the learner a training
-run would use (:func:`~morl_robot.learning.session.session_for_task`: the same learner YAML,
+run would use (:func:`~morl_robot.training.session.session_for_task`: the same learner YAML,
 contract, checkpoints, ``metrics.csv``, ``episodes.csv`` and ``policy.onnx``), then, with no robot:
 
 1. behaviour cloning of the recorded (executed) actions, ``training.demonstrations.pretrain_updates``
@@ -102,7 +102,7 @@ def train_offline(paths: Sequence[str | os.PathLike[str]], task: str, task_confi
     the run directory ``out`` (a new run: refused if it holds a checkpoint); ``max_transitions``:
     only the first that many recorded transitions."""
     from morl_robot.learning.checkpoint import run_checkpoint_dir
-    from morl_robot.learning.session import session_for_task
+    from morl_robot.training.session import session_for_task
 
     start = time.monotonic()
     ckpt = run_checkpoint_dir(out)

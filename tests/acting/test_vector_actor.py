@@ -169,7 +169,7 @@ def test_a_reward_machine_task_sends_the_machine_columns_the_learner_expects(tmp
     """``reward_machine``: the environments run the task in its product machine; the rows carry
     the machine columns (env_terminated, label/<proposition>…) and fit the learner node's layout."""
     from morl_robot.acting.experience import experience_columns, machine_columns
-    from morl_robot.learning.session import session_for_task
+    from morl_robot.training.session import session_for_task
 
     spec, path = "sawyer/peg_touch_then_insert", tmp_path / "rm.onnx"
     learner = session_for_task(TASK, str(short_task), "mo_mpo_cpu_small", reward_machine=spec,

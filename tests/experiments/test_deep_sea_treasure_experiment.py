@@ -48,7 +48,7 @@ def test_sweep_settings() -> None:
 
 
 def test_quick_smoke_run(tmp_path: Path) -> None:
-    pytest.importorskip("morl_robot.learning.training")
+    pytest.importorskip("morl_robot.training.loop")
     from morl_robot.cli import main
 
     assert main(["experiment", "deep-sea-treasure", "--out", str(tmp_path), "--quick",

@@ -43,7 +43,7 @@ def test_a_disk_full_error_names_the_file_and_the_os_error():
 
 # --- the learner: every artefact or an error naming it --------------------------------------------
 def _session(run: Path, **options):
-    from morl_robot.learning.session import session_for_task
+    from morl_robot.training.session import session_for_task
 
     logged: list[tuple[str, str]] = []
     session = session_for_task("sawyer_peg_in_hole", None, "mo_mpo_cpu_small", run_dir=run,

@@ -48,7 +48,7 @@ def test_a_lock_left_by_a_dead_process_is_taken_over_and_named(tmp_path):
 
 
 def test_in_process_training_refuses_a_busy_run_directory(tmp_path):
-    from morl_robot.learning.training import train
+    from morl_robot.training.loop import train
 
     with RunLock.acquire(tmp_path, "morl-robot train"), pytest.raises(RunDirectoryBusy):
         train(lambda: None, None, total_steps=1, out_dir=tmp_path, progress=False)

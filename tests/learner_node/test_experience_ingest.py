@@ -4,9 +4,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from morl_robot.learning.ingest import ExperienceError, ExperienceIngest
 from morl_robot.learning.replay import SequenceReplay
 from morl_robot.nodes import wire
+from morl_robot.training.ingest import ExperienceError, ExperienceIngest
 
 OBS = ("x", "y")
 ACT = ("vx",)

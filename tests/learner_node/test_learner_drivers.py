@@ -34,7 +34,7 @@ TRAIN_SCRIPT = textwrap.dedent("""
     torch.set_num_threads(1)
     logging.basicConfig(level=logging.INFO, stream=sys.stderr, format="[%(levelname)s] %(message)s")
     from morl_robot.envs.mo_env import MORobotEnv
-    from morl_robot.learning import train
+    from morl_robot.training import train
     config, run, total = sys.argv[1], sys.argv[2], int(sys.argv[3])
     r = train(functools.partial(MORobotEnv, sys.argv[4]), config, total_steps=total, seed=1, out_dir=run,
               progress=False)

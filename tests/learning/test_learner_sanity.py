@@ -7,8 +7,9 @@ import gymnasium as gym
 import numpy as np
 import torch
 
-from morl_robot.learning import MPOConfig, evaluate, train
+from morl_robot.learning import MPOConfig
 from morl_robot.learning.config import NetworkConfig, ReplayConfig, TrainingConfig
+from morl_robot.training import evaluate, train
 
 torch.set_num_threads(1)
 
@@ -215,7 +216,7 @@ def test_stable_since_and_its_config_checks() -> None:
     import pytest
 
     from morl_robot.errors import ConfigError
-    from morl_robot.learning.training import stable_since
+    from morl_robot.training.loop import stable_since
 
     evals = [(10, np.array([1.0, 2.0])), (20, np.array([3.0, 2.0])), (30, np.array([3.0, 2.0]))]
     assert stable_since(evals, 2) == 20 and stable_since(evals, 3) is None and stable_since(evals[:1], 2) is None

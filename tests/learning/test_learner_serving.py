@@ -16,7 +16,7 @@ import torch
 from morl_robot.errors import WireError
 from morl_robot.learning.checkpoint import list_checkpoints, run_checkpoint_dir
 from morl_robot.learning.networks import ActionSpec
-from morl_robot.learning.session import LearnerSession
+from morl_robot.training.session import LearnerSession
 
 sys.path.insert(0, str(Path(__file__).parent))
 from test_learner_sanity import bandit_config

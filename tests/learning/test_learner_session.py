@@ -12,14 +12,14 @@ import numpy as np
 import pytest
 import torch
 
-from morl_robot.learning import train
 from morl_robot.learning.checkpoint import (
     list_checkpoints,
     load_checkpoint,
     run_checkpoint_dir,
 )
 from morl_robot.learning.networks import ActionSpec
-from morl_robot.learning.session import PAYLOAD_KEYS, LearnerSession
+from morl_robot.training import train
+from morl_robot.training.session import PAYLOAD_KEYS, LearnerSession
 
 sys.path.insert(0, str(Path(__file__).parent))
 from test_learner_sanity import TwoTargetBandit, bandit_config

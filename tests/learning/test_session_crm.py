@@ -21,7 +21,7 @@ from morl_robot.envs.task_runner import TaskRunner
 from morl_robot.errors import ConfigError
 from morl_robot.learning.config import load_learner_config
 from morl_robot.learning.networks import ActionSpec
-from morl_robot.learning.session import (
+from morl_robot.training.session import (
     LearnerSession,
     counterfactual_relabeller,
     session_for_task,
@@ -134,7 +134,7 @@ def test_crm_without_a_reward_machine_is_refused_on_both_paths(learner_yaml):
     with pytest.raises(ConfigError, match=r"replay.crm is true but .*task 'sawyer_peg_in_hole' has no reward machine"
                                           r".*--reward-machine"):
         session_for_task(TASK, "", learner_yaml)
-    from morl_robot.learning.training import train
+    from morl_robot.training.loop import train
 
     with pytest.raises(ConfigError, match="replay.crm is true but the environment has no reward machine"):
         train(lambda: MORobotEnv(TASK), learner_yaml, total_steps=10, progress=False)

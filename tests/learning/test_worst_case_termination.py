@@ -10,9 +10,10 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from morl_robot.errors import ConfigError
-from morl_robot.learning import MPOConfig, train
+from morl_robot.learning import MPOConfig
 from morl_robot.learning.config import NetworkConfig, ReplayConfig, TrainingConfig
-from morl_robot.learning.termination import WorstCaseTermination, worst_case_termination
+from morl_robot.training import train
+from morl_robot.training.termination import WorstCaseTermination, worst_case_termination
 
 torch.set_num_threads(1)
 
@@ -62,7 +63,7 @@ def test_the_terminal_reward_adds_the_remaining_steps_at_the_worst_reward(low, m
 
 
 def test_the_learner_is_given_the_worst_case_and_the_reported_returns_stay_the_tasks(monkeypatch, tmp_path) -> None:
-    from morl_robot.learning.session import LearnerSession
+    from morl_robot.training.session import LearnerSession
 
     seen: list[tuple[np.ndarray, bool]] = []
     original = LearnerSession.add_transition
@@ -107,9 +108,9 @@ def test_the_graph_learner_applies_it_to_actors_chunks(tmp_path) -> None:
     """The learner node's session (session_for_task) learns an actor's termination at step s as
     r + (T − s − 1)·r_low with the task's T and worst rewards; the episode's reported return stays the
     task's own, and non-terminal rows are stored unchanged."""
-    from morl_robot.learning.session import session_for_task
     from morl_robot.nodes import wire
     from morl_robot.resources import resolve_config
+    from morl_robot.training.session import session_for_task
 
     src = resolve_config("learner", "learner/mo_mpo_cpu_small.yaml").read_text()
     path = tmp_path / "learner.yaml"
@@ -150,8 +151,8 @@ def test_it_is_refused_with_counterfactual_experience_or_a_reward_machine(tmp_pa
     import dataclasses
 
     from morl_robot.learning.config import load_learner_config
-    from morl_robot.learning.session import session_for_task
     from morl_robot.resources import resolve_config
+    from morl_robot.training.session import session_for_task
 
     with pytest.raises(ConfigError, match="training.worst_case_termination.*replay.crm"):
         cfg = config(True)

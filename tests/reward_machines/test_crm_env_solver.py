@@ -4,15 +4,15 @@ import dataclasses
 import gymnasium
 import numpy as np
 import pytest
-
-from morl_robot.envs.button_world import BUTTONS, START, ButtonWorld
-from morl_robot.experiments.button_world import make_env, product_for
-from morl_robot.learning.replay import SequenceReplay
 from morl_robot.reward_machines.solver import (
     linear_front,
     pareto_front_exact,
     tabular_product,
 )
+
+from morl_robot.envs.button_world import BUTTONS, START, ButtonWorld
+from morl_robot.experiments.button_world import make_env, product_for
+from morl_robot.learning.replay import SequenceReplay
 
 CELLS = [(x, y) for x in range(5) for y in range(5)]
 GAMMA = 0.99
@@ -143,7 +143,7 @@ def test_exact_front_dominates_every_random_policy():
 @pytest.mark.parametrize("scale", [True, False])
 def test_crm_counts_one_insert_per_counterfactual_experience(scale):
     from morl_robot.experiments.button_world import Budget, learner_config
-    from morl_robot.learning.training import train
+    from morl_robot.training.loop import train
 
     budget = Budget(steps=400, eval_every=400, seeds=(0,), quick=True)
     updates = {}

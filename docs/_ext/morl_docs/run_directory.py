@@ -1,4 +1,4 @@
-"""The run directory's files and CSV columns (``morl_robot.learning.session.RUN_FILES`` /
+"""The run directory's files and CSV columns (``morl_robot.training.session.RUN_FILES`` /
 ``CSV_COLUMNS`` and ``morl_robot.cli.train.RUN_FILES``)."""
 from __future__ import annotations
 
@@ -7,7 +7,8 @@ from . import md
 
 def render() -> str:
     from morl_robot.cli import train
-    from morl_robot.learning import run_lock, session
+    from morl_robot.learning import run_lock
+    from morl_robot.training import session
 
     parts = ["## Files\n",
              md.table(("path", "written by", "content"),

@@ -32,7 +32,7 @@ see :class:`morl_robot.nodes.wire.ExperienceChunk` — into inserts into a
   σ and the environment's own termination are stored with it, which counterfactual experience
   (CRM) relabels sampled sequences with; a replay that relabels rejects chunks without them.
 * **Worst-case terminations.** With ``worst_case`` (``training.worst_case_termination``,
-  :mod:`morl_robot.learning.termination`) a terminating row at ``step`` s goes into the replay with
+  :mod:`morl_robot.training.termination`) a terminating row at ``step`` s goes into the replay with
   r + (T − s − 1)·r_low; the episode's reported return stays the task's own.
 * **Observation statistics.** The chunk's observations update the
   :class:`~morl_robot.learning.normalization.RunningNormalizer`, if one is given.
@@ -54,7 +54,7 @@ from morl_robot.learning.replay import SequenceReplay
 
 if TYPE_CHECKING:  # pragma: no cover - typing only (the wire module imports rclpy)
     from morl_robot.learning.normalization import RunningNormalizer
-    from morl_robot.learning.termination import WorstCaseTermination
+    from morl_robot.training.termination import WorstCaseTermination
 
 FLOAT32_MAX = float(np.finfo(np.float32).max)
 #: actions may exceed [-1, 1] by this much (float round-off on the wire) before a chunk is rejected.

@@ -3,7 +3,7 @@
 MO-MPO (Abdolmaleki et al. 2020) learns off-policy from a replay that actors fill, at a fixed
 samples-per-insert ratio (Reverb's rate limiter, Cassirer et al. 2021).  :class:`LearnerSession`
 owns everything of a learner run that is not acting, so the in-process loop
-(:func:`morl_robot.learning.training.train`) and the distributed one
+(:func:`morl_robot.training.loop.train`) and the distributed one
 (:mod:`morl_robot.nodes.learner_node`, which only translates messages to these calls) behave alike:
 
 * **restore** (:meth:`start`): the newest readable checkpoint of ``<run>/checkpoints``; an
@@ -17,7 +17,7 @@ owns everything of a learner run that is not acting, so the in-process loop
   preflight, before any node starts).
 * **experience**: one transition (:meth:`add_transition`, the in-process actor) or one decoded
   chunk of a distributed actor (:meth:`add_chunk`, through
-  :class:`~morl_robot.learning.ingest.ExperienceIngest`); both count inserts in the
+  :class:`~morl_robot.training.ingest.ExperienceIngest`); both count inserts in the
   :class:`~morl_robot.learning.replay.SampleToInsertRatio`.
 * **counterfactual experience** (reward machines, ``replay.crm``; MORM paper eq. 4): the replay
   relabels sampled sequences from counterfactual machine states
@@ -94,14 +94,14 @@ from morl_robot.learning.checkpoint import (
     save_checkpoint,
 )
 from morl_robot.learning.config import MPOConfig, config_to_dict
-from morl_robot.learning.ingest import ExperienceError, ExperienceIngest, IngestResult
 from morl_robot.learning.learner import MOMPOLearner
-from morl_robot.learning.metrics import MetricsLogger
 from morl_robot.learning.networks import ActionSpec
 from morl_robot.learning.normalization import RunningNormalizer
 from morl_robot.learning.replay import SampleToInsertRatio, SequenceReplay
 from morl_robot.learning.run_lock import WriteError, write_error
-from morl_robot.learning.termination import WorstCaseTermination, worst_case_termination
+from morl_robot.training.ingest import ExperienceError, ExperienceIngest, IngestResult
+from morl_robot.training.metrics import MetricsLogger
+from morl_robot.training.termination import WorstCaseTermination, worst_case_termination
 
 if TYPE_CHECKING:  # pragma: no cover - typing only
     from morl_robot.acting.demonstrator import Demonstrator
@@ -166,7 +166,7 @@ RATE_WINDOW = 0.5
 
 def warnings_log(level: str, message: str) -> None:
     """The default :data:`Log` of in-process training: problems as ``RuntimeWarning``\\ s, the
-    rest to the ``morl_robot.learning.session`` logger (Python :mod:`logging`, level INFO)."""
+    rest to the ``morl_robot.training.session`` logger (Python :mod:`logging`, level INFO)."""
     if level == "info":
         logging.getLogger(__name__).info(message)
     else:
@@ -436,7 +436,7 @@ class LearnerSession:
 
     def add_chunk(self, chunk: Any) -> IngestResult:
         """A decoded experience chunk of a distributed actor (:meth:`accept_experience` first);
-        raises :class:`~morl_robot.learning.ingest.ExperienceError` (counted as rejected) if it
+        raises :class:`~morl_robot.training.ingest.ExperienceError` (counted as rejected) if it
         does not fit.  Episodes whose beginning was not seen are counted, not logged."""
         if self.ingest is None:
             raise RuntimeError("add_chunk before accept_experience")
@@ -939,7 +939,7 @@ def session_for_task(task_name: str, task_config: str | None, config_file: str |
     the MORM objectives the task's, the machine the contract (its ``reward_machine`` field), and
     ``replay.crm`` relabels the replay (:func:`counterfactual_relabeller`); with
     ``training.worst_case_termination`` actors' terminations are learned at the task's worst rewards
-    for the steps left (:mod:`~morl_robot.learning.termination`).  ``options``: see :class:`LearnerSession`."""
+    for the steps left (:mod:`~morl_robot.training.termination`).  ``options``: see :class:`LearnerSession`."""
     from morl_robot.envs.mo_env import make_sim_robot, open_task_env
     from morl_robot.learning.config import load_learner_config
     from morl_robot.resources import resolve_config

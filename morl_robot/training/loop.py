@@ -5,7 +5,7 @@
 samples-per-insert limiter allows (so learning keeps the configured ratio to acting), evaluates the
 deterministic policy periodically; the learning itself — restore, updates, checkpoints in
 ``out_dir/checkpoints``, ``metrics.csv``/``eval.csv``/``episodes.csv``/TensorBoard — is the
-:class:`~morl_robot.learning.session.LearnerSession` the learner node drives too.  Calling it
+:class:`~morl_robot.training.session.LearnerSession` the learner node drives too.  Calling it
 again with the same ``out_dir`` resumes from the newest readable checkpoint (a corrupt newer one
 is named in a ``RuntimeWarning`` and moved aside; a fresh episode is started: environment state is
 not checkpointed).
@@ -33,8 +33,8 @@ from morl_robot.errors import ConfigError
 from morl_robot.learning.config import MPOConfig, load_learner_config
 from morl_robot.learning.learner import MOMPOLearner, PolicyActor
 from morl_robot.learning.networks import ActionSpec
-from morl_robot.learning.session import LearnerSession, counterfactual_relabeller
-from morl_robot.learning.termination import worst_case_termination
+from morl_robot.training.session import LearnerSession, counterfactual_relabeller
+from morl_robot.training.termination import worst_case_termination
 
 EnvFn = Callable[[], Any]
 

@@ -15,8 +15,8 @@ presses.  The committed worst-case fronts were trained this way.  Not for reward
 counterfactual experience (a machine's own ending is not a failure; relabelled steps do not
 terminate): both are refused.
 
-One rule for both ways experience arrives: :func:`~morl_robot.learning.training.train` (in-process,
-t counted by the loop) and :class:`~morl_robot.learning.ingest.ExperienceIngest` (the learner node,
+One rule for both ways experience arrives: :func:`~morl_robot.training.loop.train` (in-process,
+t counted by the loop) and :class:`~morl_robot.training.ingest.ExperienceIngest` (the learner node,
 t = the chunk's ``step`` column + 1).
 """
 from __future__ import annotations
