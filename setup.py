@@ -4,8 +4,9 @@ Works both in a ROS 2 colcon workspace (``colcon build``; rclpy and the message 
 from the ROS install) and standalone on plain Python 3.11 (``pip install -e .[ros,test]``; ROS 2
 comes from the ``ros-*`` wheels on PyPI).  Versions are pinned to a set known to work together.
 """
-from glob import glob
 import os
+import sys
+from glob import glob
 
 from setuptools import find_packages, setup
 
@@ -70,6 +71,12 @@ TEST_REQUIRES = [
     "myst-parser==5.2.0",
 ]
 
+# pip (wheels, editable wheels) puts the console scripts on PATH itself; colcon runs `setup.py
+# install|develop` with scripts under lib/morl_robot (setup.cfg, for `ros2 run`), so a workspace
+# also gets bin/morl-robot, a forwarder colcon's setup.bash puts on PATH (scripts/morl-robot).
+PIP_BUILD = {"bdist_wheel", "editable_wheel", "dist_info", "sdist", "bdist_egg"}
+WORKSPACE_BIN = [] if PIP_BUILD & set(sys.argv[1:]) else [("bin", ["scripts/morl-robot"])]
+
 setup(
     name=PACKAGE,
     version="0.1.0",
@@ -80,7 +87,8 @@ setup(
     ]
     + share_tree("launch")
     + share_tree("config")
-    + share_tree("sim"),
+    + share_tree("sim")
+    + WORKSPACE_BIN,
     python_requires=">=3.10",
     install_requires=CORE_REQUIRES,
     extras_require={"ros": ROS_REQUIRES, "test": TEST_REQUIRES},
@@ -89,7 +97,6 @@ setup(
     maintainer_email="morl-robot@example.org",
     description="Multi-objective RL (MO-MPO) on real and simulated robots with ROS 2 and MuJoCo",
     license="Apache-2.0",
-    tests_require=["pytest"],
     entry_points={
         "console_scripts": [
             "morl-robot = morl_robot.cli:main",
