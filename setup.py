@@ -13,10 +13,10 @@ from setuptools import find_packages, setup
 PACKAGE = "morl_robot"
 
 
-def share_tree(folder: str) -> list[tuple[str, list[str]]]:
-    """Every file under ``folder`` (sub-folders kept) as ament share data_files entries."""
+def share_tree(folder: str, pattern: str = "*") -> list[tuple[str, list[str]]]:
+    """Every file under ``folder`` matching ``pattern`` (sub-folders kept) as ament share data_files entries."""
     entries: dict[str, list[str]] = {}
-    for path in glob(os.path.join(folder, "**", "*"), recursive=True):
+    for path in glob(os.path.join(folder, "**", pattern), recursive=True):
         if os.path.isfile(path):
             target = os.path.join("share", PACKAGE, os.path.dirname(path))
             entries.setdefault(target, []).append(path)
@@ -73,9 +73,10 @@ TEST_REQUIRES = [
 
 # pip (wheels, editable wheels) puts the console scripts on PATH itself; colcon runs `setup.py
 # install|develop` with scripts under lib/morl_robot (setup.cfg, for `ros2 run`), so a workspace
-# also gets bin/morl-robot, a forwarder colcon's setup.bash puts on PATH (scripts/morl-robot).
+# also gets bin/morl-robot, a forwarder colcon's setup.bash puts on PATH (scripts/morl-robot), and
+# the committed policies under share/morl_robot/results/ (launch's policy:=results/…, 18 MB).
 PIP_BUILD = {"bdist_wheel", "editable_wheel", "dist_info", "sdist", "bdist_egg"}
-WORKSPACE_BIN = [] if PIP_BUILD & set(sys.argv[1:]) else [("bin", ["scripts/morl-robot"])]
+WORKSPACE_ONLY = [] if PIP_BUILD & set(sys.argv[1:]) else [("bin", ["scripts/morl-robot"])] + share_tree("results", "*.onnx")
 
 setup(
     name=PACKAGE,
@@ -88,7 +89,7 @@ setup(
     + share_tree("launch")
     + share_tree("config")
     + share_tree("sim")
-    + WORKSPACE_BIN,
+    + WORKSPACE_ONLY,
     python_requires=">=3.10",
     install_requires=CORE_REQUIRES,
     extras_require={"ros": ROS_REQUIRES, "test": TEST_REQUIRES},

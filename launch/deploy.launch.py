@@ -10,6 +10,8 @@ of its preference box; change it live with `ros2 param set <ns>/policy_server pr
 `<ns>/preference` topic).
 record:=true writes the session's topics to <out>/session.mcap; foxglove:=true serves a live Foxglove view
 (docs/howto/record.md, docs/howto/rviz_foxglove.md).
+policy:= and session:= are files as given or relative to the package (`results/demo/seed0/policy.onnx` works
+from a workspace root); a missing one names every place looked in.
 """
 from launch import LaunchDescription
 from morl_robot.session.launch_actions import session_launch

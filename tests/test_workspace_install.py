@@ -37,10 +37,12 @@ PIP = (["bdist_wheel", "--dist-dir", "dist"], ["editable_wheel"], ["dist_info"])
 
 
 @pytest.mark.parametrize("argv", COLCON + PIP, ids=lambda a: a[0] if a[0] != "egg_info" else "install")
-def test_only_a_colcon_install_gets_the_bin_forwarder(monkeypatch, argv):
+def test_only_a_colcon_install_gets_the_bin_forwarder_and_the_results_policies(monkeypatch, argv):
     kw = setup_kwargs(monkeypatch, *argv)
     bins = [files for target, files in kw["data_files"] if target == "bin"]
     assert bins == ([] if argv in PIP else [["scripts/morl-robot"]])
+    policies = {f for target, files in kw["data_files"] if target.startswith("share/morl_robot/results") for f in files}
+    assert ("results/demo/seed0/policy.onnx" in policies) is (argv not in PIP)  # launch's policy:=results/…
     assert "tests_require" not in kw  # setuptools: "Unknown distribution option: 'tests_require'"
     assert "morl-robot = morl_robot.cli:main" in kw["entry_points"]["console_scripts"]
 

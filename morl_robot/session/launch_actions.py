@@ -19,11 +19,17 @@ the CLI does:
 * **safety_test** — ``morl-robot safety-test --attach`` runs the probes against the launched
   graph and writes the same report, plots and pass/fail as ``morl-robot safety-test``; the launch
   ends when it does, with the result as the reason.
+
+Arguments naming files (``policy:=``, ``session:=``, ``learner_config:=``) also resolve relative to
+the package (:func:`package_path`); nodes that write artefacts when stopped get a longer SIGTERM
+window (:data:`STOP_TIMEOUTS`).  docs/howto/colcon_workspace.md.
 """
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
+from pathlib import Path
 from typing import Any
 
 from launch.actions import (
@@ -76,6 +82,64 @@ ARGUMENTS = {
     "safety_test": ("session", "robot", "backend", "seed", "namespace", "out", "use_sim_time", *OBSERVE),
 }
 RELEASES = ("operator", "after_checks")
+#: Seconds between launch's SIGINT and its SIGTERM (launch's default 5) for the nodes that write
+#: artefacts when stopped: the learner's final checkpoint, policy.onnx and plots (2-4 s on a loaded
+#: 2-core machine, issue 41), the recorder closing its MCAP.  SIGKILL follows 5 s after SIGTERM.
+STOP_TIMEOUTS = {"learner_node": 30.0, "recorder": 15.0}
+#: The launch arguments naming an input file, and the config kind each names (None: not a config).
+PATH_ARGUMENTS = {"policy": None, "session": "sessions", "learner_config": "learner"}
+
+
+def package_roots() -> list[Path]:
+    """The folders a package-relative path is looked up in: ``$MORL_ROBOT_SHARE``, the source tree
+    (a ``--symlink-install`` or editable install), the ament share (``$(find-pkg-share morl_robot)``),
+    ``<sys.prefix>/share/morl_robot``; each once, in that order."""
+    import morl_robot
+
+    roots = [Path(os.environ["MORL_ROBOT_SHARE"])] if os.environ.get("MORL_ROBOT_SHARE") else []
+    roots.append(Path(morl_robot.__file__).resolve().parents[1])
+    with contextlib.suppress(Exception):  # no ament index, or the package is not in it
+        from ament_index_python.packages import get_package_share_directory
+
+        roots.append(Path(get_package_share_directory("morl_robot")))
+    roots.append(Path(sys.prefix) / "share" / "morl_robot")
+    unique: list[Path] = []
+    for root in roots:
+        if root not in unique:
+            unique.append(root)
+    return unique
+
+
+def package_path(name: str, text: str, kind: str | None = None) -> str:
+    """Launch argument ``name:=text`` naming a file → its absolute path: as given (absolute, or from
+    the current folder), else relative to the package (:func:`package_roots`; a config ``kind``
+    also under ``config/<kind>/`` and ``config/``), so ``policy:=results/demo/seed0/policy.onnx``
+    works from a workspace root.  A config name (``session:=train``) is returned unchanged.  A file
+    found nowhere is a :class:`UsageError` naming every place looked in."""
+    from morl_robot.resources import is_config_path
+
+    if not text or (kind is not None and not is_config_path(text)):
+        return text
+    given = Path(text).expanduser()
+    if given.is_absolute():
+        candidates = [given]
+    else:
+        candidates = [Path.cwd() / given]
+        for root in package_roots():
+            candidates.append(root / given)
+            if kind is not None:
+                candidates += [root / "config" / kind / given, root / "config" / given]
+    for candidate in candidates:
+        if candidate.is_file():
+            return str(candidate)
+    looked = "\n  ".join(str(c) for c in candidates)
+    raise UsageError(f"launch argument {name}:={text}: no such file; looked in:\n  {looked}")
+
+
+def resolve_paths(args: dict[str, str]) -> dict[str, str]:
+    """``args`` with every file argument (:data:`PATH_ARGUMENTS`) resolved by :func:`package_path`."""
+    return {key: package_path(key, value, PATH_ARGUMENTS[key]) if key in PATH_ARGUMENTS else value
+            for key, value in args.items()}
 
 
 def declare_arguments(kind: str) -> list:
@@ -183,7 +247,7 @@ def _actions(kind: str, context: Any) -> list:
     from morl_robot.session.config import load_session_config
     from morl_robot.session.graph import robot_of, session_nodes
 
-    args = {name: LaunchConfiguration(name).perform(context) for name in ARGUMENTS[kind]}
+    args = resolve_paths({name: LaunchConfiguration(name).perform(context) for name in ARGUMENTS[kind]})
     cfg = load_session_config(args["session"] or kind, session_overrides(kind, args))
     ns = "/" + cfg.namespace.strip("/")
     out = os.path.abspath(args.get("out") or {"train": f"runs/{cfg.task}", "deploy": "runs/deploy"}.get(kind,
@@ -203,7 +267,7 @@ def _actions(kind: str, context: Any) -> list:
         name = f"{spec.namespace.rstrip('/')}/{spec.name}"
         actions.append(Node(package="morl_robot", executable=spec.executable, name=spec.name, namespace=spec.namespace,
                             parameters=[spec.parameters], remappings=list(spec.remappings.items()), output="screen",
-                            on_exit=_shutdown_on_exit(kind, name)))
+                            on_exit=_shutdown_on_exit(kind, name), **stop_window(spec.executable)))
     if kind == "deploy":
         if release == "operator":
             actions.append(LogInfo(msg=f"release:=operator: the safety monitor in {ns} holds its start-up e-stop "
@@ -234,7 +298,13 @@ def observer_nodes(ns: str, out: str, args: dict[str, str]) -> list:
 
     specs = observer_specs(ns, out, boolean("record", args.get("record") or "false"), port)
     return [Node(package="morl_robot", executable=s.executable, name=s.name, namespace=s.namespace,
-                 parameters=[s.parameters], output="screen") for s in specs]
+                 parameters=[s.parameters], output="screen", **stop_window(s.executable)) for s in specs]
+
+
+def stop_window(executable: str) -> dict[str, str]:
+    """``sigterm_timeout`` for a node that writes artefacts when stopped (:data:`STOP_TIMEOUTS`)."""
+    seconds = STOP_TIMEOUTS.get(executable)
+    return {} if seconds is None else {"sigterm_timeout": str(seconds)}
 
 
 def _release_exit(ns: str) -> Any:
