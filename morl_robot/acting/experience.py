@@ -12,7 +12,7 @@ the normalised action in [-1, 1] and ``log_prob`` its behaviour log-probability 
 Retrace's importance weights need (Munos et al. 2016).
 
 A reward-machine task (``reward_machine`` setting) adds its *machine columns* after
-``truncated`` (:func:`machine_columns`): ``env_terminated`` (the environment's own termination,
+``truncated`` (:func:`~morl_robot.reward_machines.columns.machine_columns`): ``env_terminated`` (the environment's own termination,
 not the machine's) and ``label/<proposition>`` (1 if the labelling function found it true on the
 transition), one per proposition of the MORM in its order.  With the machine state one-hot in
 ``obs/rm_state/…`` and ``next_obs/rm_state/…`` that is what counterfactual experience (CRM) needs
@@ -36,6 +36,7 @@ from typing import Any
 import numpy as np
 
 from morl_robot.errors import WireError
+from morl_robot.reward_machines.columns import ENV_TERMINATED, LABEL_PREFIX
 
 #: Leading columns of an experience chunk; then ``obs/<label>``…, ``action/<label>``…,
 #: ``log_prob``, ``reward/<objective>``…, ``next_obs/<label>``…, ``terminated``, ``truncated``.
@@ -43,9 +44,6 @@ EXPERIENCE_COLUMNS = ("actor", "policy_version", "episode", "step")
 #: ``policy_version`` of a row acted by the task's demonstrator (learning from demonstrations,
 #: :mod:`morl_robot.acting.demonstrator`); learned policies are versions 1, 2, …
 DEMONSTRATION_VERSION = 0
-#: The first machine column; then ``label/<proposition>``… (:func:`machine_columns`).
-ENV_TERMINATED = "env_terminated"
-LABEL_PREFIX = "label/"
 
 
 def read_labelled(msg: Any) -> tuple[np.ndarray, tuple[str, ...]]:
@@ -61,24 +59,9 @@ def read_labelled(msg: Any) -> tuple[np.ndarray, tuple[str, ...]]:
     return data, labels
 
 
-def machine_columns(propositions: Sequence[str]) -> tuple[str, ...]:
-    """The machine columns of a reward-machine task over ``propositions`` (none without one)."""
-    return (ENV_TERMINATED, *(f"{LABEL_PREFIX}{p}" for p in propositions)) if propositions else ()
-
-
-def machine_values(info: dict, num_propositions: int, terminated: bool) -> np.ndarray:
-    """The machine columns' values (1 + P,) of a step whose ``info`` a
-    :class:`~morl_robot.reward_machines.env.RewardMachineEnv` wrote (``rm_label`` bit mask,
-    ``env_terminated``); a step it did not write (an episode ended from outside the task: safety
-    stop, reset) has no true proposition and its termination is the environment's."""
-    mask = int(info.get("rm_label", 0))
-    bits = [(mask >> i) & 1 for i in range(num_propositions)]
-    return np.asarray([float(info.get("env_terminated", terminated)), *bits], np.float64)
-
-
 def experience_columns(observation_labels: Sequence[str], action_labels: Sequence[str],
                        objectives: Sequence[str], machine: Sequence[str] = ()) -> tuple[str, ...]:
-    """The chunk columns (module docstring); ``machine``: the task's :func:`machine_columns`."""
+    """The chunk columns (module docstring); ``machine``: the task's :func:`~morl_robot.reward_machines.columns.machine_columns`."""
     return (
         EXPERIENCE_COLUMNS
         + tuple(f"obs/{o}" for o in observation_labels)
@@ -164,7 +147,7 @@ class TaskStep:
     objectives: tuple[str, ...]
     observation_labels: tuple[str, ...]
     machine: np.ndarray = field(default_factory=lambda: np.zeros(0))  # (1 + P,) machine column values
-    machine_labels: tuple[str, ...] = ()  # :func:`machine_columns` (reward-machine tasks)
+    machine_labels: tuple[str, ...] = ()  # :func:`~morl_robot.reward_machines.columns.machine_columns` (reward-machine tasks)
 
 
 @dataclass
@@ -221,7 +204,7 @@ class ExperienceWriter:
     def observe(self, episode: int, step: int, reward: np.ndarray, next_obs: np.ndarray, terminated: bool,
                 truncated: bool, machine: np.ndarray | Sequence[float] = ()) -> bool:
         """Close the pending transition with this step's reward and observation (if it follows it)
-        and, for a reward-machine task, its machine column values (:func:`machine_values`);
+        and, for a reward-machine task, its machine column values (:func:`~morl_robot.reward_machines.columns.machine_values`);
         returns whether a row was added.  An episode end flushes."""
         p, self.pending = self.pending, None
         added = False

@@ -56,6 +56,7 @@ from morl_robot.acting.experience import (
 )
 from morl_robot.acting.policy import Loaded, validate_candidate
 from morl_robot.errors import ConfigError
+from morl_robot.node_settings import PolicyServerSettings
 from morl_robot.serving.contract import ContractError, PolicyContract, PreferenceError
 from morl_robot.serving.runtime import (
     NonFiniteInput,
@@ -64,7 +65,6 @@ from morl_robot.serving.runtime import (
     PolicyLoadError,
     PolicyOutput,
 )
-from morl_robot.session.config import PolicyServerSettings
 from morl_robot.tasks.base import scale_action
 from morl_robot.throttle import RateLimitedLog
 

@@ -60,7 +60,7 @@ def run(args: argparse.Namespace) -> int:
     from morl_robot.evaluation import epic
     from morl_robot.evaluation.plots import plot_distance_heatmap
     from morl_robot.evaluation.provenance import write_results_json
-    from morl_robot.evaluation.records import write_bytes_atomic
+    from morl_robot.records import write_bytes_atomic
     from morl_robot.tasks.registry import load_task
 
     task_name = args.task if args.task else run_task(args.objectives)

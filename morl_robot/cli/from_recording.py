@@ -1,5 +1,5 @@
 """``morl-robot train --from-recording A.mcap [B.mcap …] [--updates N] [--steps S]``: MO-MPO offline
-from recorded sessions (no robot, no graph: the in-process learner, :mod:`morl_robot.recording.offline`);
+from recorded sessions (no robot, no graph: the in-process learner, :mod:`morl_robot.training.offline`);
 ``--steps`` keeps the first S recorded transitions.
 docs/howto/learn_from_recordings.md."""
 from __future__ import annotations
@@ -33,7 +33,7 @@ def add_options(p: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace, cfg: Any, out: Path) -> int:
     """Train offline from ``args.from_recording`` into ``out`` (the task and learner of ``cfg``)."""
     from morl_robot.learning.run_lock import RunLock
-    from morl_robot.recording.offline import train_offline
+    from morl_robot.training.offline import train_offline
 
     used = [flag for name, flag in GRAPH_OPTIONS if getattr(args, name, None) not in (None, False)]
     if args.role != "all":

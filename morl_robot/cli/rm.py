@@ -42,7 +42,7 @@ def summary(product) -> dict:
 
 
 def run_inspect(args: argparse.Namespace) -> int:
-    from morl_robot.evaluation.records import write_bytes_atomic
+    from morl_robot.records import write_bytes_atomic
     from morl_robot.reward_machines import build_product, load_machine
 
     machines = [load_machine(f) for f in args.files]

@@ -33,7 +33,6 @@ from pathlib import Path
 from typing import Any
 
 import yaml
-
 from morl_robot.cli.options import add_observe, add_set, deprecated
 from morl_robot.errors import UsageError
 
@@ -188,6 +187,7 @@ def preflight_resume(session: Any, out: Path) -> Path | None:
     checkpoint and the first difference."""
     from morl_robot.errors import MorlRobotError
     from morl_robot.learning.run_lock import WriteError, writing
+
     from morl_robot.nodes import wire
 
     c = session.contract
@@ -251,12 +251,12 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _run_locked(args: argparse.Namespace, cfg: Any, out: Path) -> int:
-    from morl_robot.evaluation.records import (
+    from morl_robot.learning.run_lock import writing
+    from morl_robot.records import (
         read_json,
         write_bytes_atomic,
         write_json_atomic,
     )
-    from morl_robot.learning.run_lock import writing
     from morl_robot.session.graph import (
         SESSION_SEED_STRIDE,
         observer_specs,
@@ -348,7 +348,7 @@ def _run_locked(args: argparse.Namespace, cfg: Any, out: Path) -> int:
             print(summary_line(out) or f"recording: none written in {out}", file=sys.stderr)
     learner_rc = codes.get("learner_node")
     if actor_ns:
-        from morl_robot.evaluation.records import write_json_atomic
+        from morl_robot.records import write_json_atomic
 
         path = out / "safety_violations.json"
         with writing(path):

@@ -120,7 +120,7 @@ def collect_transitions(task: str, policy: str, steps: int, seed: int = 0, progr
 
 def save_transitions(path: str | os.PathLike[str], log: TransitionLog) -> Path:
     """Write ``log`` as ``.npz`` atomically."""
-    from morl_robot.evaluation.records import write_bytes_atomic
+    from morl_robot.records import write_bytes_atomic
 
     buf = io.BytesIO()
     np.savez_compressed(buf, task=np.array(log.task), feature_labels=np.array(log.feature_labels),

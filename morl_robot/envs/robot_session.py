@@ -54,8 +54,8 @@ from morl_robot.robots.base import Robot
 from morl_robot.robots.spec import RobotState
 
 if TYPE_CHECKING:
+    from morl_robot.node_settings import RobotNodeSettings
     from morl_robot.safety.inner import InnerSafety
-    from morl_robot.session.config import RobotNodeSettings
 
 COUNTERS = ("steps", "holds", "episodes", "rejected_commands", "stale_commands", "faults", "safety_stops",
             "inner_holds", "estop_waits", "foreign_commands", "release_restarts")

@@ -27,9 +27,9 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from morl_robot.acting.experience import machine_columns, machine_values
 from morl_robot.envs.mo_env import MORobotEnv
 from morl_robot.errors import CommandError
+from morl_robot.reward_machines.columns import machine_columns, machine_values
 from morl_robot.robots.base import Robot
 from morl_robot.robots.spec import RobotState
 
@@ -110,7 +110,7 @@ class TaskRunner:
 
     @property
     def machine_labels(self) -> tuple[str, ...]:
-        """The machine columns of a reward-machine task (``acting.experience.machine_columns``)."""
+        """The machine columns of a reward-machine task (``reward_machines.columns.machine_columns``)."""
         return machine_columns(self.propositions)
 
     def machine_values(self, record: StepRecord) -> np.ndarray:

@@ -15,7 +15,6 @@ from morl_robot.evaluation.pareto import (
     simplex_weights,
     sparsity,
 )
-from morl_robot.evaluation.records import read_json, to_jsonable, write_json_atomic
 from morl_robot.evaluation.sweep import (
     Setting,
     SweepRecord,
@@ -35,11 +34,8 @@ __all__ = [
     "hypervolume_contributions",
     "pareto_front",
     "pareto_mask",
-    "read_json",
     "run_sweep",
     "settings_grid",
     "simplex_weights",
     "sparsity",
-    "to_jsonable",
-    "write_json_atomic",
 ]

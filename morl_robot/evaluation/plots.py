@@ -15,7 +15,6 @@ Every function writes the file and returns its path; nothing is shown on screen.
 """
 from __future__ import annotations
 
-import contextlib
 import csv
 import itertools
 import os
@@ -33,6 +32,7 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from morl_robot.evaluation.pareto import pareto_front
+from morl_robot.records import save_figure
 
 __all__ = ["plot_action_probabilities", "plot_force_traces", "plot_learning_curves", "plot_pareto_fronts",
            "plot_switched_force_traces", "read_metrics_csv"]
@@ -45,23 +45,14 @@ def _colour(index: int) -> str:
 
 
 def _save(fig: plt.Figure, path: str | os.PathLike[str]) -> Path:
-    """Write ``fig`` to ``path`` atomically; an ``OSError`` is a
+    """Write ``fig`` to ``path`` atomically (:func:`~morl_robot.records.save_figure`); an ``OSError`` is a
     :class:`~morl_robot.learning.run_lock.WriteError` naming ``path`` (the figure is closed either way)."""
     from morl_robot.learning.run_lock import write_error
 
-    path = Path(path)
-    tmp = path.with_name(f".{path.stem}.tmp{path.suffix}")
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fig.savefig(tmp, dpi=120, bbox_inches="tight")
-        os.replace(tmp, path)
+        return save_figure(fig, path, dpi=120, bbox_inches="tight")
     except OSError as exc:
-        with contextlib.suppress(OSError):
-            tmp.unlink(missing_ok=True)
         raise write_error(path, exc) from None
-    finally:
-        plt.close(fig)
-    return path
 
 
 def plot_pareto_fronts(

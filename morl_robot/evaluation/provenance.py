@@ -17,7 +17,7 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
-from morl_robot.evaluation.records import write_json_atomic
+from morl_robot.records import write_json_atomic
 
 __all__ = ["PROGRAM", "code_version", "machine", "provenance", "record_command", "write_results_json"]
 

@@ -41,7 +41,7 @@ from numpy.typing import NDArray
 from morl_robot.errors import ConfigError
 from morl_robot.evaluation.hypervolume import hypervolume
 from morl_robot.evaluation.pareto import pareto_mask
-from morl_robot.evaluation.records import write_json_atomic
+from morl_robot.records import write_json_atomic
 
 __all__ = ["Setting", "SweepRecord", "SweepResult", "run_sweep", "settings_grid"]
 

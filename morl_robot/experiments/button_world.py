@@ -11,7 +11,7 @@ Per pair the experiment records
 
 * ``product_states``: non-terminal MORM states (the paper: 5 for term-term instead of 9),
 * the exact Pareto front of discounted returns over the 200-step episode
-  (:func:`~morl_robot.reward_machines.solver.pareto_front_exact`),
+  (:func:`~morl_robot.evaluation.exact_front.pareto_front_exact`),
 * for MO-MPO without and with CRM (``replay.crm``, with ``crm_scale_updates``: each real step
   adds |U \\ F| experiences, so the learner makes |U \\ F| times the updates per environment step,
   as the paper's PQL-CRM; learner, environment steps and seeds are otherwise identical): per seed, one policy per ε setting (MO-MPO's preferences), each evaluated every
@@ -39,17 +39,17 @@ from numpy.typing import NDArray
 
 from morl_robot.envs.button_world import SIZE, START, ButtonWorld
 from morl_robot.errors import UsageError
-from morl_robot.evaluation.hypervolume import hypervolume
-from morl_robot.evaluation.pareto import expected_utility, pareto_front, simplex_weights
-from morl_robot.evaluation.provenance import write_results_json
-from morl_robot.evaluation.records import write_json_atomic
-from morl_robot.reward_machines import ProductMachine, build_product, load_machine
-from morl_robot.reward_machines.env import RewardMachineEnv
-from morl_robot.reward_machines.solver import (
+from morl_robot.evaluation.exact_front import (
     linear_front,
     pareto_front_exact,
     tabular_product,
 )
+from morl_robot.evaluation.hypervolume import hypervolume
+from morl_robot.evaluation.pareto import expected_utility, pareto_front, simplex_weights
+from morl_robot.evaluation.provenance import write_results_json
+from morl_robot.records import write_json_atomic
+from morl_robot.reward_machines import ProductMachine, build_product, load_machine
+from morl_robot.reward_machines.env import RewardMachineEnv
 
 __all__ = [
     "GAMMA",

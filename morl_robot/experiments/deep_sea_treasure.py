@@ -441,6 +441,42 @@ RESUME_KEYS = ("steps_per_run", "eval_episodes", "quick", "convergence", "explor
                "exploring_horizon", "learner_changes")
 
 
+def plot_c_to_treasure(rows: Sequence[Mapping[str, Any]], eps_time: Sequence[float], path: Path, title: str,
+                       reference: Sequence[Mapping[str, Any]] = ()) -> None:
+    """The paper's Fig. 5 (right): the treasure the greedy policy reaches against c, one line per
+    ε_time; ``rows`` carry ``eps_time``, ``c`` and ``treasure``.  ``reference``: rows of the same
+    form (e.g. the exact solution) drawn dashed, in the colour of the same ε_time.  With a reference
+    and several ε_time values each gets its own panel (shared axes), so each curve is read against its
+    own reference."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    panels = len(eps_time) if reference and len(eps_time) > 1 else 1
+    fig, axes = plt.subplots(panels, 1, figsize=(7, 4 if panels == 1 else 2.6 * panels), sharex=True, sharey=True,
+                             squeeze=False)
+    for i, e in enumerate(eps_time):
+        ax = axes[i if panels > 1 else 0, 0]
+        colour = f"C{i}"
+        ref = sorted((r for r in reference if r["eps_time"] == e), key=lambda r: r["c"])
+        if ref:
+            ax.plot([r["c"] for r in ref], [r["treasure"] for r in ref], linestyle="--", color=colour, alpha=0.5,
+                    linewidth=1.0, label=f"exact, ε_time = {e:g}")
+        mine = [r for r in rows if r["eps_time"] == e]
+        ax.plot([r["c"] for r in mine], [r["treasure"] for r in mine], marker=".", linewidth=0.8, color=colour,
+                label=f"ε_time = {e:g}")
+    for ax in axes[:, 0]:
+        ax.set_ylabel("greedy treasure" if panels > 1 else "treasure reached by the greedy policy")
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize=8, loc="upper left")
+    axes[-1, 0].set_xlabel("c = ε_treasure / ε_time")
+    axes[0, 0].set_title(title, fontsize=9)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=120, bbox_inches="tight")
+    plt.close(fig)
+
+
 def run_experiment(
     out_dir: str | os.PathLike[str],
     processes: int = 2,
@@ -551,8 +587,6 @@ def run_experiment(
                        ref=REFERENCE_POINT, objective_names=OBJECTIVES, true_front=front,
                        title="Deep Sea Treasure: returns reached per setting (MO-MPO §5.2, Fig. 5)")
     if results.get("mo-mpo", {}).get("per_setting"):
-        from morl_robot.experiments.dst_exact import plot_c_to_treasure
-
         rows = [{"eps_time": s["setting"]["params"]["epsilon_time"], "c": s["setting"]["params"]["c"],
                  "treasure": s["returns"][0]} for s in results["mo-mpo"]["per_setting"] if s["returns"] is not None]
         reference: list[dict[str, Any]] = []

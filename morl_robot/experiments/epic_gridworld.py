@@ -37,7 +37,7 @@ from morl_robot.evaluation.epic import (
 )
 from morl_robot.evaluation.plots import plot_distance_heatmap
 from morl_robot.evaluation.provenance import write_results_json
-from morl_robot.evaluation.records import write_bytes_atomic
+from morl_robot.records import write_bytes_atomic
 
 GAMMA = 0.99
 MOVES = ((0, 0), (-1, 0), (1, 0), (0, -1), (0, 1))  # stay, up, down, left, right

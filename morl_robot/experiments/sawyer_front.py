@@ -45,7 +45,7 @@ import numpy as np
 
 from morl_robot.errors import UsageError
 from morl_robot.evaluation.provenance import write_results_json
-from morl_robot.evaluation.records import write_json_atomic
+from morl_robot.records import write_json_atomic
 
 TASK = "sawyer_peg_in_hole"
 DEFAULT_LEARNER = "learner/sawyer_front_demos.yaml"  # per-setting runs

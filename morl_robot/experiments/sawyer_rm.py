@@ -33,7 +33,7 @@ TASK = "sawyer_peg_in_hole"
 
 
 def make_env() -> Any:
-    from morl_robot.reward_machines.env import make_rm_task_env
+    from morl_robot.envs.registration import make_rm_task_env
 
     return make_rm_task_env(SPEC)
 

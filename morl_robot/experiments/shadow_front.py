@@ -50,7 +50,7 @@ import numpy as np
 
 from morl_robot.errors import UsageError
 from morl_robot.evaluation.provenance import write_results_json
-from morl_robot.evaluation.records import write_json_atomic
+from morl_robot.records import write_json_atomic
 
 TASKS = ("shadow_touch", "shadow_turn", "shadow_orient")  # the package's; front_tasks() adds plugin hand tasks
 

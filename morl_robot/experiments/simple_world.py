@@ -304,7 +304,7 @@ def write_report(out_dir: str, beta: float = BETA, tol: float = 1e-8, max_steps:
 
     from morl_robot.evaluation.plots import plot_action_probabilities
     from morl_robot.evaluation.provenance import write_results_json
-    from morl_robot.evaluation.records import write_json_atomic
+    from morl_robot.records import write_json_atomic
 
     out = Path(out_dir)
     result = run_simple_world(beta=beta, tol=tol, max_steps=max_steps)

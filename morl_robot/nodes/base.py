@@ -32,6 +32,9 @@ from typing import Any, TypeVar
 
 import rclpy
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
+from morl_robot.configuration import from_mapping
+from morl_robot.errors import ConfigError, MorlRobotError
+from morl_robot.nodes.wire import EVENT_QOS, LATCHED_QOS
 from rcl_interfaces.msg import ParameterDescriptor, SetParametersResult
 from rclpy.clock import Clock, ClockType
 from rclpy.executors import ExternalShutdownException, SingleThreadedExecutor
@@ -39,10 +42,6 @@ from rclpy.lifecycle import LifecycleNode, TransitionCallbackReturn
 from rclpy.node import Node
 from rclpy.signals import SignalHandlerOptions
 from std_msgs.msg import String
-
-from morl_robot.configuration import from_mapping
-from morl_robot.errors import ConfigError, MorlRobotError
-from morl_robot.nodes.wire import EVENT_QOS, LATCHED_QOS
 
 S = TypeVar("S")
 #: Parameters rclpy itself declares or reads on every node (not part of a node's settings).
@@ -342,7 +341,7 @@ class ManagedNode(LifecycleNode):
     """A lifecycle node with ``autostart`` and errors reported by name instead of tracebacks.
 
     Subclasses declare their parameters with :meth:`declare_settings` (a dataclass deriving from
-    :class:`~morl_robot.session.config.ManagedNodeSettings`, which has ``autostart``) in their
+    :class:`~morl_robot.node_settings.ManagedNodeSettings`, which has ``autostart``) in their
     constructor and implement :meth:`configure`, :meth:`activate`, :meth:`deactivate` and
     :meth:`cleanup`; raising :class:`~morl_robot.errors.MorlRobotError` there fails the
     transition with the message logged.

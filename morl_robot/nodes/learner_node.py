@@ -40,15 +40,8 @@ from pathlib import Path
 from typing import Any
 
 import rclpy
-from std_msgs.msg import (
-    Float64MultiArray,
-    MultiArrayDimension,
-    MultiArrayLayout,
-    UInt8MultiArray,
-)
-
 from morl_robot.errors import ConfigError, MorlRobotError
-from morl_robot.nodes import wire
+from morl_robot.node_settings import LearnerNodeSettings
 from morl_robot.nodes.base import (
     DiagnosticsPublisher,
     ManagedNode,
@@ -56,7 +49,14 @@ from morl_robot.nodes.base import (
     run_node,
     steady_timer,
 )
-from morl_robot.session.config import LearnerNodeSettings
+from std_msgs.msg import (
+    Float64MultiArray,
+    MultiArrayDimension,
+    MultiArrayLayout,
+    UInt8MultiArray,
+)
+
+from morl_robot.nodes import wire
 
 
 class LearnerNode(ManagedNode):
@@ -72,7 +72,6 @@ class LearnerNode(ManagedNode):
     # --- lifecycle -----------------------------------------------------------------------------
     def configure(self) -> None:
         import torch
-
         from morl_robot.learning.run_lock import RunLock
         from morl_robot.training.session import session_for_task
 
@@ -100,7 +99,7 @@ class LearnerNode(ManagedNode):
         self._pub_allowance = self.create_publisher(Float64MultiArray, "experience_allowance", wire.LATCHED_QOS)
         s.start()
         if self.settings.recordings and s.resumed_from is None:  # train --from-recording … --online
-            from morl_robot.recording.offline import seed_replay
+            from morl_robot.training.offline import seed_replay
 
             seed_replay(s, task, self.settings.task_config or None, self.settings.recordings.split(","),
                         report=self.get_logger().info)

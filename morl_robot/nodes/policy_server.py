@@ -53,14 +53,9 @@ import time
 from typing import Any
 
 import numpy as np
-from rcl_interfaces.msg import SetParametersResult
-from rclpy.parameter import Parameter
-from std_msgs.msg import Float64MultiArray, Header, UInt8MultiArray
-from std_srvs.srv import Trigger
-
 from morl_robot.acting.policy import ModelLoader, is_serving
 from morl_robot.acting.server import PolicyServerCore, use_fifo_scheduling
-from morl_robot.nodes import wire
+from morl_robot.node_settings import PolicyServerSettings
 from morl_robot.nodes.base import (
     EXPERIENCE_FLUSH_PERIOD,
     DiagnosticsPublisher,
@@ -71,7 +66,12 @@ from morl_robot.nodes.base import (
     steady_timer,
 )
 from morl_robot.serving.contract import PolicyContract
-from morl_robot.session.config import PolicyServerSettings
+from rcl_interfaces.msg import SetParametersResult
+from rclpy.parameter import Parameter
+from std_msgs.msg import Float64MultiArray, Header, UInt8MultiArray
+from std_srvs.srv import Trigger
+
+from morl_robot.nodes import wire
 
 #: Parameters fixed once the node is configured (``policy``, ``observation_timeout``, ``preference`` may change).
 FIXED_WHILE_CONFIGURED = ("mode", "timing", "actor_id", "chunk_size", "seed", "rate", "diagnostics_period",

@@ -40,15 +40,10 @@ from typing import Any
 
 from builtin_interfaces.msg import Time as TimeMsg
 from geometry_msgs.msg import WrenchStamped
-from rosgraph_msgs.msg import Clock
-from sensor_msgs.msg import JointState
-from std_msgs.msg import Bool, Float64MultiArray, String
-from std_srvs.srv import SetBool, Trigger
-
 from morl_robot.envs.robot_session import RobotOutputs, RobotSession, open_runner
 from morl_robot.envs.task_runner import StepRecord
 from morl_robot.errors import MorlRobotError
-from morl_robot.nodes import wire
+from morl_robot.node_settings import RobotNodeSettings
 from morl_robot.nodes.base import (
     SESSION_SETTLE_MAX,
     DiagnosticsPublisher,
@@ -60,7 +55,12 @@ from morl_robot.nodes.base import (
 from morl_robot.nodes.views import RobotViews
 from morl_robot.robots.base import Robot
 from morl_robot.robots.spec import RobotState, SensorSpec
-from morl_robot.session.config import RobotNodeSettings
+from rosgraph_msgs.msg import Clock
+from sensor_msgs.msg import JointState
+from std_msgs.msg import Bool, Float64MultiArray, String
+from std_srvs.srv import SetBool, Trigger
+
+from morl_robot.nodes import wire
 
 
 def _stamp(seconds: float) -> TimeMsg:

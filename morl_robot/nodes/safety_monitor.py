@@ -45,14 +45,8 @@ from typing import Any
 
 from diagnostic_msgs.msg import DiagnosticStatus
 from geometry_msgs.msg import WrenchStamped
-from rclpy.service import Service
-from rclpy.subscription import Subscription
-from sensor_msgs.msg import JointState
-from std_msgs.msg import Bool, Float64MultiArray, Header
-from std_srvs.srv import Trigger
-
 from morl_robot.errors import ConfigError
-from morl_robot.nodes import wire
+from morl_robot.node_settings import SafetyMonitorSettings
 from morl_robot.nodes.base import (
     DiagnosticsPublisher,
     ManagedNode,
@@ -64,8 +58,14 @@ from morl_robot.nodes.base import (
 )
 from morl_robot.safety.monitor import Outcome, SafetyMonitor, build_monitor
 from morl_robot.safety.rules import Response, Violation
-from morl_robot.session.config import SafetyMonitorSettings
 from morl_robot.throttle import RateLimitedLog
+from rclpy.service import Service
+from rclpy.subscription import Subscription
+from sensor_msgs.msg import JointState
+from std_msgs.msg import Bool, Float64MultiArray, Header
+from std_srvs.srv import Trigger
+
+from morl_robot.nodes import wire
 
 
 def _seconds(stamp: Any) -> float:

@@ -30,11 +30,9 @@ import time
 from typing import Any
 
 from diagnostic_msgs.msg import DiagnosticStatus, KeyValue
-from std_msgs.msg import Float64MultiArray, UInt8MultiArray
-
 from morl_robot.acting.policy import ModelLoader, is_serving
 from morl_robot.acting.vector import VectorActor, VectorActorConfig
-from morl_robot.nodes import wire
+from morl_robot.node_settings import VectorActorSettings
 from morl_robot.nodes.base import (
     EXPERIENCE_FLUSH_PERIOD,
     DiagnosticsPublisher,
@@ -44,7 +42,9 @@ from morl_robot.nodes.base import (
     steady_timer,
 )
 from morl_robot.serving.runtime import OnnxPolicy
-from morl_robot.session.config import VectorActorSettings
+from std_msgs.msg import Float64MultiArray, UInt8MultiArray
+
+from morl_robot.nodes import wire
 
 #: s the loop sleeps while it has no model or the learner's allowance is used up.
 IDLE_PERIOD = 0.005

@@ -30,17 +30,19 @@ from std_msgs.msg import Float64MultiArray, MultiArrayDimension, MultiArrayLayou
 
 # the experience table format and the decoded task step live in the actor core; re-exported here
 from morl_robot.acting.experience import (  # noqa: F401
-    ENV_TERMINATED,
     EXPERIENCE_COLUMNS,
-    LABEL_PREFIX,
     ExperienceChunk,
     TaskStep,
     experience_columns,
-    machine_columns,
     read_labelled,
     split_experience,
 )
 from morl_robot.errors import WireError
+from morl_robot.reward_machines.columns import (  # noqa: F401
+    ENV_TERMINATED,
+    LABEL_PREFIX,
+    machine_columns,
+)
 
 # --- QoS -----------------------------------------------------------------------------------
 #: Sensor streams (joint_states, wrench, tactile, task_step): every sample matters to the safety

@@ -10,9 +10,13 @@ import os
 from collections import deque
 from pathlib import Path
 
+import matplotlib
 import numpy as np
 
-from morl_robot.evaluation.plots import _save, plt
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # (after choosing the backend)
+
+from morl_robot.records import save_figure
 from morl_robot.reward_machines.guards import format_assignment
 from morl_robot.reward_machines.product import ProductMachine
 
@@ -89,4 +93,9 @@ def plot_product_machine(p: ProductMachine, path: str | os.PathLike[str], title:
     ax.axis("off")
     ax.set_title(title or " × ".join(p.objective_names)
                  + f": {p.num_nonterminal} non-terminal / {p.num_states} reachable states", fontsize=9)
-    return _save(fig, path)
+    from morl_robot.learning.run_lock import write_error
+
+    try:
+        return save_figure(fig, path, dpi=120, bbox_inches="tight")
+    except OSError as exc:
+        raise write_error(path, exc) from None

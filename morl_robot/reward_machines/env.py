@@ -44,7 +44,7 @@ from morl_robot.reward_machines.product import ProductMachine
 from morl_robot.serving.contract import ContractError, RewardMachineInputs
 
 __all__ = ["Labeller", "RMTaskSpec", "RewardMachineEnv", "check_machine", "info_labels", "load_rm_task",
-           "machine_inputs", "machine_state_labels", "make_rm_task_env", "wrap_task_env"]
+           "machine_inputs", "machine_state_labels", "wrap_task_env"]
 
 #: L: (env, observation, action, next observation, info) → the set of true propositions.
 Labeller = Callable[[gym.Env, Any, Any, Any, dict], "set[str] | frozenset[str]"]
@@ -231,10 +231,3 @@ def wrap_task_env(env: gym.Env, spec: str | os.PathLike[str]) -> RewardMachineEn
     wrapped = RewardMachineEnv(env, product, labeller, keep_task_rewards=task_spec.keep_task_rewards)
     wrapped.contract_machine = _machine_inputs(spec, task_spec, product, labeller)
     return wrapped
-
-
-def make_rm_task_env(spec: str | os.PathLike[str] = "sawyer/peg_touch_then_insert", **env_kwargs: Any) -> RewardMachineEnv:
-    """The product environment of a robot task (Gymnasium id ``morl_robot/SawyerPegInHoleRM-v0``)."""
-    from morl_robot.envs.mo_env import MORobotEnv
-
-    return wrap_task_env(MORobotEnv(load_rm_task(spec)[0].task, **env_kwargs), spec)

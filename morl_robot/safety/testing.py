@@ -34,7 +34,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from morl_robot.evaluation.records import write_json_atomic
+from morl_robot.records import write_json_atomic
 
 if TYPE_CHECKING:
     from morl_robot.robots.config import RobotConfig, SafetyTestConfig

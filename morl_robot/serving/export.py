@@ -147,8 +147,8 @@ def write_atomically(path: str | os.PathLike[str], data: bytes) -> Path:
     """Write the model atomically (a server hot-reloading the file never sees a partial one); an
     ``OSError`` (disk full, read-only folder, name too long…) is a
     :class:`~morl_robot.learning.run_lock.WriteError` naming ``path`` (the old file, if any, stays)."""
-    from morl_robot.evaluation.records import write_bytes_atomic
     from morl_robot.learning.run_lock import write_error
+    from morl_robot.records import write_bytes_atomic
 
     try:
         return write_bytes_atomic(path, data)

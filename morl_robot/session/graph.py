@@ -215,7 +215,7 @@ def with_clock(cfg: SessionConfig, nodes: list[NodeSpec], session: str | None = 
     ``use_sim_time:=true``): all nodes of a graph follow one clock.  Every managed node also gets
     the graph's session id (``session``, a fresh one unless given) and start time: its commands
     carry the id, and a second session on the same names gives way (``nodes.base.SessionGuard``)."""
-    from morl_robot.session.config import (
+    from morl_robot.node_settings import (
         NODE_SETTINGS,
         ManagedNodeSettings,
         new_session_id,

@@ -18,7 +18,7 @@ import numpy as np
 from morl_robot.configuration import fail
 from morl_robot.robots.base import Robot
 from morl_robot.robots.spec import ControlMode, RobotState
-from morl_robot.tasks.recipes import TaskRecipe
+from morl_robot.tasks.recipe_schema import TaskRecipe
 
 
 @dataclass

@@ -168,7 +168,8 @@ def test_bad_settings_and_incompatible_models_are_named(policy_file):
 def test_a_reward_machine_task_sends_the_machine_columns_the_learner_expects(tmp_path, short_task):
     """``reward_machine``: the environments run the task in its product machine; the rows carry
     the machine columns (env_terminated, label/<proposition>…) and fit the learner node's layout."""
-    from morl_robot.acting.experience import experience_columns, machine_columns
+    from morl_robot.acting.experience import experience_columns
+    from morl_robot.reward_machines.columns import machine_columns
     from morl_robot.training.session import session_for_task
 
     spec, path = "sawyer/peg_touch_then_insert", tmp_path / "rm.onnx"

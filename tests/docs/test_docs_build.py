@@ -56,7 +56,8 @@ def test_generated_reference_covers_the_code() -> None:
     topics = render("topics")
     for topic in wire.TOPICS:
         assert f"`{topic.name}`" in topics
-    from morl_robot.session.config import NODE_SETTINGS, SessionConfig
+    from morl_robot.node_settings import NODE_SETTINGS
+    from morl_robot.session.config import SessionConfig
 
     for node in NODE_SETTINGS:
         assert f"### `{node}`" in topics

@@ -9,12 +9,13 @@ from unittest import mock
 import numpy as np
 import pytest
 
-from morl_robot.evaluation import Setting, run_sweep, write_json_atomic
+from morl_robot.evaluation import Setting, run_sweep
 from morl_robot.evaluation.plots import (
     plot_action_probabilities,
     plot_learning_curves,
     plot_pareto_fronts,
 )
+from morl_robot.records import write_json_atomic
 
 
 def trivial_returns(setting: Setting) -> np.ndarray:

@@ -55,12 +55,12 @@ def test_bad_configs_are_refused_before_any_node_starts(tmp_path, capsys, make, 
 
 def test_every_node_declares_exactly_the_fields_of_its_settings_dataclass():
     rclpy = pytest.importorskip("rclpy")
+    from morl_robot.node_settings import NODE_SETTINGS
     from morl_robot.nodes.learner_node import LearnerNode
     from morl_robot.nodes.policy_server import PolicyServer
     from morl_robot.nodes.robot_node import RobotNode
     from morl_robot.nodes.safety_monitor import SafetyMonitorNode
     from morl_robot.nodes.vector_actor import VectorActorNode
-    from morl_robot.session.config import NODE_SETTINGS
 
     context = rclpy.Context()
     rclpy.init(context=context, domain_id=0)

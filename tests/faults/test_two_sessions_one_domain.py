@@ -18,9 +18,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from morl_robot.node_settings import new_session_id
 from morl_robot.nodes import wire
 from morl_robot.nodes.base import SessionGuard
-from morl_robot.session.config import new_session_id
 
 ROOT = Path(__file__).resolve().parents[2]
 DEMO = ROOT / "results" / "demo" / "seed0" / "policy.onnx"

@@ -13,7 +13,6 @@ from morl_robot.acting.experience import (
     ExperienceWriter,
     Pending,
     experience_columns,
-    machine_columns,
     split_experience,
 )
 from morl_robot.envs.mo_env import MORobotEnv, open_task_env
@@ -21,6 +20,7 @@ from morl_robot.envs.task_runner import TaskRunner
 from morl_robot.errors import ConfigError
 from morl_robot.learning.config import load_learner_config
 from morl_robot.learning.networks import ActionSpec
+from morl_robot.reward_machines.columns import machine_columns
 from morl_robot.training.session import (
     LearnerSession,
     counterfactual_relabeller,

@@ -29,9 +29,9 @@ def export_rm_policy(path: Path, spec: str = SPEC, keep_machine: bool = True) ->
     slowly and does not press the peg into the fixture in one episode)."""
     import torch
 
+    from morl_robot.envs.registration import make_rm_task_env
     from morl_robot.learning import ActionSpec, MOMPOLearner
     from morl_robot.learning.config import config_from_dict
-    from morl_robot.reward_machines.env import make_rm_task_env
     from morl_robot.serving.contract import contract_for_env
     from morl_robot.serving.export import export_policy
 
@@ -123,7 +123,8 @@ def test_a_plain_policy_is_refused_where_its_labels_differ(tmp_path):
     """The environment a contract describes is checked label by label (here: a contract claiming a
     reward machine for a task whose observation was changed under it)."""
     from morl_robot.envs.mo_env import open_policy_env
-    from morl_robot.reward_machines.env import machine_inputs, make_rm_task_env
+    from morl_robot.envs.registration import make_rm_task_env
+    from morl_robot.reward_machines.env import machine_inputs
     from morl_robot.serving.contract import ContractError, contract_for_env
 
     env = make_rm_task_env(SPEC)

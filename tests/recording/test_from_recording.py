@@ -28,7 +28,7 @@ def recorded(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture(scope="module")
 def frame():  # a TaskFrame
-    from morl_robot.recording.transitions import task_frame
+    from morl_robot.training.recordings import task_frame
 
     return task_frame(TASK)
 

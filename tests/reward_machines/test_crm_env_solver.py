@@ -4,13 +4,13 @@ import dataclasses
 import gymnasium
 import numpy as np
 import pytest
-from morl_robot.reward_machines.solver import (
+
+from morl_robot.envs.button_world import BUTTONS, START, ButtonWorld
+from morl_robot.evaluation.exact_front import (
     linear_front,
     pareto_front_exact,
     tabular_product,
 )
-
-from morl_robot.envs.button_world import BUTTONS, START, ButtonWorld
 from morl_robot.experiments.button_world import make_env, product_for
 from morl_robot.learning.replay import SequenceReplay
 

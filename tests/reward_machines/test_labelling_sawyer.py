@@ -60,7 +60,7 @@ def test_rm_task_rejects_a_labelling_without_the_machines_propositions(tmp_path)
 
 
 def test_sawyer_rm_env_labels_the_simulated_robot():
-    from morl_robot.reward_machines.env import make_rm_task_env
+    from morl_robot.envs.registration import make_rm_task_env
 
     env = make_rm_task_env()
     obs, _ = env.reset(seed=0)

@@ -229,7 +229,7 @@ def test_preference_features_match_the_learner_preference_space() -> None:
 # --- the reward machine of a reward-machine task's policy ---------------------------------------
 @functools.lru_cache(maxsize=1)
 def _rm_contract() -> PolicyContract:
-    from morl_robot.reward_machines.env import make_rm_task_env
+    from morl_robot.envs.registration import make_rm_task_env
 
     env = make_rm_task_env("sawyer/peg_touch_then_insert")
     try:

@@ -1,5 +1,5 @@
 """Topics, message types, QoS, services and node parameters from ``morl_robot/nodes/wire.py``
-and the node settings dataclasses (``morl_robot.session.config.NODE_SETTINGS``)."""
+and the node settings dataclasses (``morl_robot.node_settings.NODE_SETTINGS``)."""
 from __future__ import annotations
 
 from . import md, schema
@@ -15,8 +15,9 @@ def _qos_text(profile: object) -> str:
 
 def render() -> str:
     from morl_robot.acting import experience
+    from morl_robot.node_settings import NODE_SETTINGS
     from morl_robot.nodes import wire
-    from morl_robot.session.config import NODE_SETTINGS
+    from morl_robot.reward_machines import columns
 
     notes = schema.module_comments(wire)
     parts = ["## Topics\n",
@@ -45,8 +46,8 @@ def render() -> str:
         ("experience_allowance", wire.ALLOWANCE_LABELS,
          f"then `{wire.ALLOWANCE_ACK_PREFIX}<actor id>`… " + notes.get("ALLOWANCE_ACK_PREFIX", "")),
         ("experience columns", experience.EXPERIENCE_COLUMNS, exp_notes.get("EXPERIENCE_COLUMNS", "")),
-        ("reward-machine columns", (experience.ENV_TERMINATED,),
-         f"then `{experience.LABEL_PREFIX}<proposition>`… " + exp_notes.get("ENV_TERMINATED", "")),
+        ("reward-machine columns", (columns.ENV_TERMINATED,),
+         f"then `{columns.LABEL_PREFIX}<proposition>`… " + schema.module_comments(columns).get("ENV_TERMINATED", "")),
     ]
     parts.append(md.table(("where", "labels", "meaning"),
                           [(md.text(w), ", ".join(md.code(x) for x in ls), md.text(d)) for w, ls, d in labels]))

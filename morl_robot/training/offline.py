@@ -1,6 +1,6 @@
 """MO-MPO from recorded sessions (``morl-robot train --from-recording A.mcap [B.mcap …]``).
 
-The recordings' transitions (:mod:`.transitions`) go into the replay of the learner a training
+The recordings' transitions (:mod:`.recordings`) go into the replay of the learner a training
 run would use (:func:`~morl_robot.training.session.session_for_task`: the same learner YAML,
 contract, checkpoints, ``metrics.csv``, ``episodes.csv`` and ``policy.onnx``), then, with no robot:
 
@@ -28,7 +28,7 @@ from typing import Any
 import numpy as np
 
 from morl_robot.errors import ConfigError
-from morl_robot.recording.transitions import RecordedTransitions, TaskFrame, task_frame
+from morl_robot.training.recordings import RecordedTransitions, TaskFrame, task_frame
 
 #: Behaviour log-probability stored for a recorded action: π/μ = 0, Retrace traces cut.
 UNKNOWN_LOG_MU = 1.0e6

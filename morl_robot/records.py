@@ -6,6 +6,7 @@ write: the text goes to a temporary file in the same folder, is flushed and fsyn
 """
 from __future__ import annotations
 
+import io
 import json
 import math
 import os
@@ -15,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["read_json", "to_jsonable", "write_bytes_atomic", "write_json_atomic"]
+__all__ = ["read_json", "save_figure", "to_jsonable", "write_bytes_atomic", "write_json_atomic"]
 
 
 def _file_mode() -> int:
@@ -81,6 +82,19 @@ def write_bytes_atomic(path: str | os.PathLike[str], data: bytes) -> Path:
             pass
         raise
     return path
+
+
+def save_figure(fig: Any, path: str | os.PathLike[str], **savefig: Any) -> Path:
+    """Write the matplotlib figure ``fig`` to ``path`` atomically (:func:`write_bytes_atomic`; the
+    format from the suffix) and close it, written or not.  ``savefig``: ``Figure.savefig`` options."""
+    import matplotlib.pyplot as plt
+
+    try:
+        buf = io.BytesIO()
+        fig.savefig(buf, format=Path(path).suffix.lstrip(".") or None, **savefig)
+        return write_bytes_atomic(path, buf.getvalue())
+    finally:
+        plt.close(fig)
 
 
 def read_json(path: str | os.PathLike[str]) -> Any:
