@@ -1,19 +1,7 @@
-"""What every morl_robot node shares: the process entry point, lifecycle autostart, diagnostics.
+"""What every morl_robot node shares: the process entry point, lifecycle autostart, one teardown
+(:meth:`ManagedNode.own`), diagnostics, one session per namespace.
 
-Nodes that own hardware or a model are managed (lifecycle) nodes: ``configure`` loads
-configuration and allocates (robot, model, publishers), ``activate`` starts timers and
-commanding, ``deactivate`` stops commanding (the robot holds), ``cleanup`` releases everything.
-With the parameter ``autostart`` (default true) a node walks itself to *active* on start-up, as a
-lifecycle manager would; with ``autostart:=false`` it waits in *unconfigured* for ``ros2
-lifecycle set``.
-
-A failed transition logs ``<transition> failed: <reason>``.  With ``autostart`` a node that cannot
-configure or activate is a failed start: the process exits with status 2 and that line is its last
-error (a session's CLI sees the exit at once and shows the log's end; an unconfigured monitor
-never stays up looking alive).  A node walked by a lifecycle manager (``autostart:=false``: the
-safety test's later phases) stays alive in *unconfigured* when its configure fails, as ROS
-lifecycle nodes do: the manager gets the failed transition and decides (the safety-test probe
-stops with an error).
+Lifecycle, autostart and failed starts (exit status 2): docs/explanation/nodes.md.
 """
 from __future__ import annotations
 
@@ -32,18 +20,25 @@ from typing import Any, TypeVar
 
 import rclpy
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
-from morl_robot.configuration import from_mapping
-from morl_robot.errors import ConfigError, MorlRobotError
-from morl_robot.nodes.wire import EVENT_QOS, LATCHED_QOS
 from rcl_interfaces.msg import ParameterDescriptor, SetParametersResult
+from rclpy.client import Client
 from rclpy.clock import Clock, ClockType
 from rclpy.executors import ExternalShutdownException, SingleThreadedExecutor
 from rclpy.lifecycle import LifecycleNode, TransitionCallbackReturn
 from rclpy.node import Node
+from rclpy.publisher import Publisher
+from rclpy.service import Service
 from rclpy.signals import SignalHandlerOptions
+from rclpy.subscription import Subscription
+from rclpy.timer import Timer
 from std_msgs.msg import String
 
+from morl_robot.configuration import from_mapping
+from morl_robot.errors import ConfigError, MorlRobotError
+from morl_robot.nodes.wire import EVENT_QOS, LATCHED_QOS
+
 S = TypeVar("S")
+E = TypeVar("E")
 #: Parameters rclpy itself declares or reads on every node (not part of a node's settings).
 ROS_OWN_PARAMETERS = ("use_sim_time", "start_type_description_service")
 
@@ -338,17 +333,26 @@ class SessionGuard:
 
 
 class ManagedNode(LifecycleNode):
-    """A lifecycle node with ``autostart`` and errors reported by name instead of tracebacks.
+    """A lifecycle node with ``autostart``, errors reported by name instead of tracebacks, and one
+    teardown for every node.
 
     Subclasses declare their parameters with :meth:`declare_settings` (a dataclass deriving from
     :class:`~morl_robot.node_settings.ManagedNodeSettings`, which has ``autostart``) in their
     constructor and implement :meth:`configure`, :meth:`activate`, :meth:`deactivate` and
     :meth:`cleanup`; raising :class:`~morl_robot.errors.MorlRobotError` there fails the
-    transition with the message logged.
+    transition with the message logged.  Every publisher, subscription, timer, service, client or
+    :class:`DiagnosticsPublisher` a node creates goes through :meth:`own`: the base destroys it at
+    deactivate or cleanup (after the node's own hook), when a transition fails halfway, at
+    shutdown and in :meth:`close`; the hooks release only what is not a ROS entity.
     """
 
     settings: Any
     session_guard: SessionGuard | None = None
+
+    def __init__(self, node_name: str, **kwargs: Any) -> None:
+        super().__init__(node_name, **kwargs)
+        self._owned: dict[str, list[Any]] = {"deactivate": [], "cleanup": []}
+        self._is_active = False
 
     def declare_settings(self, cls: type[S]) -> S:
         """:func:`declare_settings` for this node; the result is also kept as ``self.settings``."""
@@ -369,6 +373,57 @@ class ManagedNode(LifecycleNode):
         """Why this node gives way to an earlier session on its names ("" = it does not)."""
         return self.session_guard.refused if self.session_guard is not None else ""
 
+    @property
+    def is_active(self) -> bool:
+        """Activated and not deactivated since (:meth:`close` deactivates first when it is)."""
+        return self._is_active
+
+    # --- what the node owns --------------------------------------------------------------------
+    def own(self, entity: E, until: str = "cleanup") -> E:
+        """Destroy ``entity`` at ``until``: ``"cleanup"`` (what :meth:`configure` creates) or
+        ``"deactivate"`` (what :meth:`activate` starts).  A publisher, subscription, timer, service
+        or client of this node, or anything with ``destroy()``; returns it."""
+        if until not in self._owned:
+            raise ValueError(f"own(until={until!r}): 'cleanup' or 'deactivate'")
+        self._owned[until].append(entity)
+        return entity
+
+    def disown(self, entity: Any) -> bool:
+        """Destroy one owned entity now (False: not owned, e.g. already released by cleanup)."""
+        for owned in self._owned.values():
+            if any(e is entity for e in owned):
+                owned[:] = [e for e in owned if e is not entity]
+                self._destroy(entity)
+                return True
+        return False
+
+    def _destroy(self, entity: Any) -> None:
+        if isinstance(entity, Publisher):
+            self.destroy_publisher(entity)
+        elif isinstance(entity, Subscription):
+            self.destroy_subscription(entity)
+        elif isinstance(entity, Timer):
+            self.destroy_timer(entity)
+        elif isinstance(entity, Service):
+            self.destroy_service(entity)
+        elif isinstance(entity, Client):
+            self.destroy_client(entity)
+        else:
+            entity.destroy()
+
+    def _release(self, until: str) -> None:
+        """Destroy what is owned until ``until``, newest first; every one even if one fails."""
+        owned, self._owned[until] = self._owned[until], []
+        failure: BaseException | None = None
+        for entity in reversed(owned):
+            try:
+                self._destroy(entity)
+            except Exception as exc:  # noqa: BLE001 - the rest still goes; the first failure is raised
+                failure = failure or exc
+        if failure is not None:
+            raise failure
+
+    # --- lifecycle -----------------------------------------------------------------------------
     def start(self) -> None:
         """Walk to *active* if ``autostart`` (call once after construction; :func:`run_node` first
         listens for another session on the node's names, :class:`SessionGuard`)."""
@@ -389,30 +444,62 @@ class ManagedNode(LifecycleNode):
             return TransitionCallbackReturn.FAILURE
         return TransitionCallbackReturn.SUCCESS
 
+    def _deactivate(self) -> None:
+        try:
+            self.deactivate()
+        finally:
+            self._is_active = False
+            self._release("deactivate")
+
+    def _cleanup(self) -> None:
+        try:
+            self.cleanup()
+        finally:
+            try:
+                self._release("deactivate")
+            finally:
+                self._release("cleanup")
+
+    def teardown(self) -> None:
+        """Deactivate if active, then clean up: the node's hooks, each followed by destroying what
+        it owns until then."""
+        if self._is_active:
+            self._deactivate()
+        self._cleanup()
+
     def on_configure(self, state: Any) -> TransitionCallbackReturn:
-        return self._guard("configure", self.configure)
+        result = self._guard("configure", self.configure)
+        if result != TransitionCallbackReturn.SUCCESS:
+            self._release("cleanup")  # a failed configure leaves no entities behind
+        return result
 
     def on_activate(self, state: Any) -> TransitionCallbackReturn:
         result = self._guard("activate", self.activate)
-        if result == TransitionCallbackReturn.SUCCESS:
-            return super().on_activate(state)  # activates the lifecycle publishers
-        return result
+        if result != TransitionCallbackReturn.SUCCESS:
+            self._release("deactivate")
+            return result
+        self._is_active = True
+        return super().on_activate(state)  # activates the lifecycle publishers
 
     def on_deactivate(self, state: Any) -> TransitionCallbackReturn:
-        result = self._guard("deactivate", self.deactivate)
+        result = self._guard("deactivate", self._deactivate)
         if result == TransitionCallbackReturn.SUCCESS:
             return super().on_deactivate(state)
         return result
 
     def on_cleanup(self, state: Any) -> TransitionCallbackReturn:
-        return self._guard("cleanup", self.cleanup)
+        return self._guard("cleanup", self._cleanup)
 
     def on_shutdown(self, state: Any) -> TransitionCallbackReturn:
         try:
-            self.cleanup()
+            self.teardown()
         except Exception as exc:  # noqa: BLE001 - shutting down anyway
             self.get_logger().warning(f"cleanup at shutdown: {exc}")
         return TransitionCallbackReturn.SUCCESS
+
+    def close(self) -> None:
+        """Process exit (:func:`run_node`): :meth:`teardown`."""
+        self.teardown()
 
     def configure(self) -> None:
         """Load configuration and allocate resources."""
@@ -459,15 +546,24 @@ def stop_with_parent() -> None:
 
 
 def node_help(make: Callable[[], Node], program: str) -> str:
-    """``<node> --help``: how to run it and its documentation (the node module's docstring, which
-    lists its parameters, topics and services)."""
+    """``<node> --help``: how to run it, the node module's docstring and its parameters with their
+    defaults (the settings dataclass in the module; meanings: docs/reference/topics.md)."""
     module = sys.modules.get(getattr(make, "__module__", "") or "")
     name = os.path.basename(program).removesuffix(".py")
     if name in ("__main__", "-c", "") and module is not None:
         name = module.__name__.rsplit(".", 1)[-1]
     doc = (module.__doc__ or "").strip() if module is not None else ""
+    settings = [v for v in vars(module).values() if isinstance(v, type) and dataclasses.is_dataclass(v)
+                and v.__name__.endswith("Settings")] if module is not None else []
+    params = ""
+    if settings:
+        fields = [f for f in dataclasses.fields(settings[0]) if f.init]
+        defaults = [f.default if f.default is not dataclasses.MISSING else f.default_factory()  # type: ignore[misc]
+                    for f in fields]
+        params = ("\n\nparameters (default): " + ", ".join(f"{f.name} ({d!r})" for f, d in zip(fields, defaults))
+                  + "\nwhat each one means, and the topics and services: docs/reference/topics.md")
     return (f"usage: ros2 run morl_robot {name} [--ros-args [-p NAME:=VALUE]... [-r FROM:=TO]... "
-            f"[--params-file FILE]]\n\n{doc}\n")
+            f"[--params-file FILE]]\n\n{doc}{params}\n")
 
 
 def run_node(make: Callable[[], Node], args: list[str] | None = None) -> int:

@@ -1,36 +1,8 @@
 """``learner_node``: the MO-MPO learner on the ROS graph (distributed actors, versioned snapshots).
 
-MO-MPO (Abdolmaleki et al. 2020) in the distributed actor–learner arrangement of Acme (Hoffman et
-al. 2020) and Reverb (Cassirer et al. 2021).  Everything of the run — restore, learning, updates
-owed, checkpoints, policy versions, metrics, end-of-run artefacts — is the pure
-:class:`~morl_robot.training.session.LearnerSession` (its docstring describes the run directory);
-this node only translates:
-
-* ``experience`` (``wire.EXPERIENCE_QOS``) — chunks from any number of actors, decoded with
-  ``wire.read_table`` / ``wire.split_experience`` → :meth:`LearnerSession.receive`; a chunk that
-  does not fit is rejected, counted and logged, never fatal.
-* an update timer (every ``update_period`` s) → :meth:`LearnerSession.tick`: learning for at most
-  ``update_budget`` s, so ingestion keeps flowing between ticks.
-* ``policy_snapshot`` (``std_msgs/UInt8MultiArray``, ``wire.LATCHED_QOS``, ``dim[0].label =
-  "policy_version=<n>"``) — the ONNX bytes of every new policy version (at activation and every
-  ``snapshot_every`` updates); late-joining actors get the newest one.
-* ``experience_allowance`` (``wire.LATCHED_QOS``, labels ``env_steps,allowed_env_steps,received.<actor id>…``) —
-  :meth:`LearnerSession.allowance` when it changes; lockstep actors wait past it (back-pressure).
-* ``/diagnostics`` at 1 Hz — :meth:`LearnerSession.diagnostics`.
-
-Reward machines: with ``reward_machine`` (a reward-machine task spec) the policy acts in the task's
-product with that MORM; the experience carries the machine columns and, with ``replay.crm`` in the
-learner YAML, the session relabels it counterfactually (:func:`~morl_robot.training.session.counterfactual_relabeller`).
-
-Checkpoints every ``training.checkpoint_every`` env steps of the learner YAML (the one cadence
-key) and at shutdown (SIGINT/SIGTERM → :meth:`LearnerNode.close`); at ``total_steps`` the node
-finishes the updates owed, writes its final artefacts and exits.
-
-Nothing in the run directory is written before the session's restore check passes (a refused
-resume — another task, robot, reward machine or learner — fails ``configure`` and leaves the run
-as it was; only the lock file is taken).  A file of the run that cannot be written (disk full, a
-read-only folder…) ends the node with a non-zero status and one ``[ERROR]`` line naming the file
-and the OS error (the CLI shows that line).
+Everything of the run (restore, learning, updates owed, checkpoints, policy versions, metrics,
+end-of-run artefacts) is the pure learner session of :mod:`morl_robot.training`; this node only
+translates.  Its topics, checkpoints, exit and error behaviour: docs/explanation/nodes.md.
 """
 from __future__ import annotations
 
@@ -40,15 +12,6 @@ from pathlib import Path
 from typing import Any
 
 import rclpy
-from morl_robot.errors import ConfigError, MorlRobotError
-from morl_robot.node_settings import LearnerNodeSettings
-from morl_robot.nodes.base import (
-    DiagnosticsPublisher,
-    ManagedNode,
-    log_at,
-    run_node,
-    steady_timer,
-)
 from std_msgs.msg import (
     Float64MultiArray,
     MultiArrayDimension,
@@ -56,7 +19,16 @@ from std_msgs.msg import (
     UInt8MultiArray,
 )
 
+from morl_robot.errors import ConfigError, MorlRobotError
+from morl_robot.node_settings import LearnerNodeSettings
 from morl_robot.nodes import wire
+from morl_robot.nodes.base import (
+    DiagnosticsPublisher,
+    ManagedNode,
+    log_at,
+    run_node,
+    steady_timer,
+)
 
 
 class LearnerNode(ManagedNode):
@@ -65,13 +37,13 @@ class LearnerNode(ManagedNode):
         self.declare_settings(LearnerNodeSettings)  # the node's parameters (session/config.py)
         self.session: Any = None
         self.finished = self._active = False
-        self._timers: list[Any] = []
-        self._sub = self._pub_snapshot = self._pub_allowance = self._run_lock = self._diagnostics = None
+        self._pub_snapshot = self._pub_allowance = self._run_lock = None
         self.failure: Exception | None = None  # what ended the run early (raised again by close: exit status)
 
     # --- lifecycle -----------------------------------------------------------------------------
     def configure(self) -> None:
         import torch
+
         from morl_robot.learning.run_lock import RunLock
         from morl_robot.training.session import session_for_task
 
@@ -95,8 +67,9 @@ class LearnerNode(ManagedNode):
         c = s.contract
         s.accept_experience(wire.experience_columns(c.input_labels, c.action_labels, c.objective_names,
                                                     wire.machine_columns(s.propositions)))
-        self._pub_snapshot = self.create_publisher(UInt8MultiArray, "policy_snapshot", wire.LATCHED_QOS)
-        self._pub_allowance = self.create_publisher(Float64MultiArray, "experience_allowance", wire.LATCHED_QOS)
+        self._pub_snapshot = self.own(self.create_publisher(UInt8MultiArray, "policy_snapshot", wire.LATCHED_QOS))
+        self._pub_allowance = self.own(self.create_publisher(Float64MultiArray, "experience_allowance",
+                                                             wire.LATCHED_QOS))
         s.start()
         if self.settings.recordings and s.resumed_from is None:  # train --from-recording … --online
             from morl_robot.training.offline import seed_replay
@@ -108,35 +81,26 @@ class LearnerNode(ManagedNode):
     def activate(self) -> None:
         self._active = True
         self.session.begin_serving()
-        self._sub = self.create_subscription(Float64MultiArray, "experience", self._on_experience, wire.EXPERIENCE_QOS)
-        self._timers.append(steady_timer(self, self.settings.update_period, self._on_tick))
-        self._diagnostics = DiagnosticsPublisher(self, f"{self.get_fully_qualified_name()}: learner",
-                                                 self.session.diagnostics, hardware_id="cpu")
+        self.own(self.create_subscription(Float64MultiArray, "experience", self._on_experience, wire.EXPERIENCE_QOS),
+                 "deactivate")
+        self.own(steady_timer(self, self.settings.update_period, self._on_tick), "deactivate")
+        self.own(DiagnosticsPublisher(self, f"{self.get_fully_qualified_name()}: learner", self.session.diagnostics,
+                                      hardware_id="cpu"), "deactivate")
 
-    def deactivate(self) -> None:
+    def deactivate(self) -> None:  # (its subscription and timers: ManagedNode)
         self._active = False
-        for t in self._timers:
-            self.destroy_timer(t)
-        self._timers = []
-        if self._sub is not None:
-            self.destroy_subscription(self._sub)
-        if self._diagnostics is not None:
-            self._diagnostics.destroy()
-        self._sub = self._diagnostics = None
 
     def cleanup(self) -> None:
-        """Write the final artefacts (checkpoint, policy.onnx, plots) and release the learner and
-        the run directory; raises the first artefact that could not be written (nothing is
-        written if the session never started: a refused resume)."""
+        """Write the final artefacts (checkpoint, policy.onnx, plots; the last snapshot while its
+        publisher lives: ManagedNode destroys it after this) and release the learner and the run
+        directory; raises the first artefact that could not be written (nothing is written if the
+        session never started: a refused resume)."""
         try:
             if self.session is not None:
                 self.session.finish("shutdown", publish=rclpy.ok(context=self.context))
         finally:
             if self.session is not None:
                 self.session.close()
-            for pub in (self._pub_snapshot, self._pub_allowance):
-                if pub is not None:
-                    self.destroy_publisher(pub)
             self._pub_snapshot = self._pub_allowance = None
             if self._run_lock is not None:
                 self._run_lock.release()
@@ -146,10 +110,8 @@ class LearnerNode(ManagedNode):
         """Process exit (SIGINT/SIGTERM, or ``total_steps`` reached): final checkpoint and artefacts.
         Raises the failure that ended the run, or else the first artefact that could not be
         written: the process exits non-zero."""
-        if self._active:
-            self.deactivate()
         try:
-            self.cleanup()
+            super().close()
         except MorlRobotError as exc:
             self.failure = self.failure or exc
         if self.failure is not None:

@@ -1,48 +1,9 @@
 """``policy_server``: an ONNX policy on the ROS graph, deterministic (deploy) or exploring (train).
 
 Translation only: :class:`~morl_robot.acting.server.PolicyServerCore` decides (acting, holds, timing,
-models, preference, counters).  The node decodes ``task_step`` (the robot node's task observation),
-publishes ``command`` (labels = the contract's action labels, robot units) and runs the loop thread.
-
-Parameters:
-
-* ``mode`` — ``deploy`` (deterministic action) or ``train`` (samples ``clip(mean + std·ξ, −1, 1)``,
-  records ``log μ(a|s)``, completes transitions from the next ``task_step`` and publishes
-  ``experience`` chunks of ``chunk_size`` rows and at every episode end; columns
-  :func:`morl_robot.acting.experience.experience_columns`).
-* ``timing`` — ``lockstep`` (act on each ``task_step`` as it arrives; a repeated (episode, step)
-  gets the same command again; terminal steps get none: the robot resets) or ``realtime`` (a loop
-  thread ticking at the contract's control rate, or ``rate`` Hz, acts on the newest observation;
-  one older than ``observation_timeout`` s is a missing input; a tick that ends after the next one
-  was due, or a skipped period, counts as a deadline miss).
-* ``policy`` — ONNX file (required in deploy mode; in train mode the first model may come on
-  ``policy_snapshot``).  Setting it at run time or calling ``~/reload`` reloads the file;
-  ``policy_snapshot`` (std_msgs/UInt8MultiArray, latched, label ``policy_version=<n>``) hot-reloads
-  learner snapshots, opened on a worker thread.  A new model must be compatible with the running
-  one (:meth:`PolicyContract.check_compatible`) and act finitely on the newest observation, or it
-  is rejected with the reason (log, ``/diagnostics``) and the running model keeps serving.
-* ``preference`` — an ε-conditioned policy acts under this ε (one per objective; empty = the box's
-  centre, which the parameter then shows).  Changeable while running, like the ``preference``
-  topic (std_msgs/Float64MultiArray, labels optional = objective names); both are checked against
-  the contract's ranges: an invalid parameter set is refused with the reason, an invalid message
-  logged and ignored; changes are logged (old → new) and in ``/diagnostics``
-  (``preference/<objective>``).  An unconditioned policy refuses one.  Mode ``train`` samples ε
-  per episode instead (log-uniform in the ranges; rows carry ``obs/preference/<objective>``).
-* ``actor_id``, ``chunk_size`` (64), ``seed``, ``observation_timeout`` (0.25 s), ``rate`` (0 = the
-  contract's), ``realtime_priority`` (0; 1–99 runs the realtime loop thread under SCHED_FIFO, as
-  ros2_control does for its loop, if the process may), ``back_pressure`` (train + lockstep: wait
-  while the learner's ``experience_allowance`` is used up), ``diagnostics_period`` (1 s), ``autostart``.
-* ``demonstrations`` (0), ``demonstration_noise`` (0.2) — train: this actor's first episodes are
-  acted by the task's scripted demonstrator with that Gaussian noise (rows with ``policy_version``
-  0), then it waits for the learner's cloned policy (learning from demonstrations; a training
-  session sets them from the learner YAML's ``training.demonstrations``).
-
-Never garbage: no model, a stale, non-finite or mislabelled observation or a non-finite output means
-*hold* (no command; the robot node holds after its ``command_timeout``), the reason counted and
-reported.  ``heartbeat`` (std_msgs/Header, ``frame_id`` = model version) follows every tick or
-handled ``task_step`` while a model is loaded and not at fault (non-finite output, mislabelled input),
-so the monitor's watchdog stops a broken policy.  ``/diagnostics``: model version, inference and
-receive-to-publish latency p50/p99, deadline misses, holds, rejections, preference.
+models, preference, counters); this node decodes ``task_step``, publishes ``command`` and runs the
+realtime loop thread.  What each mode, timing and parameter does: docs/explanation/nodes.md
+(topics and defaults: docs/reference/topics.md).
 """
 from __future__ import annotations
 
@@ -53,9 +14,15 @@ import time
 from typing import Any
 
 import numpy as np
+from rcl_interfaces.msg import SetParametersResult
+from rclpy.parameter import Parameter
+from std_msgs.msg import Float64MultiArray, Header, UInt8MultiArray
+from std_srvs.srv import Trigger
+
 from morl_robot.acting.policy import ModelLoader, is_serving
 from morl_robot.acting.server import PolicyServerCore, use_fifo_scheduling
 from morl_robot.node_settings import PolicyServerSettings
+from morl_robot.nodes import wire
 from morl_robot.nodes.base import (
     EXPERIENCE_FLUSH_PERIOD,
     DiagnosticsPublisher,
@@ -66,12 +33,6 @@ from morl_robot.nodes.base import (
     steady_timer,
 )
 from morl_robot.serving.contract import PolicyContract
-from rcl_interfaces.msg import SetParametersResult
-from rclpy.parameter import Parameter
-from std_msgs.msg import Float64MultiArray, Header, UInt8MultiArray
-from std_srvs.srv import Trigger
-
-from morl_robot.nodes import wire
 
 #: Parameters fixed once the node is configured (``policy``, ``observation_timeout``, ``preference`` may change).
 FIXED_WHILE_CONFIGURED = ("mode", "timing", "actor_id", "chunk_size", "seed", "rate", "diagnostics_period",
@@ -88,10 +49,8 @@ class PolicyServer(ManagedNode):
         self.core: PolicyServerCore | None = None
         self._lock = threading.RLock()  # the core: executor thread vs the realtime loop thread
         self._loader = ModelLoader(lambda: self.core.policy if self.core is not None else None)
-        self._entities: list[tuple[str, Any]] = []
         self._loop_thread: threading.Thread | None = None
         self._stop_loop = threading.Event()
-        self._diagnostics: DiagnosticsPublisher | None = None
         self._decode = wire.TaskStepDecoder()
         self._command_layout: tuple[PolicyContract, bool, Any] | None = None  # (contract, keyed, layout)
         self._preference_source = "parameter"  # who is setting the preference parameter (for the log)
@@ -102,30 +61,24 @@ class PolicyServer(ManagedNode):
                                 lambda level, message: log_at(self.get_logger(), level, message),
                                 show_preference=lambda v: self.set_parameters([Parameter("preference", value=v)]))
         core.open_model()
-        self._pub_command = self.create_publisher(Float64MultiArray, "command", wire.COMMAND_QOS)
-        self._pub_heartbeat = self.create_publisher(Header, "heartbeat", wire.COMMAND_QOS)
-        self._entities = [
-            ("publisher", self._pub_command), ("publisher", self._pub_heartbeat),
-            ("subscription", self.create_subscription(Float64MultiArray, "task_step", self._on_task_step,
-                                                      wire.SENSOR_QOS)),
-            ("subscription", self.create_subscription(UInt8MultiArray, "policy_snapshot", self._on_snapshot,
-                                                      wire.LATCHED_QOS)),
-            ("service", self.create_service(Trigger, "~/reload", self._srv_reload)),
-            ("subscription", self.create_subscription(Float64MultiArray, "preference", self._on_preference,
-                                                      wire.COMMAND_QOS)),
-        ]
+        own = self.own
+        self._pub_command = own(self.create_publisher(Float64MultiArray, "command", wire.COMMAND_QOS))
+        self._pub_heartbeat = own(self.create_publisher(Header, "heartbeat", wire.COMMAND_QOS))
+        own(self.create_subscription(Float64MultiArray, "task_step", self._on_task_step, wire.SENSOR_QOS))
+        own(self.create_subscription(UInt8MultiArray, "policy_snapshot", self._on_snapshot, wire.LATCHED_QOS))
+        own(self.create_service(Trigger, "~/reload", self._srv_reload))
+        own(self.create_subscription(Float64MultiArray, "preference", self._on_preference, wire.COMMAND_QOS))
         if core.train:
-            pub = self.create_publisher(Float64MultiArray, "experience", wire.EXPERIENCE_QOS)
-            self._experience = HeldUntilMatched(pub)
-            self._entities += [("publisher", pub),
-                               ("timer", steady_timer(self, EXPERIENCE_FLUSH_PERIOD, self._experience.flush))]
+            self._experience = HeldUntilMatched(own(self.create_publisher(Float64MultiArray, "experience",
+                                                                          wire.EXPERIENCE_QOS)))
+            own(steady_timer(self, EXPERIENCE_FLUSH_PERIOD, self._experience.flush))
             if self.settings.timing == "lockstep" and self.settings.back_pressure:
-                self._entities.append(("subscription", self.create_subscription(
-                    Float64MultiArray, "experience_allowance", self._on_allowance, wire.LATCHED_QOS)))
+                own(self.create_subscription(Float64MultiArray, "experience_allowance", self._on_allowance,
+                                             wire.LATCHED_QOS))
         # rclpy's executor here has no guard conditions: a cheap poll picks up models loaded on the worker
-        self._entities.append(("timer", steady_timer(self, RELOAD_POLL_PERIOD, self._on_models_loaded)))
-        self._diagnostics = DiagnosticsPublisher(self, f"{self.get_name()}: policy", core.status,
-                                                 period=self.settings.diagnostics_period)
+        own(steady_timer(self, RELOAD_POLL_PERIOD, self._on_models_loaded))
+        own(DiagnosticsPublisher(self, f"{self.get_name()}: policy", core.status,
+                                 period=self.settings.diagnostics_period))
         self.core = core
 
     def activate(self) -> None:
@@ -150,21 +103,12 @@ class PolicyServer(ManagedNode):
         with self._lock:
             self.core.stop()
 
-    def cleanup(self) -> None:
-        if self.core is None:
-            return
-        for kind, entity in self._entities:
-            getattr(self, f"destroy_{kind}")(entity)
-        self._entities = []
-        if self._diagnostics is not None:
-            self._diagnostics.destroy()
-            self._diagnostics = None
-        self.core, self._decode, self._command_layout = None, wire.TaskStepDecoder(), None
+    def cleanup(self) -> None:  # (its entities: ManagedNode)
+        if self.core is not None:
+            self.core, self._decode, self._command_layout = None, wire.TaskStepDecoder(), None
 
     def close(self) -> None:
-        if self.core is not None and self.core.active:
-            self.deactivate()
-        self.cleanup()
+        super().close()
         self._loader.close()
 
     # --- task steps and the realtime loop ------------------------------------------------------

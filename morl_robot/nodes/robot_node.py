@@ -1,36 +1,8 @@
 """``robot_node``: one robot (Sawyer or Shadow Hand) and optionally its task on the ROS graph.
 
-Backends (parameter ``backend``):
-
-* ``sim`` — a :class:`~morl_robot.robots.mujoco_robot.MujocoRobot`; publishes ``/clock``
-  (simulation time) and offers mujoco_ros2_control's services ``~/reset_world``,
-  ``~/set_pause`` and ``~/step_simulation``.
-* ``hardware`` — :class:`~morl_robot.robots.hardware.HardwareRobot` reached through the driver
-  topics of ``config/robots/<robot>.yaml`` (``hardware:`` section); a stale driver state is a fault
-  that stops commanding until fresh state arrives.
-
-Timing (parameter ``timing``):
-
-* ``lockstep`` (sim only) — each ``command_safe`` message advances the simulation by exactly one
-  control period, then the node publishes the new state and ``task_step``: deterministic, and as
-  fast as the policy and the learner go.  Until the first command arrives (the actor may join
-  late) the newest ``task_step`` is re-sent every ``republish_period`` seconds.
-* ``realtime`` — a wall-clock timer at the control rate applies the newest command; with no
-  command for ``command_timeout`` seconds (e.g. the safety monitor died) the robot holds.
-
-Safety in two layers: the ``safety_monitor`` node supervises (latched e-stop, watchdogs, clamping,
-reset); inside this node's own loop the inner layer (:class:`~morl_robot.safety.inner.InnerSafety`,
-the stopping rules of the same safety YAML, ``config/safety/<robot>.yaml``) checks every command on the
-newest readings before it is actuated.  A command it forbids is not executed: the robot holds for
-that period, the violation is logged once when it begins, counted (``inner_holds``) and shown in
-``/diagnostics`` while it lasts; in lockstep the newest ``task_step`` is re-sent so the actor goes on.
-
-With ``end_episode_on_estop`` (simulated training), a command that arrives while the safety
-monitor's latched ``safety/estop`` is engaged ends the episode with termination ``safety``; the
-node then resets the world and asks the monitor to release (``safety/reset``).
-
-Everything above except the messages is the pure :class:`~morl_robot.envs.robot_session.RobotSession`
-(stepping decisions, episodes, holds, counters, status); this node translates.
+Everything but the messages is the pure :class:`~morl_robot.envs.robot_session.RobotSession`
+(stepping, episodes, holds, the inner safety layer, counters, status); this node translates.
+Backends, timings, the inner safety layer and e-stops in training: docs/explanation/nodes.md.
 """
 from __future__ import annotations
 
@@ -40,10 +12,16 @@ from typing import Any
 
 from builtin_interfaces.msg import Time as TimeMsg
 from geometry_msgs.msg import WrenchStamped
+from rosgraph_msgs.msg import Clock
+from sensor_msgs.msg import JointState
+from std_msgs.msg import Bool, Float64MultiArray, String
+from std_srvs.srv import SetBool, Trigger
+
 from morl_robot.envs.robot_session import RobotOutputs, RobotSession, open_runner
 from morl_robot.envs.task_runner import StepRecord
 from morl_robot.errors import MorlRobotError
 from morl_robot.node_settings import RobotNodeSettings
+from morl_robot.nodes import wire
 from morl_robot.nodes.base import (
     SESSION_SETTLE_MAX,
     DiagnosticsPublisher,
@@ -55,12 +33,6 @@ from morl_robot.nodes.base import (
 from morl_robot.nodes.views import RobotViews
 from morl_robot.robots.base import Robot
 from morl_robot.robots.spec import RobotState, SensorSpec
-from rosgraph_msgs.msg import Clock
-from sensor_msgs.msg import JointState
-from std_msgs.msg import Bool, Float64MultiArray, String
-from std_srvs.srv import SetBool, Trigger
-
-from morl_robot.nodes import wire
 
 
 def _stamp(seconds: float) -> TimeMsg:
@@ -74,7 +46,6 @@ class RobotNode(ManagedNode):
         self.declare_settings(RobotNodeSettings)
         self.core: RobotSession | None = None  # everything but the messages (envs/robot_session.py)
         self._link: Any = None
-        self._loop_timers: list[Any] = []
 
     # --- lifecycle -----------------------------------------------------------------------------
     def configure(self) -> None:
@@ -118,38 +89,34 @@ class RobotNode(ManagedNode):
                                 "obstacle), release the e-stop (safety/reset), then reset")
 
     def _make_interfaces(self, backend: str, robot: Robot) -> None:
-        self._robot = robot
-        self._pub_joints = self.create_publisher(JointState, "joint_states", wire.SENSOR_QOS)
-        self._pub_wrench = (self.create_publisher(WrenchStamped, "wrench", wire.SENSOR_QOS)
+        self._robot, own = robot, self.own
+        self._pub_joints = own(self.create_publisher(JointState, "joint_states", wire.SENSOR_QOS))
+        self._pub_wrench = (own(self.create_publisher(WrenchStamped, "wrench", wire.SENSOR_QOS))
                             if robot.spec.has_sensor("wrench") else None)
         self._pub_tactile = None
         if robot.spec.has_sensor("tactile"):
-            self._pub_tactile = self.create_publisher(Float64MultiArray, "tactile", wire.SENSOR_QOS)
+            self._pub_tactile = own(self.create_publisher(Float64MultiArray, "tactile", wire.SENSOR_QOS))
             self._tactile_msg = wire.LabelledVector(self._sensor_of_kind("tactile").labels)
         assert self.core is not None
         runner = self.core.runner
         self._pub_task = None
         if runner.env is not None:
-            self._pub_task = self.create_publisher(Float64MultiArray, "task_step", wire.SENSOR_QOS)
+            self._pub_task = own(self.create_publisher(Float64MultiArray, "task_step", wire.SENSOR_QOS))
             self._task_step_msg = wire.LabelledVector(
                 wire.task_step_labels(runner.objective_names, runner.observation_labels, runner.machine_labels))
-            self._pub_episode = self.create_publisher(String, "episode", wire.EVENT_QOS)
-        self._pub_clock = self.create_publisher(Clock, "/clock", wire.CLOCK_QOS) if backend == "sim" else None
-        self._sub_command = self.create_subscription(Float64MultiArray, "command_safe", self._on_command,
-                                                     wire.COMMAND_QOS)
-        self._sub_estop = self.create_subscription(Bool, "safety/estop", self._on_estop, wire.LATCHED_QOS)
-        self._reset_client = self.create_client(Trigger, "safety/reset")
+            self._pub_episode = own(self.create_publisher(String, "episode", wire.EVENT_QOS))
+        self._pub_clock = own(self.create_publisher(Clock, "/clock", wire.CLOCK_QOS)) if backend == "sim" else None
+        own(self.create_subscription(Float64MultiArray, "command_safe", self._on_command, wire.COMMAND_QOS))
+        self._sub_estop = own(self.create_subscription(Bool, "safety/estop", self._on_estop, wire.LATCHED_QOS))
+        self._reset_client = own(self.create_client(Trigger, "safety/reset"))
         if backend == "sim":
-            self._sim_services = [
-                self.create_service(Trigger, "~/reset_world", self._srv_reset_world),
-                self.create_service(SetBool, "~/set_pause", self._srv_set_pause),
-                self.create_service(Trigger, "~/step_simulation", self._srv_step),
-                # a force gauge's push on a body (the safety test's fingertip press)
-                self.create_subscription(WrenchStamped, "~/external_wrench", self._on_external_wrench,
-                                         wire.COMMAND_QOS),
-            ]
-        self._diagnostics = DiagnosticsPublisher(self, f"{self.get_name()}: robot", self.core.status,
-                                                 hardware_id=robot.spec.name)
+            own(self.create_service(Trigger, "~/reset_world", self._srv_reset_world))
+            own(self.create_service(SetBool, "~/set_pause", self._srv_set_pause))
+            own(self.create_service(Trigger, "~/step_simulation", self._srv_step))
+            # a force gauge's push on a body (the safety test's fingertip press)
+            own(self.create_subscription(WrenchStamped, "~/external_wrench", self._on_external_wrench,
+                                         wire.COMMAND_QOS))
+        own(DiagnosticsPublisher(self, f"{self.get_name()}: robot", self.core.status, hardware_id=robot.spec.name))
         self._views = RobotViews(self, runner, self.settings.scene_rate,  # scene, view/… (only while subscribed)
                                  self.settings.view_rate)
         self._video = None
@@ -164,18 +131,15 @@ class RobotNode(ManagedNode):
         assert self.core is not None
         self.core.activate()
         if self.settings.timing == "realtime":
-            self._loop_timers.append(steady_timer(self, self.core.runner.robot.control_period, self.core.tick))
+            self.own(steady_timer(self, self.core.runner.robot.control_period, self.core.tick), "deactivate")
         # both timings: re-send the newest task_step while no command comes (a late actor's cue)
-        self._loop_timers.append(steady_timer(self, self.settings.republish_period, self.core.republish))
+        self.own(steady_timer(self, self.settings.republish_period, self.core.republish), "deactivate")
 
-    def deactivate(self) -> None:
-        for t in self._loop_timers:
-            self.destroy_timer(t)
-        self._loop_timers = []
+    def deactivate(self) -> None:  # (its loop timers: ManagedNode)
         if self.core is not None:
             self.core.deactivate()
 
-    def cleanup(self) -> None:
+    def cleanup(self) -> None:  # (its entities: ManagedNode)
         if getattr(self, "_views", None) is not None:
             self._views.close()
         if getattr(self, "_video", None) is not None:
@@ -187,11 +151,6 @@ class RobotNode(ManagedNode):
         if self.core is not None:
             self.core.close()
             self.core = None
-
-    def close(self) -> None:
-        if self.core is not None and self.core.active:
-            self.deactivate()
-        self.cleanup()
 
     # --- messages in ---------------------------------------------------------------------------
     def _on_command(self, msg: Float64MultiArray) -> None:
@@ -233,9 +192,9 @@ class RobotNode(ManagedNode):
 
         def resubscribe() -> None:  # (no argument: rclpy would pass its TimerInfo)
             self.destroy_timer(timer[0])
-            if getattr(self, "_sub_estop", None) is not None:
-                self.destroy_subscription(self._sub_estop)
-                self._sub_estop = self.create_subscription(Bool, "safety/estop", self._on_estop, wire.LATCHED_QOS)
+            if self.disown(getattr(self, "_sub_estop", None)):  # (not after cleanup)
+                self._sub_estop = self.own(self.create_subscription(Bool, "safety/estop", self._on_estop,
+                                                                    wire.LATCHED_QOS))
 
         timer.append(steady_timer(self, delay, resubscribe))
 

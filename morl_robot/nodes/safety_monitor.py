@@ -1,40 +1,8 @@
 """``safety_monitor``: thresholds and watchdogs between the policy and the robot (a managed node).
 
 A thin wrapper of :class:`morl_robot.safety.monitor.SafetyMonitor` (the rules and the latched
-state machine live there).  Topics and QoS come from :mod:`morl_robot.nodes.wire`:
-
-* in: ``command`` (the policy's labelled command), ``joint_states``, ``wrench`` (robots with an
-  F/T sensor), ``tactile`` (robots with touch sensors), ``heartbeat`` (the policy server); a
-  lockstep command answering step 0 of an episode (its ``answers_task_step`` key) starts a new
-  episode for the rate limits: the reset put the robot at rest, so they ramp from the hold command;
-* out: ``command_safe`` (the checked command; the robot node executes only this),
-  ``safety/estop`` (latched ``Bool``: late joiners see the current state), ``safety/violations``
-  (one ``DiagnosticStatus`` per violation as it begins: name = rule; values rule, key, level,
-  value, threshold, unit, response, sensor_stamp, decided_at and command_published_at — when the
-  hold command it caused went out, ``nan`` if none), ``/diagnostics`` (state and counters once a
-  second; ``last_trip_latency`` = sensor stamp → hold command published of the newest trip;
-  missed deadlines by cause — ``host_deadline_misses``, ``host_delay_p50_ms``/``_max_ms``,
-  ``deadline_misses/<cause>``, ``deadline_miss_log`` — see :class:`~morl_robot.safety.monitor.DeadlineMiss`);
-* services: ``safety/reset`` (release; refused with the reason while violating) and
-  ``safety/trigger`` (engage), both ``std_srvs/Trigger``.
-
-Each command is checked and forwarded in its own callback (event-driven: lockstep training waits
-on it).  When a sensor reading starts a stop, the hold command is published at once (for the
-last command's labels); while e-stopped every command is answered by the hold command.  The node
-starts in e-stop and stays there until ``safety/reset``; deactivating it engages the e-stop and
-stops forwarding (the robot node's own command timeout then holds the robot).
-
-Parameters: ``robot`` (``sawyer`` | ``shadow_hand``: ``config/safety/<robot>.yaml``) or
-``config`` (a YAML path); ``control_mode`` (how actuator-labelled commands are read; default the
-robot's default mode); ``watchdogs`` (default true; false = the lockstep-training profile: no
-wall-clock deadlines and no unsolicited hold commands, because in lockstep every ``command_safe``
-advances the simulation and simulated time stands still between commands); ``check_period`` (s,
-the watchdog timer); ``autostart``.  The node's clock is the system clock (``time.time()``), the
-clock the sensor header stamps use, so ``decided_at − sensor_stamp`` is the detection latency.
-Under ``use_sim_time`` the stamps are simulated time, which is not comparable with the system
-clock and stands still while the simulation is paused; the monitor then dates each sensor reading
-and heartbeat by its arrival (system clock), so a stalled stream is still a stale-sensor fault
-and latencies are measured from arrival.
+state machine live there).  What it publishes when, the watchdog profiles and its clock (system
+time; arrival time under ``use_sim_time``): docs/explanation/nodes.md.
 """
 from __future__ import annotations
 
@@ -45,8 +13,13 @@ from typing import Any
 
 from diagnostic_msgs.msg import DiagnosticStatus
 from geometry_msgs.msg import WrenchStamped
+from sensor_msgs.msg import JointState
+from std_msgs.msg import Bool, Float64MultiArray, Header
+from std_srvs.srv import Trigger
+
 from morl_robot.errors import ConfigError
 from morl_robot.node_settings import SafetyMonitorSettings
+from morl_robot.nodes import wire
 from morl_robot.nodes.base import (
     DiagnosticsPublisher,
     ManagedNode,
@@ -59,13 +32,6 @@ from morl_robot.nodes.base import (
 from morl_robot.safety.monitor import Outcome, SafetyMonitor, build_monitor
 from morl_robot.safety.rules import Response, Violation
 from morl_robot.throttle import RateLimitedLog
-from rclpy.service import Service
-from rclpy.subscription import Subscription
-from sensor_msgs.msg import JointState
-from std_msgs.msg import Bool, Float64MultiArray, Header
-from std_srvs.srv import Trigger
-
-from morl_robot.nodes import wire
 
 
 def _seconds(stamp: Any) -> float:
@@ -82,9 +48,6 @@ class SafetyMonitorNode(ManagedNode):
         self.declare_settings(SafetyMonitorSettings)
         self.monitor: SafetyMonitor | None = None
         self._active = False
-        self._timer: Any = None
-        self._handles: list[Any] = []
-        self._diagnostics: DiagnosticsPublisher | None = None
         self._estop_published: bool | None = None
         self._pub_estop: Any = None
         self._last_trip_latency = math.nan
@@ -98,7 +61,7 @@ class SafetyMonitorNode(ManagedNode):
 
     def _stamp(self, stamp: Any, now: float) -> float:
         """A reading's time on the monitor's clock: its header stamp, or its arrival ``now`` under
-        ``use_sim_time`` (see the module docstring)."""
+        ``use_sim_time`` (docs/explanation/nodes.md, "Clock")."""
         return now if self._sim_time else _seconds(stamp)
 
     # --- lifecycle -----------------------------------------------------------------------------
@@ -111,26 +74,26 @@ class SafetyMonitorNode(ManagedNode):
         self.monitor = build_monitor(source, self.settings.control_mode or None, self._watchdogs,
                                      now=self._now(), action_labels=actions)
         spec = self.monitor.spec
-        self._pub_command = self.create_publisher(Float64MultiArray, "command_safe", wire.COMMAND_QOS)
-        if self._pub_estop is None:  # kept across cleanup: late joiners still see the latched state
+        own = self.own
+        self._pub_command = own(self.create_publisher(Float64MultiArray, "command_safe", wire.COMMAND_QOS))
+        if self._pub_estop is None:  # not owned, kept across cleanup: late joiners still see the latched state
             self._pub_estop = self.create_publisher(Bool, "safety/estop", wire.LATCHED_QOS)
-        self._pub_events = self.create_publisher(DiagnosticStatus, "safety/violations", wire.EVENT_QOS)
+        self._pub_events = own(self.create_publisher(DiagnosticStatus, "safety/violations", wire.EVENT_QOS))
         # Sensors first: rclpy's executor takes ready subscriptions in creation order, so a reading
         # and a command waiting together are handled reading first, as the in-process shield does
         # (observe, then filter).  The state-dependent clamps (approach speed, workspace) then act
         # on the state the command answers, and a lockstep deploy matches its in-process twin.
-        subs = [self.create_subscription(JointState, "joint_states", self._on_joint_state, wire.SENSOR_QOS)]
+        own(self.create_subscription(JointState, "joint_states", self._on_joint_state, wire.SENSOR_QOS))
         if spec.has_sensor("wrench"):
-            subs.append(self.create_subscription(WrenchStamped, "wrench", self._on_wrench, wire.SENSOR_QOS))
+            own(self.create_subscription(WrenchStamped, "wrench", self._on_wrench, wire.SENSOR_QOS))
         if spec.has_sensor("tactile"):
-            subs.append(self.create_subscription(Float64MultiArray, "tactile", self._on_tactile, wire.SENSOR_QOS))
-        subs += [self.create_subscription(Float64MultiArray, "command", self._on_command, wire.COMMAND_QOS),
-                 self.create_subscription(Header, "heartbeat", self._on_heartbeat, wire.COMMAND_QOS)]
-        services = [self.create_service(Trigger, "safety/reset", self._srv_reset),
-                    self.create_service(Trigger, "safety/trigger", self._srv_trigger)]
-        self._handles = subs + services + [self._pub_command, self._pub_events]
-        self._diagnostics = DiagnosticsPublisher(self, f"{self.get_name()}: safety", self._status,
-                                                 self.settings.diagnostics_period, spec.name)
+            own(self.create_subscription(Float64MultiArray, "tactile", self._on_tactile, wire.SENSOR_QOS))
+        own(self.create_subscription(Float64MultiArray, "command", self._on_command, wire.COMMAND_QOS))
+        own(self.create_subscription(Header, "heartbeat", self._on_heartbeat, wire.COMMAND_QOS))
+        own(self.create_service(Trigger, "safety/reset", self._srv_reset))
+        own(self.create_service(Trigger, "safety/trigger", self._srv_trigger))
+        own(DiagnosticsPublisher(self, f"{self.get_name()}: safety", self._status, self.settings.diagnostics_period,
+                                 spec.name))
         self._publish_estop()
         for rule, why in self.monitor.opted_out.items():
             self.get_logger().warning(f"required rule '{rule}' left out by {self.monitor.source}: {why}")
@@ -144,31 +107,14 @@ class SafetyMonitorNode(ManagedNode):
     def activate(self) -> None:
         self._active = True
         if self._watchdogs:
-            self._timer = steady_timer(self, self.settings.check_period, self._on_timer)
+            self.own(steady_timer(self, self.settings.check_period, self._on_timer), "deactivate")
 
-    def deactivate(self) -> None:
+    def deactivate(self) -> None:  # (the watchdog timer: ManagedNode)
         self._active = False
-        if self._timer is not None:
-            self.destroy_timer(self._timer)
-            self._timer = None
         if self.monitor is not None:  # not supervising: engage the e-stop, forward nothing
             self._handle(self.monitor.trigger("safety monitor deactivated", self._now()), unsolicited=False)
 
-    def cleanup(self) -> None:
-        if self._timer is not None:
-            self.destroy_timer(self._timer)
-            self._timer = None
-        for h in self._handles:
-            if isinstance(h, Subscription):
-                self.destroy_subscription(h)
-            elif isinstance(h, Service):
-                self.destroy_service(h)
-            else:
-                self.destroy_publisher(h)
-        self._handles = []
-        if self._diagnostics is not None:
-            self._diagnostics.destroy()
-            self._diagnostics = None
+    def cleanup(self) -> None:  # (its entities: ManagedNode)
         self.monitor = None
 
     def close(self) -> None:

@@ -1,25 +1,8 @@
 """``vector_actor``: a vectorized simulated actor on the ROS graph (training only).
 
-A thin shell around :class:`~morl_robot.acting.vector.VectorActor` (B MuJoCo task environments,
-one batched policy forward per step, every command through the robot's safety rules before the
-simulated robot executes it).  Its loop runs on its own thread while the node is active; the
-executor thread handles the topics:
-
-* ``experience`` (``wire.EXPERIENCE_QOS``) — chunks in the format ``policy_server`` sends
-  (:func:`morl_robot.acting.experience.experience_columns`); environment b's actor id is
-  ``actor_id·envs + b``;
-* ``policy_snapshot`` (latched) — learner snapshots, opened on a worker thread and installed
-  between steps if valid (:mod:`morl_robot.acting.policy`); otherwise rejected with the reason;
-* ``experience_allowance`` (latched) — the learner's back-pressure: the loop waits while this
-  actor's transitions reach the allowance (``back_pressure``);
-* ``safety/violations`` — each violation of the in-loop safety rules as it begins (the
-  ``safety_monitor``'s event layout: name = rule; values rule, level, env);
-* ``/diagnostics`` — env steps, holds, safety stops, episodes, chunks, waits, policy version.
-
-Parameters: ``task``, ``task_config``, ``reward_machine``, ``envs`` (8), ``actor_id``, ``seed`` (environment b's
-episode e resets with ``seed + b·10000 + e``), ``chunk_size`` (64), ``safety`` (robot name or safety
-YAML; default the task's robot, the file the monitor node reads), ``policy`` (optional first ONNX
-model; otherwise the first ``policy_snapshot``), ``back_pressure`` (true), ``diagnostics_period``.
+A thin shell around :class:`~morl_robot.acting.vector.VectorActor` (B environments, one batched
+policy forward per step, the robot's safety rules in the loop); its loop runs on its own thread
+while the node is active, the executor thread handles the topics.  Docs: docs/explanation/nodes.md.
 """
 from __future__ import annotations
 
@@ -30,9 +13,12 @@ import time
 from typing import Any
 
 from diagnostic_msgs.msg import DiagnosticStatus, KeyValue
+from std_msgs.msg import Float64MultiArray, UInt8MultiArray
+
 from morl_robot.acting.policy import ModelLoader, is_serving
 from morl_robot.acting.vector import VectorActor, VectorActorConfig
 from morl_robot.node_settings import VectorActorSettings
+from morl_robot.nodes import wire
 from morl_robot.nodes.base import (
     EXPERIENCE_FLUSH_PERIOD,
     DiagnosticsPublisher,
@@ -42,9 +28,6 @@ from morl_robot.nodes.base import (
     steady_timer,
 )
 from morl_robot.serving.runtime import OnnxPolicy
-from std_msgs.msg import Float64MultiArray, UInt8MultiArray
-
-from morl_robot.nodes import wire
 
 #: s the loop sleeps while it has no model or the learner's allowance is used up.
 IDLE_PERIOD = 0.005
@@ -59,8 +42,6 @@ class VectorActorNode(ManagedNode):
         self._lock = threading.Lock()  # the core: loop thread vs executor (allowance, diagnostics)
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
-        self._entities: list[tuple[str, Any]] = []
-        self._diagnostics: DiagnosticsPublisher | None = None
         self._counters = {"reloads": 0, "rejected_models": 0, "back_pressure_waits": 0, "chunks": 0}
         self._last_error = ""
 
@@ -69,22 +50,18 @@ class VectorActorNode(ManagedNode):
                                 actor_index=self.settings.actor_id, seed=self.settings.seed,
                                 chunk_size=self.settings.chunk_size, safety=self.settings.safety,
                                 task_config=self.settings.task_config, reward_machine=self.settings.reward_machine)
-        pub = self.create_publisher(Float64MultiArray, "experience", wire.EXPERIENCE_QOS)
-        experience = HeldUntilMatched(pub)
-        self._pub_events = self.create_publisher(DiagnosticStatus, "safety/violations", wire.EVENT_QOS)
+        experience = HeldUntilMatched(self.own(self.create_publisher(Float64MultiArray, "experience",
+                                                                     wire.EXPERIENCE_QOS)))
+        self._pub_events = self.own(self.create_publisher(DiagnosticStatus, "safety/violations", wire.EVENT_QOS))
         self.core = VectorActor(cfg, lambda table, columns: self._emit(experience, table, columns))
         if self.settings.policy:
             self._install(OnnxPolicy.from_file(self.settings.policy), f"file {self.settings.policy}")
-        self._entities = [
-            ("publisher", pub), ("publisher", self._pub_events),
-            ("timer", steady_timer(self, EXPERIENCE_FLUSH_PERIOD, experience.flush)),
-            ("subscription", self.create_subscription(UInt8MultiArray, "policy_snapshot", self._on_snapshot,
-                                                      wire.LATCHED_QOS)),
-            ("subscription", self.create_subscription(Float64MultiArray, "experience_allowance", self._on_allowance,
-                                                      wire.LATCHED_QOS)),
-        ]
-        self._diagnostics = DiagnosticsPublisher(self, f"{self.get_name()}: vector actor", self._status,
-                                                 period=self.settings.diagnostics_period)
+        self.own(steady_timer(self, EXPERIENCE_FLUSH_PERIOD, experience.flush))
+        self.own(self.create_subscription(UInt8MultiArray, "policy_snapshot", self._on_snapshot, wire.LATCHED_QOS))
+        self.own(self.create_subscription(Float64MultiArray, "experience_allowance", self._on_allowance,
+                                          wire.LATCHED_QOS))
+        self.own(DiagnosticsPublisher(self, f"{self.get_name()}: vector actor", self._status,
+                                      period=self.settings.diagnostics_period))
         self.get_logger().info(f"{cfg.envs} {cfg.task} environments, actor ids {cfg.actor_index * cfg.envs}.."
                                f"{cfg.actor_index * cfg.envs + cfg.envs - 1}")
 
@@ -102,21 +79,13 @@ class VectorActorNode(ManagedNode):
             with self._lock:
                 self.core.flush()
 
-    def cleanup(self) -> None:
-        for kind, entity in self._entities:
-            getattr(self, f"destroy_{kind}")(entity)
-        self._entities = []
-        if self._diagnostics is not None:
-            self._diagnostics.destroy()
-            self._diagnostics = None
+    def cleanup(self) -> None:  # (its entities: ManagedNode)
         if self.core is not None:
             self.core.close()
             self.core = None
 
     def close(self) -> None:
-        if self._thread is not None:
-            self.deactivate()
-        self.cleanup()
+        super().close()
         self._loader.close()
 
     # --- loop --------------------------------------------------------------------------------

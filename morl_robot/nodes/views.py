@@ -191,7 +191,7 @@ class RobotViews:
     def on_command(self, values: np.ndarray, labels: Sequence[str]) -> None:
         """A received command, by component."""
         now = time.monotonic()
-        if now < self._next_command or not self._listens(self.pub_command):
+        if self.pub_command is None or now < self._next_command or not self._listens(self.pub_command):
             return
         self._next_command = now + self._view_period
         js = JointState()
@@ -217,6 +217,12 @@ class RobotViews:
         self.scene_published += 1
 
     def close(self) -> None:
+        """Destroy the views' timers and publishers (the robot node's cleanup)."""
         for t in self._timers:
             self.node.destroy_timer(t)
         self._timers = []
+        for pub in (self.pub_scene, self.pub_command, self.pub_observation, *(self.pub_rewards or ()),
+                    *(self.pub_returns or ())):
+            if pub is not None:
+                self.node.destroy_publisher(pub)
+        self.pub_scene = self.pub_command = self.pub_observation = self.pub_rewards = self.pub_returns = None
