@@ -33,6 +33,7 @@ from pathlib import Path
 from typing import Any
 
 import yaml
+
 from morl_robot.cli.options import add_observe, add_set, deprecated
 from morl_robot.errors import UsageError
 
@@ -187,7 +188,6 @@ def preflight_resume(session: Any, out: Path) -> Path | None:
     checkpoint and the first difference."""
     from morl_robot.errors import MorlRobotError
     from morl_robot.learning.run_lock import WriteError, writing
-
     from morl_robot.nodes import wire
 
     c = session.contract

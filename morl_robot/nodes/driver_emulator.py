@@ -22,17 +22,17 @@ import time
 from typing import Any
 
 from geometry_msgs.msg import WrenchStamped
-from morl_robot.node_settings import DriverEmulatorSettings
-from morl_robot.nodes.base import declare_settings, run_node, steady_timer
-from morl_robot.nodes.hardware_link import stamp_seconds
-from morl_robot.robots.config import load_robot_config
-from morl_robot.robots.emulation import DriverEmulatorCore, FaultyLink, LinkFaults
 from rclpy.node import Node
 from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64MultiArray
 from trajectory_msgs.msg import JointTrajectory
 
+from morl_robot.node_settings import DriverEmulatorSettings
 from morl_robot.nodes import wire
+from morl_robot.nodes.base import declare_settings, run_node, steady_timer
+from morl_robot.nodes.hardware_link import stamp_seconds
+from morl_robot.robots.config import load_robot_config
+from morl_robot.robots.emulation import DriverEmulatorCore, FaultyLink, LinkFaults
 
 
 class DriverEmulator(Node):
