@@ -38,7 +38,7 @@ from morl_robot.cli.options import add_observe, add_set, deprecated
 from morl_robot.errors import UsageError
 
 #: What ``train`` itself writes in ``--out`` (path, content), beside the learner's files
-#: (:data:`morl_robot.training.session.RUN_FILES`): the source of docs/reference/run_directory.md.
+#: (:data:`morl_robot.training.run_directory.RUN_FILES`): the source of docs/reference/run_directory.md.
 RUN_FILES: tuple[tuple[str, str], ...] = (
     ("session.yaml", "the session config this run used (every node's settings)"),
     ("sessions.json", ("one entry per start of the command (a resume adds one): session index, start time, "

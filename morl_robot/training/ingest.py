@@ -1,45 +1,10 @@
-"""Experience chunks from distributed actors → sequence replay for the MO-MPO learner.
+"""Experience chunks of distributed actors (``acting/experience.py``'s table) → the sequence replay.
 
-MO-MPO (Abdolmaleki et al. 2020) learns off-policy from a replay that actors fill; in the
-distributed actor–learner arrangement of Acme (Hoffman et al. 2020) and Reverb (Cassirer et al.
-2021) every actor streams its transitions to the learner's replay in chunks.
-:class:`ExperienceIngest` turns one decoded chunk — ``R`` consecutive transitions of one actor,
-see :class:`morl_robot.nodes.wire.ExperienceChunk` — into inserts into a
-:class:`~morl_robot.learning.replay.SequenceReplay`:
-
-* **Layout check.** The chunk's columns must be exactly the learner's
-  (``actor, policy_version, episode, step, obs/…, action/…, log_prob, reward/…, next_obs/…,
-  terminated, truncated`` for *this* task's observation, action and objective labels), its values
-  finite, its actions normalised to [-1, 1].  Anything else raises :class:`ExperienceError`
-  naming the mismatch; the chunk is counted as rejected and nothing of it is inserted.
-* **Sequence breaks.** The replay stores one actor's steps contiguously and reads ``T``-step
-  Retrace sequences (Munos et al. 2016) across consecutive slots.  Chunks of different actors
-  interleave, so a chunk's last transition must not be followed by another actor's step: unless it
-  ends its episode it is inserted with ``truncated=True``.  ``truncated`` is not ``terminated``:
-  the learner's discount stays ``γ`` (it is ``γ·(1 - terminated)``), so the Retrace target of that
-  step bootstraps from ``V(s') = E_π Q(s', ·)`` at the stored next observation, which is exactly
-  right for a trajectory that continues outside the stored sequence (the sequence is cut, the
-  episode is not over).  The same break is inserted inside a chunk wherever two rows are not
-  consecutive steps of one episode (a different episode id, or ``next_obs`` of a row differing
-  from ``obs`` of the next — an actor that lost or reordered steps).
-* **Episode bookkeeping.** Per actor it counts transitions, chunks and episodes and accumulates
-  the undiscounted per-objective return of the running episode *across chunks*; a row with
-  ``terminated`` or ``truncated`` finishes the episode and yields an :class:`EpisodeRecord`.  An
-  episode whose beginning was not seen (the learner started or restarted mid-episode, or a chunk
-  was lost) is reported with ``complete=False``.
-* **Reward machines.** A reward-machine task's chunk also has the machine columns
-  (``env_terminated``, ``label/<proposition>``…; ``acting/experience.py``): each row's label mask
-  σ and the environment's own termination are stored with it, which counterfactual experience
-  (CRM) relabels sampled sequences with; a replay that relabels rejects chunks without them.
-* **Worst-case terminations.** With ``worst_case`` (``training.worst_case_termination``,
-  :mod:`morl_robot.training.termination`) a terminating row at ``step`` s goes into the replay with
-  r + (T − s − 1)·r_low; the episode's reported return stays the task's own.
-* **Observation statistics.** The chunk's observations update the
-  :class:`~morl_robot.learning.normalization.RunningNormalizer`, if one is given.
-
-No ROS here: the node decodes the message (``wire.read_table`` / ``wire.split_experience``) and
-passes the chunk and its column labels.  Shapes: ``R`` rows, ``O`` observation, ``D`` action and
-``K`` objective components.
+What the code cannot say: chunks of different actors interleave in the replay, so a chunk's last
+row is stored ``truncated`` (a bootstrapped break: discount γ, not 0) unless it ends its episode,
+as is any row not followed by its episode's next step; a chunk that does not fit is rejected
+whole, counted, and nothing of it inserted.  Episode returns are summed per actor across chunks;
+an episode whose beginning was not seen is reported incomplete.  docs/explanation/mo_mpo.md.
 """
 from __future__ import annotations
 

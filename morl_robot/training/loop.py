@@ -1,18 +1,9 @@
-"""A synchronous MO-MPO training loop for MO-Gymnasium-style environments, and evaluation.
+"""The in-process training loop (:func:`train`) and deterministic evaluation (:func:`evaluate`) for
+MO-Gymnasium-style environments (``step`` returns a reward vector [K]).
 
-:func:`train` collects experience with the exploring (stochastic) online policy into a
-:class:`~morl_robot.learning.replay.SequenceReplay`, runs learner updates whenever the
-samples-per-insert limiter allows (so learning keeps the configured ratio to acting), evaluates the
-deterministic policy periodically; the learning itself — restore, updates, checkpoints in
-``out_dir/checkpoints``, ``metrics.csv``/``eval.csv``/``episodes.csv``/TensorBoard — is the
-:class:`~morl_robot.training.session.LearnerSession` the learner node drives too.  Calling it
-again with the same ``out_dir`` resumes from the newest readable checkpoint (a corrupt newer one
-is named in a ``RuntimeWarning`` and moved aside; a fresh episode is started: environment state is
-not checkpointed).
-
-Environments follow MO-Gymnasium: ``step`` returns a reward vector ``[K]``; ``reward_space`` gives
-K.  Observations are flattened to float32 (``Discrete`` observations one-hot); ``Box`` actions are
-produced in [-1, 1] and rescaled to the space's bounds; ``Discrete`` actions are indices.
+The learning is the :class:`~morl_robot.training.session.LearnerSession` the learner node drives;
+calling :func:`train` again with the same ``out_dir`` resumes from its newest readable checkpoint
+(environment state is not checkpointed: a fresh episode starts).  docs/explanation/mo_mpo.md.
 """
 from __future__ import annotations
 

@@ -1,23 +1,10 @@
-"""``training.worst_case_termination``: a stop is learned as the rest of the episode at the worst reward.
+"""``training.worst_case_termination``: a stop at step t of a T-step episode is learned as
+r_t + (T − t)·r_low (r_low: ``reward_space.low``), so ending early never pays for a cost objective.
 
-A task that ends an episode early (the Sawyer's force threshold, a collision) also ends its cost
-objectives' penalties: a force objective can then prefer an early crash to an insertion that presses
-for longer.  With this setting the learner is given, for a terminating step t of an episode limited
-to T steps, r_t + (T − t)·r_low, with r_low [K] each objective's worst per-step reward
-(``reward_space.low``), so stopping early is never better for any objective than living on at its
-worst.  Only what the learner learns changes; the returns reported stay the task's own.
-
-The charge is the undiscounted sum (T − t)·r_low, not Σ γ^i r_low: it is the episode return the
-evaluation protocol reports (undiscounted) that a stop must not improve, and with γ = 0.99 over the
-Sawyer's T = 160 steps the discounted sum would charge an early stop only about half of it
-(−7 179 instead of −14 310 at t = 1), which a policy can still prefer to a long insertion that
-presses.  The committed worst-case fronts were trained this way.  Not for reward-machine products or
-counterfactual experience (a machine's own ending is not a failure; relabelled steps do not
-terminate): both are refused.
-
-One rule for both ways experience arrives: :func:`~morl_robot.training.loop.train` (in-process,
-t counted by the loop) and :class:`~morl_robot.training.ingest.ExperienceIngest` (the learner node,
-t = the chunk's ``step`` column + 1).
+The charge is undiscounted on purpose: it is the undiscounted episode return the evaluation
+protocol reports that a stop must not improve (Σ γ^i r_low would charge the Sawyer's early stop only
+about half).  Refused with reward machines and counterfactual experience.  The returns reported stay
+the task's own.  docs/explanation/mo_mpo.md.
 """
 from __future__ import annotations
 

@@ -19,7 +19,8 @@ from morl_robot.learning.checkpoint import (
 )
 from morl_robot.learning.networks import ActionSpec
 from morl_robot.training import train
-from morl_robot.training.session import PAYLOAD_KEYS, LearnerSession
+from morl_robot.training.run_directory import PAYLOAD_KEYS
+from morl_robot.training.session import LearnerSession
 
 sys.path.insert(0, str(Path(__file__).parent))
 from test_learner_sanity import TwoTargetBandit, bandit_config
