@@ -40,6 +40,26 @@ training: {{{demos}eval_every: 0, checkpoint_every: 0, keep_checkpoints: 2, log_
 """
 
 
+#: samples per insert of the slow learner (back-pressure tests): 2 updates of batch 16 per env step,
+#: slower than a robot node steps on its own, so without back-pressure the actors run ahead.
+SLOW_LEARNER_RATIO = 32.0
+
+
+def slow_learner_yaml(log_every: int = 10) -> str:
+    """The back-pressure tests' learner: :func:`tiny_learner_yaml` at :data:`SLOW_LEARNER_RATIO`."""
+    return tiny_learner_yaml(SLOW_LEARNER_RATIO, sequence_length=2, log_every=log_every)
+
+
+def slow_learner_limiter(updates: int) -> "Any":
+    """The slow learner's samples-per-insert limiter after ``updates`` updates (batch 16,
+    ``min_size_to_sample`` 64, ``error_buffer`` 256 as in :func:`tiny_learner_yaml`)."""
+    from morl_robot.learning.replay import SampleToInsertRatio
+
+    limiter = SampleToInsertRatio(SLOW_LEARNER_RATIO, 64, 256.0)
+    limiter.samples = 16 * updates
+    return limiter
+
+
 # --- ROS 2 end-to-end fixtures --------------------------------------------------------------
 import itertools
 from dataclasses import dataclass

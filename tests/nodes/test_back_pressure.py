@@ -9,23 +9,19 @@ import sys
 
 import pytest
 
-from tests.conftest import tiny_learner_yaml
+from tests.conftest import SLOW_LEARNER_RATIO, slow_learner_limiter, slow_learner_yaml
 
 pytestmark = [pytest.mark.ros]
 
-# Many samples per insert with a tiny network: the learner needs ~4 updates per environment step,
-# far slower than the robot node steps on its own, so without back-pressure the actor runs ahead.
-SLOW_LEARNER = tiny_learner_yaml(samples_per_insert=64.0, sequence_length=2, log_every=20)
 CHUNK = 64  # config/sessions/train.yaml policy_server.chunk_size
 
 
 def test_environment_steps_never_outrun_the_samples_per_insert_ratio(tmp_path, domain_id):
     pytest.importorskip("rclpy")
-    from morl_robot.learning.replay import SampleToInsertRatio
     from morl_robot.session.processes import ros_env
 
     config = tmp_path / "slow.yaml"
-    config.write_text(SLOW_LEARNER)
+    config.write_text(slow_learner_yaml(log_every=20))
     out = tmp_path / "run"
     cmd = [sys.executable, "-m", "morl_robot.cli", "train", "--task", "sawyer_peg_in_hole", "--steps", "400",
            "--learner", str(config), "--out", str(out), "--no-progress", "--namespace", "bp",
@@ -35,11 +31,10 @@ def test_environment_steps_never_outrun_the_samples_per_insert_ratio(tmp_path, d
     with open(out / "metrics.csv", newline="") as f:
         rows = [(int(float(r["step"])), int(float(r["env_steps"]))) for r in csv.DictReader(f)]  # step = update
     assert len(rows) > 20, "too few logged updates to judge"
-    limiter = SampleToInsertRatio(64.0, 64, 256.0)
     for update, env_steps in rows:
-        limiter.samples = 16 * update  # the samples taken after `update` updates of batch 16
+        limiter = slow_learner_limiter(update)
         # the allowance, one chunk of run-ahead, and one chunk in flight
         assert env_steps <= limiter.max_inserts() + 2 * CHUNK, (update, env_steps, limiter.max_inserts())
     # and the learner was not starved either: the ratio was met by the end
     update, env_steps = rows[-1]
-    assert env_steps >= 0.5 * (16 * update) / 64.0
+    assert env_steps >= 0.5 * (16 * update) / SLOW_LEARNER_RATIO

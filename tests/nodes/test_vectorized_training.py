@@ -15,11 +15,10 @@ import pytest
 import yaml
 
 from morl_robot.resources import config_path
-from tests.conftest import tiny_learner_yaml
+from tests.conftest import SLOW_LEARNER_RATIO, slow_learner_limiter, slow_learner_yaml
 
 pytestmark = [pytest.mark.ros]
 
-SLOW_LEARNER = tiny_learner_yaml(samples_per_insert=32.0, sequence_length=2, log_every=10)
 ACTORS, ENVS, CHUNK, STEPS = 2, 2, 8, 700
 
 
@@ -30,7 +29,7 @@ def run(tmp_path_factory):
     from tests.conftest import _next_domain
 
     tmp = tmp_path_factory.mktemp("vectorized")
-    (tmp / "slow.yaml").write_text(SLOW_LEARNER)
+    (tmp / "slow.yaml").write_text(slow_learner_yaml(log_every=10))
     task = yaml.safe_load(config_path("tasks/sawyer_peg_in_hole.yaml").read_text())
     task["episode_duration"] = 0.5  # 10-step episodes: many finish in a short run
     (tmp / "short.yaml").write_text(yaml.safe_dump(task))
@@ -70,18 +69,15 @@ def test_both_actor_processes_feed_the_one_learner(run):
 
 
 def test_back_pressure_bounds_the_updates_owed(run):
-    from morl_robot.learning.replay import SampleToInsertRatio
-
     with open(run / "metrics.csv", newline="") as f:
         rows = [(int(float(r["step"])), int(float(r["env_steps"]))) for r in csv.DictReader(f)]
     assert len(rows) > 10, "too few logged updates to judge"
-    limiter = SampleToInsertRatio(32.0, 64, 256.0)
     for update, env_steps in rows:
-        limiter.samples = 16 * update  # the samples taken after `update` updates of batch 16
+        limiter = slow_learner_limiter(update)  # the samples taken after `update` updates of batch 16
         # every actor process sees the learner's allowance (<= max_inserts) and may pass it by what
         # its environments hold (a chunk each) and one chunk each in flight; without back-pressure
         # the actors finish all their steps while the learner has made a few updates
         bound = ACTORS * (limiter.max_inserts() + 2 * ENVS * CHUNK)
         assert env_steps <= bound, (update, env_steps, bound)
     update, env_steps = rows[-1]
-    assert env_steps >= 0.5 * (16 * update) / 32.0  # and the learner was not starved
+    assert env_steps >= 0.5 * (16 * update) / SLOW_LEARNER_RATIO  # and the learner was not starved
