@@ -1,41 +1,14 @@
 """``morl-robot bench safety``: how fast a threshold crossing becomes a stopped command.
 
-Trip latency = the tripping sensor sample's stamp → the hold command published (in-process) or
-received (across processes).  Each trip ramps a sensor through the robot's collision threshold in
-steps of ``--increment`` per sample, starting a random fraction of a step below it; between
-trips the monitor is reset.
-
-* **in-process** — :class:`~morl_robot.safety.monitor.SafetyMonitor` called directly:
-  ``time.perf_counter()`` before ``on_wrench`` (the stamp) → the returned hold command.
-* **across processes** — a ``safety_monitor`` node in its own process on a private DDS domain
-  (loopback); a :class:`~morl_robot.nodes.probe.GraphProbe` publishes ``WrenchStamped`` samples
-  stamped with the system clock every ``--sample-period`` s and subscribes ``command_safe``.
-  Two figures from the tripping sample's stamp: to the hold command *published* (the node's own
-  system-clock reading right after ``publish``, carried by the violation event as
-  ``command_published_at``: the issue's metric) and to the hold command *received back* by the
-  probe (adds the return hop and the probe's executor).  The node runs with the wall-clock
-  deadlines removed from its YAML (a paused ramp is not a sensor fault here).  ``--baseline``
-  also times a bare rclpy relay process (wrench in, command out) over the same transport: the
-  floor that Python executors and DDS set before any safety logic.
-
-* **inner layer** — the hard layer in the robot's own loop (:mod:`morl_robot.safety.inner`), on
-  the hardware backend's real code path without ROS: a :class:`~morl_robot.robots.hardware.HardwareRobot`
-  whose driver callbacks are fed by the bench (as :class:`~morl_robot.nodes.hardware_link.HardwareLink`
-  feeds them from the driver topics) and the robot node's core (:class:`~morl_robot.envs.task_runner.TaskRunner`
-  with :class:`~morl_robot.safety.inner.InnerSafety`) running one loop iteration per sample.  Latency =
-  the tripping sample handed to the backend (``time.perf_counter()`` before the driver callback) → the
-  held command handed to the driver (the sink that ``HardwareLink`` publishes from): the hold
-  decision and the held actuation within the loop iteration that sees the sample.  Not included:
-  the wait for that iteration (none in lockstep, where the loop itself produces the sample; up to
-  one control period on a real-time tick) and the driver topic hops.
-
-Also reported: the threshold error — the tripping value minus the threshold — in units of the
-per-sample increment (within one sensor sample means 0 ≤ error ≤ 1).  Goals: p99 below 1 ms
-across processes (issue 5; a bare rclpy relay alone exceeds it here) and for the inner layer
-(issue 11).  A robot with a wrist F/T sensor (the Sawyer) ramps ‖F‖ along −z (the wrench rules);
-one with touch sensors only (the Shadow Hand) ramps its first sensor's force (the tactile rule).
-Which applies is read from the robot's sensors, not its name: ``--robot`` may be any robot YAML
-(its safety YAML: the robot YAML's ``safety`` or ``config/safety/<name>.yaml``).
+Trip latency = the tripping sensor sample's stamp → the hold command, timed three ways: the
+in-process :class:`~morl_robot.safety.monitor.SafetyMonitor`; a ``safety_monitor`` node in its own
+process (to the hold *published*, the node's ``command_published_at``, and *received back* by the
+probe; its YAML without wall-clock deadlines: a paused ramp is no sensor fault; ``--baseline`` adds
+a bare rclpy relay); the inner layer on the hardware backend's code path without ROS (driver
+callback → held command handed to the driver).  Each trip ramps the robot's first force sensor
+(wrist ‖F‖ along −z, else the first tactile sensor) through its collision level in ``--increment``
+steps from a random fraction of a step below; the monitor is reset between trips.  Figures, goals
+and what is not included: results/benchmarks/NOTES.md ("Safety").
 """
 from __future__ import annotations
 

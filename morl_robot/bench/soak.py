@@ -1,37 +1,10 @@
 """``morl-robot bench soak --minutes N [--seed S]``: a deploy session under a randomised fault schedule.
 
-The deploy graph (``config/sessions/deploy.yaml``: robot node and policy server in real time, the
-safety monitor with its watchdogs) serves a policy on the simulated robot while a seeded schedule
-injects faults through the live graph, one at a time, ``--gap`` seconds apart:
-
-* ``sensor_dropout`` — the simulation is paused (``robot_node/set_pause``) for longer than the
-  joint-state deadline: every sensor stream stops (expected: a ``stale.*`` e-stop);
-* ``nan_burst`` — NaN wrist wrenches are published on the robot's ``wrench`` topic (expected:
-  ``wrench.non_finite`` e-stop);
-* ``latency_spike`` — the simulation is paused for well under the deadline (expected: tolerated,
-  no e-stop).  A trip is a *false trip* only if the sensor stream really stayed within its deadline:
-  the probe times the stream's arrivals itself, and a stall that a loaded machine stretched past the
-  deadline (the probe saw the gap too) is counted as ``overran``, a correct trip, not a false one;
-* ``command_flood`` — a burst of alternating full-range commands at several kHz on ``command``
-  (expected: ``command.rate`` clamps, and no full reversal on ``command_safe``);
-* ``node_restart`` — the policy server is killed (SIGKILL) and started again (expected: a
-  ``stale.heartbeat`` e-stop, then serving again after the reset).
-
-Once per soak, before the schedule:
-
-* ``second_session`` — a second deploy session (another session id, the same namespace and
-  domain) is started beside the running one (expected: each of its nodes gives way at start,
-  naming the running session; the running monitor does not trip);
-* ``refused_resume`` — a run of the task is resumed as another task, by the CLI and by the
-  learner's own start (expected: refused, the run directory byte-identical:
-  :func:`~morl_robot.bench.faults_resume.refused_resume_check`).
-
-After each fault the monitor is reset once the fault is over (``safety/reset``, refused while the
-cause persists).  Reported per fault kind: injected, detected, time to detect (injection → the
-monitor's decision, p50/p99; for staleness faults this includes the stream's deadline), and over the whole soak the commands that reached the robot while
-the e-stop was engaged (non-hold ``command_safe`` after ``safety/estop`` went true; goal: zero)
-and the full reversals a flood got through.  Printed as a table and written to
-``OUT/soak_report.json``.
+The deploy graph (``config/sessions/deploy.yaml``) serves a policy on the simulated robot while a
+seeded schedule injects faults through the live graph, one at a time, ``--gap`` s apart
+(``sensor_dropout``, ``nan_burst``, ``latency_spike``, ``command_flood``, ``node_restart``), after
+``second_session`` and ``refused_resume`` once.  What each fault expects, how false trips are told
+from overrun ones and a measured run: docs/explanation/reliability.md ("Soak test").
 """
 from __future__ import annotations
 

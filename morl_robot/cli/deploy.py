@@ -1,32 +1,12 @@
 """``morl-robot deploy POLICY [--robot R] [--backend sim|hardware] [--episodes N] [--preference EPS …]``: serve an
-ONNX policy through the whole graph: ``robot_node`` + ``safety_monitor`` + ``policy_server``
-(mode deploy), the nodes of ``config/sessions/deploy.yaml`` (the same graph as ``ros2 launch
-morl_robot deploy.launch.py``).
+ONNX policy through the graph of ``config/sessions/deploy.yaml`` (as ``deploy.launch.py``).
 
-Sim-to-sim check (``--backend sim --episodes N``): the graph runs N episodes in MuJoCo, in
-lockstep by default so that every control step gets exactly one policy action, and the
-per-objective returns are compared with the in-process evaluation of the same policy on the same
-seeds (each action through the same safety rules, :class:`~morl_robot.safety.shield.SafetyShield`):
-the torch policy of the run's newest checkpoint (``--compare RUN_DIR``, default the folder
-the ONNX file lies in) or, without a checkpoint, onnxruntime in-process.  Both are reported, with
-their difference, in ``OUT/deploy_report.json``.
-
-A policy of a reward-machine task (its contract's ``reward_machine``) is deployed with its machine:
-the robot node runs it (the session's ``reward_machine``, as in training) and publishes the product
-observation the policy takes; the machine is checked against this installation's files first, and
-the sim-to-sim check compares every objective, the task's and the machine's.
-
-An ε-conditioned policy (its contract lists preference inputs) serves under ``--preference`` (one
-ε per objective, checked against the contract's ranges; default the centre of its box); the
-in-process reference acts under the same preference.
-
-A check that stops making progress (the episode's clock stands still and no episode ends for
-``--stall-timeout`` s) ends with an error that gives every node's newest status, instead of waiting
-forever.  Progress is the robot node's episode and step, not its count of robot steps: a command
-that moves the robot without advancing the task must not look like progress.
-
-Without ``--episodes`` the session runs until Ctrl-C (or ``--duration`` seconds), printing the
-policy server's rate, latency and deadline misses from ``/diagnostics``.
+The sim-to-sim check (``--episodes N``: lockstep, then the same seeds in process), its report, real
+time and ``--stall-timeout``: docs/tutorials/deploy_sim.md; ``--preference``:
+docs/explanation/conditioned.md.  A reward-machine policy (its contract's ``reward_machine``) is
+deployed with its machine, checked against this installation's files first; the robot node runs it
+and the check compares every objective, the task's and the machine's.  Progress (for the stall
+timeout) is the robot node's episode and step, not its robot steps.
 """
 from __future__ import annotations
 

@@ -1,53 +1,12 @@
 """``morl-robot safety-test --robot NAME|PATH [--backend sim|hardware] --out DIR``: scripted
-probes through the full graph (robot node + safety monitor, the nodes of
-``config/sessions/safety_test.yaml``; the same graph as ``ros2 launch morl_robot
-safety_test.launch.py``), one report line per rule: configured threshold, the value at which it
-tripped, latency from the sensor sample's stamp to the first held/stopped command, pass/fail.
+probes through the full graph (the nodes of ``config/sessions/safety_test.yaml``, the graph of
+``safety_test.launch.py``), one report line per rule: threshold, trip value, latency, pass/fail.
 
-This process plays the policy: it publishes ``command`` and ``heartbeat`` at the control rate and
-watches ``command_safe``, ``safety/estop``, ``safety/violations`` and the sensor streams.  Probes:
-
-* Sawyer, in its deployed configuration (compliant force-limited Cartesian control, the monitor's
-  ``approach`` rule): drive the peg down onto the fixture at each ``--approach-speeds`` speed; the
-  approach rule must slow it to its contact speed (5 mm/s) before it arrives (``approach``).  The
-  robot's own press cannot reach the wrench levels (the controller stops pushing at 20 N tared,
-  and pressing *lowers* the raw reading, which holds the tool's 3.4 N weight), so they are reached
-  as on a test rig: a force gauge pushes the tool up (toward the flange) until ``wrench.force_norm``
-  and ``wrench.force_axis`` (fz) trip their contact (20 N, clamp) and collision (40 N, e-stop)
-  levels on the wrist sensor.  Simulation: ``~/external_wrench`` on the ``tool`` body, ramped at
-  ``--gauge-rate`` N/s (default 20), while the probe withdraws at 1 cm/s so the contact clamp shows
-  on ``command_safe``; hardware: the probe holds the arm, asks the operator (on stderr) to press
-  the peg tip up with a gauge and waits 60 s — nobody pressing leaves those levels 'not reached'
-  (INCOMPLETE, exit 3).  (Before the compliance, ``--ramp-speeds`` were press speeds whose force
-  ramp reached the levels; the old name still sets the approach speeds.)  Then approach a joint
-  limit (position mode: the soft-limit clamp).
-* Shadow Hand: press a fingertip onto the block (the tactile contact level, its own motor), then
-  press it further with a force gauge until the tactile collision level trips: in simulation an
-  external force on the fingertip body (the robot node's ``~/external_wrench``, ramped at
-  ``--gauge-rate``, 20 N/s by default:
-  the finger's own motor reaches ~23 N, not 60 N); on hardware the probe asks the operator (on
-  stderr) to press the fingertip with a gauge and waits 60 s — nobody pressing leaves the rule
-  'not reached' (INCOMPLETE, exit 3); approach a joint limit.
-* Both: drop the sensor streams (the simulation is paused: stale-sensor e-stop; on hardware the
-  probe cannot stop the driver: 'not reached'), send NaN (e-stop), flood commands at 20x the control
-  rate (the monitor answers each one within its rate limits), stop the heartbeat (e-stop).
-
-``--backend hardware --emulate FAULTS`` starts the MuJoCo driver emulator (as ``deploy --emulate``):
-the hardware backend against an emulated driver, where nobody presses the gauge (its levels are
-'not reached' at once).
-
-The report also counts the monitor's missed deadlines that no probe caused on purpose, split into
-those a late process on this host explains (the monitor's own watchdog check, the robot node's
-publishing, the delivery; with the delays' p50/max) and unexplained ones.
-
-What runs on which robot is data: the robot YAML's ``safety_test:`` section (phases = control
-modes, their probes, the press kind and gauge, the joint-limit probe; :mod:`morl_robot.robots.config`),
-so ``--robot`` may be any robot YAML path (docs/howto/add_robot.md).
-
-Writes ``report.json``, ``report.md`` (every number with its unit) and a plot per force trace to
-``--out``; exits 0 PASS, 1 FAIL, 3 INCOMPLETE (a threshold the probes could not reach is not a
-pass), 4 NOT JUDGED (a check's only problem was its timing while this machine ran late), 5 when a
-probe aborted (:data:`morl_robot.safety.testing.VERDICTS`: meaning and what to do for each).
+This process plays the policy (``command`` and ``heartbeat`` at the control rate) and watches
+``command_safe``, ``safety/estop``, ``safety/violations`` and the sensor streams.  What runs on
+which robot is data: the robot YAML's ``safety_test:`` section (:mod:`morl_robot.robots.config`).
+The probes, the gauge, the report and the exit codes (:data:`morl_robot.safety.testing.VERDICTS`):
+docs/tutorials/safety_test.md.
 """
 from __future__ import annotations
 

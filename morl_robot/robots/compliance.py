@@ -1,36 +1,14 @@
 """Force-limited Cartesian admittance: contact made safe below the policy.
 
-Industrial arms do not leave contact forces to the program that moves them: the commanded motion
-runs through a compliant law at the servo rate, and the force is bounded by that law (Franka's and
-Sawyer's interaction modes, ISO/TS 15066 power and force limiting).  :class:`ForceLimitedAdmittance`
-is that law for the peg tip's translation, run once per physics substep by the MuJoCo backend and
-once per driver message by the hardware backend (:class:`~morl_robot.robots.kinematics.CartesianController`
-turns its velocity into joint position targets in both).
-
-Per tick of length dt, with the commanded linear velocity v_cmd (3,) (m/s, base frame) and the
-tared contact force f (3,) (N, the force the environment exerts on the tool, base frame):
-
-1. Dead band (sensor noise, tool inertia): f_e = f · max(‖f‖ − f_0, 0) / ‖f‖.
-2. Force limiting of the command: with n = f / ‖f‖ and the speed into the contact s = −v_cmdᵀn > 0,
-   the inward component is scaled by g = clip((F_max − ‖f‖) / (F_max − f_0), 0, 1):
-
-       v_ref = v_cmd + (1 − g) s n
-
-   so the commanded motion yields as the force approaches the limit F_max and stops at it.
-3. Admittance (a spring-damper between the commanded path and the compliant frame, no mass):
-   the offset e (3,) of the compliant frame from the path obeys D ė + K e = f_e, integrated
-   implicitly (unconditionally stable for any dt; with K > 0 the offset is bounded by f_e / K):
-
-       e' = (D e + dt f_e) / (D + dt K)
-
-4. Output: v = v_ref + (e' − e) / dt, its norm capped at the robot's linear speed limit.
-
-Under a persistent push the contact force settles below F_max (with K = 0, at f_0 + D s g: a
-slower push presses more gently, as with damping control); above F_max the tool backs off at
-(‖f‖ − f_0)/D.  The law bounds the *steady* force.  An impact at speed is a transient no servo
-loop can undo once it has happened (its peak is set by the moving mass and the contact stiffness):
-that is what the safety layer's approach-speed limit near the fixture is for
-(``approach`` in ``config/safety/<robot>.yaml``).
+Why, where it runs, its parameters and measured effect: docs/explanation/contact_control.md.  The
+update per tick dt (commanded velocity v_cmd, tared contact force f, both (3,) in the base frame),
+as implemented here: f_e = f·max(‖f‖ − f_0, 0)/‖f‖; with n = f/‖f‖, s = −v_cmdᵀn > 0 and
+g = clip((F_max − ‖f‖)/(F_max − f_0), 0, 1), v_ref = v_cmd + (1 − g) s n; the compliant offset e
+(D ė + K e = f_e, implicit: unconditionally stable for any dt) becomes e' = (D e + dt f_e)/(D + dt K);
+the output v = v_ref + (e' − e)/dt, its norm capped at the robot's linear speed limit.  A persistent
+push settles below F_max (K = 0: at f_0 + D s g, :meth:`ForceLimitedAdmittance.steady_force`); above
+F_max the tool backs off at (‖f‖ − f_0)/D.  The law bounds the steady force, not an impact (that is the
+safety layer's ``approach`` rule).
 """
 from __future__ import annotations
 

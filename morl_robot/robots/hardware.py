@@ -1,43 +1,16 @@
 """The ros2_control hardware backend of the robot interface (pure: no rclpy here).
 
-A real robot is reached through the interfaces its driver exposes under ros2_control
-(``ros2_control`` / ``ros2_controllers`` documentation: ``joint_state_broadcaster``,
-``forward_command_controller``, ``joint_trajectory_controller``):
-
-* state: ``sensor_msgs/JointState`` — matched to our joints **by name** (any order; extra joints such
-  as the Sawyer's ``head_pan`` are ignored);
-* commands: a forward command controller (``std_msgs/Float64MultiArray`` in the controller's joint
-  order), a ``trajectory_msgs/JointTrajectory`` controller, or a ``sensor_msgs/JointState`` command
-  topic;
-* wrench: ``geometry_msgs/WrenchStamped`` of a wrist F/T sensor; tactile: a float array topic.
-
-Topic names, joint order, units and rates per robot live in the ``hardware:`` section of
-``config/robots/<robot>.yaml`` (:class:`~morl_robot.robots.config.HardwareConfig`).  Every
-conversion between the driver's world and ours — joint order and names, degrees, coupled joints
-(the Shadow Hand's J0 motor drives J1 + J2, which a trajectory controller lists separately),
-force units — happens in :class:`~morl_robot.robots.driver_codec.DriverCodec` and nowhere else.
-
-:class:`HardwareRobot` receives driver messages as plain data (``on_joint_state``, ``on_wrench``,
-``on_tactile``, called from the ROS thread of :class:`morl_robot.nodes.hardware_link.HardwareLink`)
-and emits :class:`DriverCommand` objects through a sink callable.  A stream with no accepted
-message within its deadline is a **stale-state fault**: ``read_state`` and ``send_command`` raise
-:class:`StaleStateError` and nothing is sent to the driver until fresh data arrives.  Messages
-that arrive out of order (header stamp not newer than the newest accepted one) are discarded, so
-the state never goes back in time; after a stale period any stamp is accepted again (a restarted
-driver may restart its clock).
-
-Cartesian velocity control (the Sawyer peg-in-hole policy of the MO-MPO paper, section 6) is the
-controller of :class:`~morl_robot.robots.mujoco_robot.MujocoRobot`,
-:class:`~morl_robot.robots.kinematics.CartesianController` (resolved-rate damped least squares,
-Nakamura & Hanafusa 1986), on a kinematics-only MuJoCo model of the robot set to the measured joint positions
-(``mj_kinematics`` + ``mj_comPos`` + ``mj_jacSite``), integrated into position targets that lead
-the measured joints by at most ``cartesian.max_tracking_error`` (position interface), or sent as
-joint velocities (velocity interface).  With ``cartesian.compliance`` (position interface) the twist
-runs through the force-limited admittance (:mod:`morl_robot.robots.compliance`) at the driver rate:
-each joint state moves the targets by one tick (the newest wrench, rotated into the base frame and
-tared at the end of :meth:`HardwareRobot.reset`) and sends them.  The Sawyer's intera SDK offers an
-interaction-control mode of its own (impedance/force in its Cartesian frame); it is a ROS 1 custom
-message, not a ros2_control interface, so the stack runs its own law on the position interface.
+The driver's interfaces (state by joint name, forward / trajectory / JointState commands, wrench,
+tactile), the ``hardware:`` section of ``config/robots/<robot>.yaml`` and stale-state faults:
+docs/howto/connect_sawyer.md and docs/explanation/sim_to_real.md.  Every conversion between the
+driver's world and ours happens in :class:`~morl_robot.robots.driver_codec.DriverCodec` only.
+:class:`HardwareRobot` receives driver messages as plain data (from the ROS thread of
+:class:`morl_robot.nodes.hardware_link.HardwareLink`) and emits :class:`DriverCommand` objects
+through a sink.  Out-of-order messages (stamp not newer) are discarded; after a stale period any
+stamp is accepted again (a restarted driver may restart its clock).  Cartesian control runs
+:class:`~morl_robot.robots.kinematics.CartesianController` on a kinematics-only MuJoCo model set to
+the measured joints (and, with ``cartesian.compliance``, the admittance of
+:mod:`morl_robot.robots.compliance` once per joint state: docs/explanation/contact_control.md).
 
 Shapes: J joints, A actuators, C command columns of the driver controller, M joints in a message.
 """

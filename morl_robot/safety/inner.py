@@ -1,36 +1,11 @@
 """The inner (hard) safety layer: the stopping rules, checked in the robot's own loop before actuating.
 
-Real arms split safety in two: hard limits inside the controller, checked every control cycle
-(Franka's reflexes, Universal Robots' safety system), and supervision above it.  Here the
-supervisor is :class:`~morl_robot.safety.monitor.SafetyMonitor` (latched e-stop, watchdogs,
-clamping, reset) in its own process; :class:`InnerSafety` is the hard layer the robot node (and a
-vectorized simulated actor, once per environment) calls on the newest readings and the command
-about to be actuated, within the same control period, without a hop across processes.
-
-Both layers read the same :class:`~morl_robot.safety.compiled.CompiledRules` (one safety YAML).
-The inner layer keeps only the levels whose response *stops* the robot (``hold`` or ``estop``):
-wherever the monitor would merely warn or clamp, the inner layer forwards, so training and
-deployment behave as before; where it would stop, the robot already holds in the period the
-reading arrives.  The hard rules:
-
-* measured joint positions outside the hard range (the robot's range widened by
-  ``joints.position.hard_tolerance``), joint velocities and efforts at their hard fractions;
-* the wrist wrench at a collision level (nominal or, while the joints accelerate faster than
-  ``wrench.accelerating.above``, the acceleration-phase levels, as the monitor decides it);
-* tactile forces at their collision maxima;
-* non-finite values in any reading or in the command;
-* position commands outside the actuators' hard range (the monitor clamps them into the soft
-  range, so only a command that bypassed it can be out there).
-
-One clamp runs here too: the approach-speed limit (:meth:`InnerSafety.limit_approach`), on the
-robot's newest reading, so a twist decided by the monitor on an older one (a real-time graph's
-latency) still reaches the fixture no faster than the rule allows.
-
-:meth:`InnerSafety.check` is the fast path: a handful of numpy comparisons on (J,), (6,), (T,)
-arrays; it returns :data:`FORWARD` or a :class:`Decision` to hold, whose violations (every
-violated rule) are worked out only when read, after the hold has been actuated.  The arrays
-passed must not be modified afterwards (a state's are copies).  It keeps one piece of state, the previous
-velocity reading (for the acceleration phase): use one instance per robot or environment.
+Which rules it keeps (only levels that hold or e-stop; warn and clamp levels forward) and the
+approach-speed clamp it also runs: docs/explanation/safety_design.md ("Layer 1").  Both layers read
+the same :class:`~morl_robot.safety.compiled.CompiledRules`.  :meth:`InnerSafety.check` is the fast
+path (numpy comparisons; :data:`FORWARD` or a :class:`Decision` whose violations are worked out only
+when read, after the hold has been actuated).  The arrays passed must not be modified afterwards,
+and an instance keeps the previous velocity reading (the acceleration phase): one per robot.
 """
 from __future__ import annotations
 

@@ -1,34 +1,12 @@
 """The safety monitor's state machine: every command to the robot passes :meth:`SafetyMonitor.on_command`.
 
-Modelled on what trusted arms promise: Franka's contact/collision force levels (nominal and
-acceleration phase), protective stops that latch until acknowledged (Universal Robots'
-protective stop, Sawyer's ``set_super_reset``), watchdogs on heartbeats and sensor freshness (ROS
-2 ``sw_watchdog``).
-
-States and responses (rising): commands pass, possibly *clamped* (soft limits, rate limits,
-slowed down during contact, no motion further out of the workspace / joint soft range); *hold*
-(commands replaced by the hold command while a hold-level violation lasts); *e-stop* (latched:
-every command is answered by the hold command until :meth:`reset` is accepted; a reset is
-refused, with the reason, while any e-stop-level condition persists in the newest readings).  The
-monitor starts in e-stop.
-
-The hold command, per control mode, for the labels of the command being answered:
-
-* ``cartesian_velocity`` — a zero twist;
-* ``velocity`` — zero joint velocities;
-* ``effort`` — zero effort (the robot's gravity compensation keeps it up; brakes are the
-  driver's);
-* ``position`` — the labelled actuators' positions (a coupled Shadow J0 actuator: J1 + J2) measured
-  when the stop began, kept while it lasts (the held targets stay put; re-measured each command, a
-  hold would follow a joint that sags under gravity or contact: the Shadow wrist sank 0.3 rad over
-  one held 5 s episode), taken afresh on a release or a new episode; unknown positions (no
-  ``joint_states`` yet) → no command at all (the robot node's own command timeout holds).
-
-The rules come compiled from :mod:`morl_robot.safety.compiled` (the same rules the robot's inner
-layer, :mod:`morl_robot.safety.inner`, checks in its own loop); this module holds the supervisor's
-state only.  No rclpy and no clock reads: every call takes ``now`` (s) from the caller, and sensor stamps are
-the readings' own.  Sensor callbacks return the hold command when they start a stop, so the node
-can publish it at once (that publication is what the latency benchmark times).
+Graded responses (warn < clamp < hold < e-stop), the latched e-stop that starts engaged, and the
+hold command per control mode: docs/explanation/safety_design.md.  The rules come compiled from
+:mod:`morl_robot.safety.compiled` (the same rules the inner layer, :mod:`morl_robot.safety.inner`,
+checks); this module holds the supervisor's state only.  No rclpy and no clock reads: every call
+takes ``now`` (s) from the caller, and sensor stamps are the readings' own.  Sensor callbacks
+return the hold command when they start a stop, so the node can publish it at once (that
+publication is what the latency benchmark times).
 """
 from __future__ import annotations
 

@@ -1,34 +1,10 @@
 """Sawyer peg-in-hole (MO-MPO paper, section 6 "Sawyer Peg-in-Hole").
 
-Objectives (per control step):
-
-* ``task`` ∈ [0, 1] (unitless), shaped toward positioning the peg above the hole and increasing
-  with insertion.  With p the peg tip and h the hole opening (landmark ``hole_top``):
-  d_xy = ‖p_xy − h_xy‖, z = p_z − h_z, depth = clip(−z / hole_depth, 0, 1) when d_xy < align_tol
-  (else 0), d = √(d_xy² + max(z − pre_height, 0)²):
-
-      task = ½ align(d) + ½ depth,   align(d) = 1 − tanh(d / σ)
-
-  With ``fine_shaping_scale`` σ_f > 0 the alignment term has a second, narrow scale,
-  align(d) = ½ (1 − tanh(d / σ)) + ½ (1 − tanh(d / σ_f)): with σ = 5 cm alone, being 5 mm or 2 mm
-  off the axis differs by 0.06 of align, too little for a critic to resolve, yet only < 4 mm
-  (``align_tolerance``) lets the peg in.
-
-* ``wrist_force`` ∈ [−force_reward_clip, 0] (N): minus the ℓ1 norm of the Cartesian forces at
-  the wrist F/T sensor, tared at the start of the episode (as real F/T sensors are biased with
-  the tool attached), clipped below at ``-force_reward_clip``.
-
-Termination: ``force_threshold`` when the tared force norm ‖F‖₂ exceeds ``force_threshold`` N
-(the paper protects the hardware this way).  Truncation: ``time_limit`` after
-``episode_duration``.  ``info['success']`` is set once depth ≥ ``success_depth``.
-
-Action: end-effector Cartesian velocity of the peg tip along ``action_axes`` (default vx, vy,
-vz; normalised to [-1, 1] of the robot's Cartesian limits, or of ``max_tip_speed`` when it is set and
-lower); the axes left out hold the start
-orientation / do not move.  Observation (stacked over ``frame_stack`` steps, newest first):
-peg-tip pose (7), joint positions (7), joint velocities (7), tared wrist wrench (6), last
-action (D) and, with ``observe_hole_offset``, the peg tip relative to the hole opening in mm (3; the
-hole's pose is a calibrated fixture, as in a real insertion cell).
+Observations, actions, objectives (``task``, ``wrist_force``), terminations and success with units:
+:meth:`SawyerPegInHole.describe`, rendered in docs/reference/tasks.md.  Why ``fine_shaping_scale``:
+with σ = 5 cm alone, being 5 mm or 2 mm off the axis differs by 0.06 of the alignment term, too
+little for a critic to resolve, yet only < 4 mm (``align_tolerance``) lets the peg in.  The wrist
+wrench is tared at the episode start, as real F/T sensors are biased with the tool attached.
 """
 from __future__ import annotations
 
