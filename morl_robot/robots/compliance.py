@@ -22,7 +22,7 @@ from morl_robot.configuration import fail
 
 @dataclass
 class ComplianceConfig:
-    """The robot YAML's ``cartesian.compliance`` section (see the module docstring for the law)."""
+    """The robot YAML's ``cartesian.compliance`` section (the law: the module docstring)."""
 
     stiffness: float = 0.0  # N/m (K): pulls the compliant frame back to the commanded path; 0: damping control
     damping: float = 100.0  # N·s/m (D): the tool yields at f/D m/s to a contact force f

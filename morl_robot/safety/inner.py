@@ -98,7 +98,7 @@ def _stopping(found: list[Violation]) -> list[Violation]:
 
 
 class InnerSafety:
-    """The hard rules of one robot, checked before every actuation (see the module docstring).
+    """The hard rules of one robot, checked before every actuation (docs/explanation/safety_design.md).
 
     Args:
         rules: the robot's compiled safety rules (the monitor's).

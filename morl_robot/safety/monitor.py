@@ -135,7 +135,7 @@ class _JointLayout:
 
 
 class SafetyMonitor:
-    """The latched safety state machine for one robot (see the module docstring).
+    """The latched safety state machine for one robot (docs/explanation/safety_design.md).
 
     Args:
         rules: the robot's compiled safety rules (:func:`~morl_robot.safety.compiled.load_rules`).
