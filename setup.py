@@ -39,6 +39,11 @@ CORE_REQUIRES = [
     "matplotlib==3.11.2",
     "tqdm==4.70.1",
     "scipy==1.17.1",
+    # generalisation metrics (morl_robot/evaluation/generalization.py): exact hypervolume, and rliable's
+    # IQM / optimality gap with stratified bootstrap CIs; rliable's arch 7.x fails to import with pandas 3
+    "moocore==0.3.2",
+    "rliable==1.2.0",
+    "pandas==2.3.3",
 ] + pip_only_requirements()
 
 # ROS 2 (Kilted-era) from the PyPI wheels; in a colcon workspace these come from the ROS install.

@@ -19,7 +19,7 @@ from morl_robot.errors import MorlRobotError
 
 # Subcommand modules, in the order `morl-robot --help` lists them.
 SUBCOMMANDS = ("tasks", "rollout", "train", "deploy", "safety_test", "replay", "release", "export", "inspect_policy", "evaluate",
-               "bench", "experiment", "epic", "rm", "demo")
+               "bench", "experiment", "epic", "prism", "rm", "demo", "generalization")
 
 
 def build_parser(lazy: bool = False) -> argparse.ArgumentParser:

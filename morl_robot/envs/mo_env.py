@@ -168,6 +168,37 @@ class MORobotEnv(gym.Env[np.ndarray, np.ndarray]):
         self._renderer = None
         self._state = None
         self._steps = 0
+        self.contexts: Any = None  # a Context (fixed) or ContextSet (one draw per episode): set_contexts
+        self.context: Any = None  # this episode's Context (None: the robot as built)
+        self._link: Any = None  # the context's command delay (FaultyLink on the simulated clock)
+        self._held: np.ndarray | None = None
+
+    def set_contexts(self, contexts: Any) -> None:
+        """Episodes from now on run in ``contexts``: a :class:`~morl_robot.contexts.Context`
+        (every episode), a :class:`~morl_robot.contexts.ContextSet` (domain randomisation: one draw
+        of its training distribution per episode, from the episode's seed) or None (as built).
+        Applied at reset only (docs/howto/generalization.md)."""
+        self.contexts = contexts
+
+    def _begin_context(self, seed: int | None) -> None:
+        from morl_robot.contexts import Context
+
+        src = self.contexts
+        if src is None:
+            if self.context is not None:  # back to the robot as built
+                self.robot.apply_context(None)
+            self.context = self._link = None
+            return
+        ctx = src if isinstance(src, Context) else src.sample(self.np_random)
+        noise_seed = int(seed) if seed is not None else int(self.np_random.integers(2**31))
+        rc = ctx.robot_context(noise_seed)
+        self.robot.apply_context(rc)
+        self.context = ctx
+        self._link = None
+        if rc.link_faults:
+            from morl_robot.robots.emulation import FaultyLink, LinkFaults
+
+            self._link = FaultyLink(LinkFaults(latency=rc.latency, jitter=rc.jitter), noise_seed + 1)
 
     @property
     def action_labels(self) -> tuple[str, ...]:
@@ -180,6 +211,7 @@ class MORobotEnv(gym.Env[np.ndarray, np.ndarray]):
 
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> tuple[np.ndarray, dict[str, Any]]:
         super().reset(seed=seed)
+        self._begin_context(seed)
         if isinstance(self.robot, MujocoRobot):
             self.robot.reset(settle=False)  # the home keyframe, which the task perturbs
         else:
@@ -189,7 +221,11 @@ class MORobotEnv(gym.Env[np.ndarray, np.ndarray]):
         self.task.begin_episode(self.robot, state)
         self._state = state
         self._steps = 0
-        return self.task.observe(state), self._info(state, None, {})
+        self._held = None
+        info = self._info(state, None, {})
+        if self.context is not None:
+            info["context"] = self.context.name
+        return self.task.observe(state), info
 
     def step(self, action: np.ndarray) -> tuple[np.ndarray, np.ndarray, bool, bool, dict[str, Any]]:
         if self._state is None:
@@ -200,6 +236,13 @@ class MORobotEnv(gym.Env[np.ndarray, np.ndarray]):
         if not np.isfinite(action).all():
             raise ValueError(f"action has non-finite values: {action}")
         command = self.task.command(action, self.robot, self._state)
+        if self._link is not None:  # the context's latency: the newest command that has arrived by now
+            now = float(self._state.stamp)
+            self._link.send(command, now)
+            arrived = self._link.due(now + 1e-9)
+            if arrived:
+                self._held = arrived[-1]
+            command = self._held if self._held is not None else self.robot.hold_command()
         state = self.robot.step(command)
         self._steps += 1
         outcome = self.task.evaluate(state, action)

@@ -89,6 +89,19 @@ class Robot(abc.ABC):
         ``scene`` sets named task-object joints (simulation; hardware needs a person or a
         fixture for that and says so)."""
 
+    def apply_context(self, context: Any) -> None:
+        """Put the robot in an environment context (a :class:`morl_robot.robots.context.RobotContext`;
+        None: nominal) before the next :meth:`reset`.  Only a simulated robot can change its physics:
+        this backend accepts the nominal context and refuses any other, naming where it applies
+        instead (the driver emulator's ``context`` parameter for hardware through the emulator)."""
+        name = getattr(context, "name", "nominal") if context is not None else "nominal"
+        if context is not None and (context.body_mass or context.geom_friction or context.joint_damping
+                                    or context.body_offset or context.actuator_gain != 1.0
+                                    or context.sensor_faults or context.link_faults):
+            raise CommandError(f"{type(self).__name__} cannot apply context '{name}': a physical robot's "
+                               "dynamics are what they are; give the context to the driver emulator "
+                               "(parameter 'context') or evaluate in simulation")
+
     def apply_external_force(self, body: str, force: np.ndarray, torque: np.ndarray | None = None) -> None:
         """Simulation only: push the named body with an external wrench (force (3,) N and torque
         (3,) N·m in the world frame, at the body's centre of mass) until changed; zeros remove it,

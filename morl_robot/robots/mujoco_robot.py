@@ -30,6 +30,7 @@ import numpy as np
 from morl_robot.errors import CommandError, ConfigError, UnknownNameError
 from morl_robot.robots.base import Robot
 from morl_robot.robots.config import RobotConfig
+from morl_robot.robots.context import NOMINAL, RobotContext
 from morl_robot.robots.kinematics import CartesianController
 from morl_robot.robots.model import build_spec, load_model, model_path, site_id
 from morl_robot.robots.spec import ControlMode, RobotState
@@ -79,6 +80,13 @@ class MujocoRobot(Robot):
             else np.maximum(-self._kp_bias[:, 2], 1.0) * 4.0
         )
         self._target = np.zeros(len(self._act))  # integrated position targets (cartesian mode)
+        # the nominal model a context is applied to (apply_context restores these first)
+        self._nominal = {"body_mass": model.body_mass.copy(), "body_inertia": model.body_inertia.copy(),
+                         "geom_friction": model.geom_friction.copy(), "dof_damping": model.dof_damping.copy(),
+                         "body_pos": model.body_pos.copy()}
+        self._gain = 1.0
+        self.context: RobotContext = NOMINAL
+        self._noise = np.random.default_rng(0)
         self._on_mode_change(self.control_mode)
         mujoco.mj_forward(model, self.data)
 
@@ -112,20 +120,21 @@ class MujocoRobot(Robot):
 
     # --- modes ---------------------------------------------------------------------------
     def _on_mode_change(self, mode: ControlMode) -> None:
-        m, a = self.model, self._act
+        m, a, g = self.model, self._act, self._gain
         if mode in (ControlMode.POSITION, ControlMode.CARTESIAN_VELOCITY):
-            m.actuator_gainprm[a, 0] = self._kp_gain
-            m.actuator_biasprm[a, :3] = self._kp_bias
+            m.actuator_gainprm[a, 0] = self._kp_gain * g
+            m.actuator_biasprm[a, :3] = self._kp_bias * g
             m.actuator_ctrlrange[a] = self._ctrlrange0
             m.actuator_ctrllimited[a] = self._ctrllimited0
         elif mode == ControlMode.VELOCITY:
-            m.actuator_gainprm[a, 0] = self._kv_vel
-            m.actuator_biasprm[a, :3] = np.stack([np.zeros_like(self._kv_vel), np.zeros_like(self._kv_vel), -self._kv_vel], 1)
+            kv = self._kv_vel * g
+            m.actuator_gainprm[a, 0] = kv
+            m.actuator_biasprm[a, :3] = np.stack([np.zeros_like(kv), np.zeros_like(kv), -kv], 1)
             lim = np.array([s.velocity_limit for s in self.spec.actuators])
             m.actuator_ctrlrange[a] = np.stack([-lim, lim], 1)
             m.actuator_ctrllimited[a] = 1
         elif mode == ControlMode.EFFORT:
-            m.actuator_gainprm[a, 0] = 1.0
+            m.actuator_gainprm[a, 0] = g
             m.actuator_biasprm[a, :3] = 0.0
             lim = np.array([s.force_limit for s in self.spec.actuators])
             m.actuator_ctrlrange[a] = np.stack([-lim, lim], 1)
@@ -196,6 +205,59 @@ class MujocoRobot(Robot):
             assert cart is not None
             cart.tare(cart.sensor_rotation(self.data), self.data.sensordata[self._force])
 
+    # --- contexts (issue 37) ----------------------------------------------------------------
+    def apply_context(self, context: RobotContext | None) -> None:
+        """Put the model in ``context`` (None: nominal), starting from the nominal model, so
+        contexts never accumulate; call before :meth:`reset` (see :mod:`morl_robot.robots.context`)."""
+        ctx = NOMINAL if context is None else context
+        ctx.validate()
+        m, nom = self.model, self._nominal
+        m.body_mass[:] = nom["body_mass"]
+        m.body_inertia[:] = nom["body_inertia"]
+        m.geom_friction[:] = nom["geom_friction"]
+        m.dof_damping[:] = nom["dof_damping"]
+        m.body_pos[:] = nom["body_pos"]
+
+        def ident(kind: mujoco.mjtObj, name: str, what: str) -> int:
+            i = mujoco.mj_name2id(m, kind, name)
+            if i < 0:
+                raise UnknownNameError(f"context '{ctx.name}': {self.model_path} has no {what} named '{name}'")
+            return i
+
+        for body, s in ctx.body_mass.items():
+            b = ident(mujoco.mjtObj.mjOBJ_BODY, body, "body")
+            m.body_mass[b] = nom["body_mass"][b] * s
+            m.body_inertia[b] = nom["body_inertia"][b] * s  # same geometry: inertia scales with mass
+        for geom, s in ctx.geom_friction.items():
+            g = ident(mujoco.mjtObj.mjOBJ_GEOM, geom, "geom")
+            m.geom_friction[g, 0] = nom["geom_friction"][g, 0] * s
+        for joint, s in ctx.joint_damping.items():
+            j = ident(mujoco.mjtObj.mjOBJ_JOINT, joint, "joint")
+            adr, n = int(m.jnt_dofadr[j]), {0: 6, 1: 3}.get(int(m.jnt_type[j]), 1)
+            m.dof_damping[adr : adr + n] = nom["dof_damping"][adr : adr + n] * s
+        for body, off in ctx.body_offset.items():
+            b = ident(mujoco.mjtObj.mjOBJ_BODY, body, "body")
+            if m.body_jntnum[b] or m.body_parentid[b] != 0:
+                raise ConfigError(f"context '{ctx.name}': body '{body}' is not a static body of the world "
+                                  "(only fixed fixtures can be moved by a context)")
+            m.body_pos[b] = nom["body_pos"][b] + np.asarray(off, dtype=float)
+        self._gain = float(ctx.actuator_gain)
+        self.context = ctx
+        self._noise = np.random.default_rng(ctx.seed)
+        self._on_mode_change(self.control_mode)
+        mujoco.mj_forward(m, self.data)
+
+    def _sensor_faults(self, wrench: np.ndarray | None, tactile: np.ndarray | None) -> None:
+        """The context's bias (after the reset's tare: from the first step on) and noise, in place."""
+        ctx = self.context
+        if wrench is not None:
+            if self.data.time > 0 and any(ctx.wrench_bias):
+                wrench += np.asarray(ctx.wrench_bias)
+            if ctx.wrench_noise:
+                wrench[:3] += self._noise.normal(0.0, ctx.wrench_noise, 3)
+        if tactile is not None and ctx.tactile_noise:
+            tactile += self._noise.normal(0.0, ctx.tactile_noise, tactile.shape)
+
     def read_state(self) -> RobotState:
         d = self.data
         # views of d's arrays, made once (each attribute read of MjData builds a new array object)
@@ -204,6 +266,8 @@ class MujocoRobot(Robot):
         if self._force is not None:
             wrench = np.concatenate([sensordata[self._force], sensordata[self._torque]])
         tactile = sensordata[self._tactile].copy() if self._tactile is not None else None
+        if self.context.sensor_faults:
+            self._sensor_faults(wrench, tactile)
         ee = None
         if self._site is not None:
             quat = np.empty(4)
