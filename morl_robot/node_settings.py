@@ -183,6 +183,7 @@ class DriverEmulatorSettings:
     reorder: float = 0.0  # probability a message is held back and overtaken
     reorder_delay: float = 0.03  # s a reordered message is held
     seed: int = 0
+    context: str = ""  # environment context 'TASK_OR_FILE:NAME' (config/contexts/; issue 37), "" = nominal
 
     def validate(self) -> None:  # the link faults are checked by robots.emulation.LinkFaults
         if self.rate < 0:

@@ -276,3 +276,12 @@ def resolve_contexts(spec: str, task: str, file: str | os.PathLike[str] | None =
     if not names:
         raise UnknownNameError(f"no contexts named in {spec!r}; held_out: {', '.join(cs.held_out)}")
     return [cs.named(n) for n in names]
+
+
+def context_by_reference(ref: str) -> Context:
+    """``TASK_OR_FILE:NAME`` (e.g. ``sawyer_peg_in_hole:laggy_link``) → that context (the driver
+    emulator's ``context`` parameter)."""
+    where, sep, name = ref.rpartition(":")
+    if not sep or not where or not name:
+        raise ConfigError(f"context {ref!r}: expected TASK_OR_FILE:NAME, e.g. sawyer_peg_in_hole:laggy_link")
+    return load_contexts(where).named(name)

@@ -41,11 +41,16 @@ class DriverEmulator(Node):
         s = self.settings = declare_settings(self, DriverEmulatorSettings)
         source = s.config or s.robot
         config = load_robot_config(source)
+        context = None
+        if s.context:
+            from morl_robot.contexts.schema import context_by_reference
+
+            context = context_by_reference(s.context).robot_context(s.seed)
         self.core = DriverEmulatorCore(config, scene=s.scene or None, period=1.0 / s.rate if s.rate > 0 else None,
-                                       source=source)
+                                       source=source, context=context)
         hw = self.core.hardware
         faults = LinkFaults(latency=s.latency, jitter=s.jitter, drop=s.drop, reorder=s.reorder,
-                            reorder_delay=s.reorder_delay)
+                            reorder_delay=s.reorder_delay).with_context(context)
         seed = s.seed
         # publishers as the real driver's (reliable, newest 10) and their faulty links
         self._streams: list[tuple[Any, FaultyLink[Any]]] = []

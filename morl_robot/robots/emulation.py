@@ -30,6 +30,7 @@ import numpy as np
 from morl_robot.errors import CommandError, ConfigError
 from morl_robot.resources import sim_path
 from morl_robot.robots.config import RobotConfig
+from morl_robot.robots.context import RobotContext
 from morl_robot.robots.driver_codec import DriverCodec
 from morl_robot.robots.mujoco_robot import MujocoRobot
 
@@ -67,6 +68,14 @@ class LinkFaults:
     @property
     def active(self) -> bool:
         return bool(self.latency or self.jitter or self.drop or self.reorder)
+
+    def with_context(self, context: RobotContext | None) -> LinkFaults:
+        """These faults plus an environment context's ``latency`` and ``jitter`` (the same names
+        mean the same delays in the in-process environment: :meth:`MORobotEnv.set_contexts`)."""
+        if context is None:
+            return self
+        return LinkFaults(self.latency + context.latency, self.jitter + context.jitter, self.drop, self.reorder,
+                          self.reorder_delay)
 
 
 @dataclass
@@ -169,7 +178,7 @@ class DriverEmulatorCore:
     """
 
     def __init__(self, config: RobotConfig, scene: str | None = None, period: float | None = None,
-                 source: str = "") -> None:
+                 source: str = "", context: RobotContext | None = None) -> None:
         if config.hardware is None:
             raise ConfigError(f"{source or config.name}: the robot YAML has no 'hardware:' section to emulate")
         self.hardware = config.hardware
@@ -180,6 +189,9 @@ class DriverEmulatorCore:
         self.robot = MujocoRobot(config, scene=scene, control_period=self.period)
         self.mode = self.hardware.command.mode
         self.robot.set_control_mode(self.mode)
+        self.context = context  # physics and sensor faults here; its latency/jitter on the node's links
+        if context is not None:
+            self.robot.apply_context(context)
         self.robot.reset()
         self.codec = DriverCodec(self.robot.spec, self.hardware, source)
         self._columns = {n: i for i, n in enumerate(self.codec.command_names)}

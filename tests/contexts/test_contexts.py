@@ -124,3 +124,24 @@ def test_bias_after_the_tare_and_latency_delays_commands(env, contexts):
         z[name] = env.state.ee_pose[2] - z0
     env.set_contexts(None)
     assert z["nominal"] < -1e-3 and abs(z["lag"]) < 0.2 * abs(z["nominal"])
+
+
+def test_driver_emulator_applies_the_same_context_by_the_same_name():
+    from morl_robot.contexts.schema import context_by_reference
+    from morl_robot.robots.config import load_robot_config
+    from morl_robot.robots.emulation import DriverEmulatorCore, LinkFaults
+
+    config = load_robot_config("sawyer")
+    heavy = context_by_reference("sawyer_peg_in_hole:heavy_tool").robot_context()
+    forces = []
+    for ctx in (None, heavy):
+        core = DriverEmulatorCore(config, scene="sawyer/peg_in_hole.xml", context=ctx)
+        core.step()
+        forces.append(core.wrench().force * core.codec.force_scale)
+        core.close()
+    assert np.linalg.norm(forces[1] - forces[0]) == pytest.approx(2 * 0.35 * 9.81, rel=0.02)
+    laggy = context_by_reference("sawyer_peg_in_hole:laggy_link").robot_context()
+    faults = LinkFaults(latency=0.01, drop=0.1).with_context(laggy)
+    assert (faults.latency, faults.jitter, faults.drop) == pytest.approx((0.11, 0.05, 0.1))
+    with pytest.raises(ConfigError, match="TASK_OR_FILE:NAME"):
+        context_by_reference("laggy_link")
