@@ -61,6 +61,8 @@ CONFIG_KINDS: dict[str, str] = {
     "safety": "safety config",
     "reward_machines": "reward machine",
     "reward_machines/labels": "labelling function",
+    "prism": "PRISM config",
+    "prism/mirror": "mirror map",
 }
 YAML_SUFFIXES = (".yaml", ".yml")
 
