@@ -135,6 +135,25 @@ def set_contact_control(env: Any, control: str) -> None:
         base.task.config.orientation_goal = "start"
 
 
+def task_contexts(task: Task) -> Any:
+    """What the task YAML's ``contexts`` key names: ``train`` → the context file's
+    :class:`~morl_robot.contexts.ContextSet` (one draw per episode), a held-out name or
+    ``PATH.yaml[:NAME]`` → that :class:`~morl_robot.contexts.Context`; errors name the key."""
+    from morl_robot.contexts import load_contexts
+    from morl_robot.errors import ConfigError, UnknownNameError
+
+    ref = task.config.contexts
+    file, sep, name = ref.rpartition(":") if ref.rpartition(":")[0].endswith((".yaml", ".yml")) else (ref, "", "")
+    try:
+        if file.endswith((".yaml", ".yml")):
+            cs = load_contexts(file)
+            return cs.named(name) if sep and name != "train" else cs
+        cs = load_contexts(task.name)
+        return cs if ref == "train" else cs.named(ref)
+    except (ConfigError, UnknownNameError) as exc:
+        raise ConfigError(f"task key 'contexts' ({ref!r}): {str(exc).strip(chr(34) + chr(39))}") from None
+
+
 class MORobotEnv(gym.Env[np.ndarray, np.ndarray]):
     """A multi-objective task on a robot (MuJoCo by default, or any :class:`Robot`)."""
 
@@ -172,6 +191,8 @@ class MORobotEnv(gym.Env[np.ndarray, np.ndarray]):
         self.context: Any = None  # this episode's Context (None: the robot as built)
         self._link: Any = None  # the context's command delay (FaultyLink on the simulated clock)
         self._held: np.ndarray | None = None
+        if self.task.config.contexts:
+            self.set_contexts(task_contexts(self.task))
 
     def set_contexts(self, contexts: Any) -> None:
         """Episodes from now on run in ``contexts``: a :class:`~morl_robot.contexts.Context`

@@ -33,6 +33,10 @@ class TaskConfig:
     #: the learner profile and session that learn the task (``morl-robot train --task T``; see
     #: :mod:`morl_robot.tasks.recipes`); None: none named
     recipe: TaskRecipe | None = None
+    #: environment contexts (issue 37; config/contexts/<task>.yaml): 'train' randomises every episode
+    #: over the file's training distribution (domain randomisation), a held-out name fixes one context,
+    #: 'PATH.yaml' / 'PATH.yaml:NAME' another file's; '' = the nominal robot (docs/howto/generalization.md)
+    contexts: str = ""
 
     def validate(self) -> None:
         if self.control_period <= 0:
