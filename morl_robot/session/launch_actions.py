@@ -97,7 +97,9 @@ def package_roots() -> list[Path]:
     import morl_robot
 
     roots = [Path(os.environ["MORL_ROBOT_SHARE"])] if os.environ.get("MORL_ROBOT_SHARE") else []
-    roots.append(Path(morl_robot.__file__).resolve().parents[1])
+    source = Path(morl_robot.__file__).resolve().parents[1]
+    if (source / "package.xml").is_file():  # not site-packages of a plain install
+        roots.append(source)
     with contextlib.suppress(Exception):  # no ament index, or the package is not in it
         from ament_index_python.packages import get_package_share_directory
 

@@ -120,7 +120,6 @@ def test_a_touch_run_learns_from_the_scripted_press(tmp_path, capsys):
     import re
 
     from morl_robot.cli import main
-    from morl_robot.training.session import warnings_log
     from tests.log_capture import captured, messages
 
     yaml = (Path(__file__).resolve().parents[2] / "config" / "learner" / "shadow_front_demos.yaml").read_text()
@@ -128,8 +127,9 @@ def test_a_touch_run_learns_from_the_scripted_press(tmp_path, capsys):
     small = re.sub(r"episodes: \d+", "episodes: 1", yaml)
     small = re.sub(r"pretrain_updates: \d+", "pretrain_updates: 5", small)
     cfg.write_text(re.sub(r"critic_warmup_updates: \d+", "critic_warmup_updates: 7", small))
-    # the handler on the learner's own logger: under `colcon test` ROS's launch makes it non-propagating
-    with captured(warnings_log.__module__) as records:
+    # a handler on the logger the learner's info goes to (training.run_directory.warnings_log): under
+    # `colcon test` ROS's launch makes it non-propagating, so caplog (a root handler) sees nothing
+    with captured("morl_robot.training.session") as records:
         assert main(["experiment", "shadow-front", "--task", "shadow_touch", "--out", str(tmp_path / "sweep"),
                      "--learner", str(cfg), "--quick", "--algorithms", "mo-mpo", "--epsilon", "pain=0.01",
                      "--seeds", "0", "--steps", "300", "--no-progress"]) == 0
