@@ -129,7 +129,8 @@ class ExperienceIngest:
         self.columns = tuple(columns)
         self.objective_names = tuple(objective_names)
         self.normalizer = normalizer
-        self.obs_dim, self.action_dim = replay.obs_dim, replay.action_dim
+        # a discrete action is one column, its index
+        self.obs_dim, self.action_dim = replay.obs_dim, 1 if replay.discrete else replay.action_dim
         self.num_objectives = len(self.objective_names)
         if replay.num_objectives != self.num_objectives:
             raise ValueError(f"replay has {replay.num_objectives} objectives but {self.num_objectives} names were given")
@@ -182,7 +183,9 @@ class ExperienceIngest:
             raise ExperienceError(f"experience machine columns have shapes {np.shape(label)} (label) and "
                                   f"{np.shape(chunk.env_terminated)} (env_terminated), expected ({r},)")
         a = np.asarray(chunk.action, dtype=np.float64)
-        if np.any(np.abs(a) > 1.0 + ACTION_TOLERANCE):
+        if self.replay.discrete and np.any((a < 0) | (a != np.round(a))):
+            raise ExperienceError(f"discrete actions must be indices >= 0, got values in [{a.min():.4g}, {a.max():.4g}]")
+        if not self.replay.discrete and np.any(np.abs(a) > 1.0 + ACTION_TOLERANCE):
             raise ExperienceError(f"experience actions must be normalised to [-1, 1] (the learner's action space), "
                                   f"got values in [{a.min():.4g}, {a.max():.4g}]; robot-unit commands belong on 'command'")
         if int(chunk.actor) < 0:
@@ -196,8 +199,10 @@ class ExperienceIngest:
 
     # -- insertion ---------------------------------------------------------------------------------
 
-    def add(self, chunk: Chunk, columns: Sequence[str] | None = None) -> IngestResult:
-        """Check ``chunk`` (and its ``columns`` if given) and insert its transitions in order.
+    def add(self, chunk: Chunk, columns: Sequence[str] | None = None, contiguous: bool = False) -> IngestResult:
+        """Check ``chunk`` (and its ``columns`` if given) and insert its transitions in order;
+        ``contiguous``: the actor's next chunk continues this one (one actor and nothing
+        interleaves: no sequence break at its end).
 
         Raises :class:`ExperienceError` (after counting the rejection) if it does not fit; then
         nothing is inserted and no counter but ``rejected`` changes.
@@ -231,6 +236,7 @@ class ExperienceIngest:
             same_episode = episode[1:] == episode[:-1]
             linked = np.all(np.isclose(next_obs[:-1], obs[1:], rtol=1e-9, atol=1e-9), axis=1)
             continues[:-1] = ~done[:-1] & same_episode & linked
+        continues[-1] = contiguous and not done[-1]
         result = IngestResult(actor=actor, transitions=rows, breaks=0)
         if (state.episode == int(episode[0]) and state.last_next_obs is not None
                 and not np.allclose(state.last_next_obs, obs[0], rtol=1e-9, atol=1e-9)):
@@ -241,7 +247,7 @@ class ExperienceIngest:
             learned = reward[i]
             if self.worst_case is not None and terminated[i]:  # step is 0-based: the (step + 1)-th transition
                 learned = self.worst_case.terminal_reward(reward[i], int(step[i]) + 1)
-            self.replay.add(obs[i], action[i], learned, next_obs[i], bool(terminated[i]),
+            self.replay.add(obs[i], int(action[i, 0]) if self.replay.discrete else action[i], learned, next_obs[i], bool(terminated[i]),
                             bool(truncated[i]) or cut, float(log_prob[i]), label=int(labels[i]),
                             env_terminated=bool(env_terminated[i]))
             result.breaks += int(cut)

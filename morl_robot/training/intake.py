@@ -76,15 +76,17 @@ class Intake:
                                         {f"return/{n}": float(v) for n, v in zip(self.objective_names, returns)},
                                         termination, extra)
 
-    def add_chunk(self, chunk: Any) -> IngestResult:
-        """A decoded experience chunk of a distributed actor (:meth:`accept_experience` first);
-        raises :class:`~morl_robot.training.ingest.ExperienceError` (counted as rejected) if it
-        does not fit.  Episodes whose beginning was not seen are counted, not logged."""
+    def add_chunk(self, chunk: Any, contiguous: bool = False, termination: str | None = None) -> IngestResult:
+        """A decoded experience chunk of an actor (:meth:`accept_experience` first); raises
+        :class:`~morl_robot.training.ingest.ExperienceError` (counted as rejected) if it does not
+        fit.  Episodes whose beginning was not seen are counted, not logged.  ``contiguous``: the
+        actor's next chunk continues this one (the in-process loop: one actor, no sequence break at
+        the chunk's end); ``termination``: the task's reason for an episode the chunk ends."""
         if self.ingest is None:
             raise RuntimeError("add_chunk before accept_experience")
         actor = int(chunk.actor)
         self.acknowledged[actor] = self.acknowledged.get(actor, 0) + len(chunk.episode)
-        result = self.ingest.add(chunk)
+        result = self.ingest.add(chunk, contiguous=contiguous)
         if self.demonstrating:
             demo = np.asarray(chunk.policy_version) == DEMONSTRATION_VERSION  # (R,) acted by the demonstrator
             if demo.any():
@@ -99,7 +101,7 @@ class Intake:
                 self.counters["demonstration_episodes"] += int(rec.policy_version == DEMONSTRATION_VERSION)
                 self.incomplete_episodes += 1
                 continue  # its beginning was not seen: its return would be wrong
-            self.record_episode(rec.returns, "terminated" if rec.terminated else "truncated",
+            self.record_episode(rec.returns, termination or ("terminated" if rec.terminated else "truncated"),
                                 {"length": rec.length, "actor": rec.actor, "policy_version": rec.policy_version},
                                 demonstration=rec.policy_version == DEMONSTRATION_VERSION)
         return result

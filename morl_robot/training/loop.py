@@ -1,8 +1,11 @@
 """The in-process training loop (:func:`train`) and deterministic evaluation (:func:`evaluate`) for
 MO-Gymnasium-style environments (``step`` returns a reward vector [K]).
 
-The learning is the :class:`~morl_robot.training.session.LearnerSession` the learner node drives;
-calling :func:`train` again with the same ``out_dir`` resumes from its newest readable checkpoint
+The learning is the :class:`~morl_robot.training.session.LearnerSession` the learner node drives,
+and experience reaches it as on the graph: through the actor core's
+:class:`~morl_robot.acting.experience.ExperienceWriter` into the session's ingest (one transition
+per chunk, flagged contiguous: one actor, so no sequence break between chunks).  Calling
+:func:`train` again with the same ``out_dir`` resumes from its newest readable checkpoint
 (environment state is not checkpointed: a fresh episode starts).  docs/explanation/mo_mpo.md.
 """
 from __future__ import annotations
@@ -20,10 +23,18 @@ from typing import Any
 import numpy as np
 
 from morl_robot.acting.demonstrator import Demonstrator, NoisyDemonstrator
+from morl_robot.acting.experience import (
+    DEMONSTRATION_VERSION,
+    ExperienceWriter,
+    Pending,
+    experience_columns,
+    split_experience,
+)
 from morl_robot.errors import ConfigError
 from morl_robot.learning.config import MPOConfig, load_learner_config
 from morl_robot.learning.learner import MOMPOLearner, PolicyActor
 from morl_robot.learning.networks import ActionSpec
+from morl_robot.reward_machines.columns import machine_columns, machine_values
 from morl_robot.training.session import LearnerSession, counterfactual_relabeller
 from morl_robot.training.termination import worst_case_termination
 
@@ -76,6 +87,27 @@ def num_objectives_of(env: Any) -> int:
     if space is None:
         raise ValueError("environment has no reward_space: expected an MO-Gymnasium-style env (reward vector)")
     return int(np.prod(space.shape))
+
+
+def experience_propositions(env: Any) -> tuple[str, ...]:
+    """The propositions of ``env``'s reward machine (its experience has the machine columns), or ()."""
+    try:  # through wrappers (Gymnasium 1.x does not forward attributes)
+        product = env.get_wrapper_attr("product") if hasattr(env, "get_wrapper_attr") else env.product
+    except AttributeError:
+        return ()
+    return tuple(product.propositions)
+
+
+def in_process_columns(obs_dim: int, spec: ActionSpec, learner: MOMPOLearner,
+                       propositions: Sequence[str]) -> tuple[str, ...]:
+    """The experience table of the in-process actor (:func:`~morl_robot.acting.experience.experience_columns`):
+    positional observation labels (``o<i>``, then ``preference/<i>`` when ε-conditioned),
+    ``a<i>`` actions (``index`` for a discrete action), the learner's objectives."""
+    names = list(learner.objective_names)
+    features = [f"preference/{i}" for i in range(learner.input_dim - obs_dim)]
+    actions = ["index"] if spec.is_discrete else [f"a{i}" for i in range(spec.dim)]
+    return experience_columns([f"o{i}" for i in range(obs_dim)] + features, actions, names,
+                              machine_columns(propositions))
 
 
 @dataclass
@@ -144,15 +176,22 @@ def train(env_fn: EnvFn, config: MPOConfig | str | os.PathLike[str] | None, tota
           eval_fn: Callable[[PolicyActor], np.ndarray] | None = None,
           demonstrator: Demonstrator | None = None) -> TrainResult:
     """Train MO-MPO / scalarized MPO (see :func:`_train`); with ``out_dir``, holding the run
-    directory's lock (:class:`~morl_robot.learning.run_lock.RunLock`: one writer per run)."""
-    if out_dir is None:
-        return _train(env_fn, config, total_steps, seed, None, progress, eval_fn, demonstrator)
-    from morl_robot.learning.run_lock import RunLock
+    directory's lock (:class:`~morl_robot.learning.run_lock.RunLock`: one writer per run).  Runs with
+    ``training.threads`` torch threads (restored after)."""
+    import torch
 
-    with RunLock.acquire(out_dir, "morl_robot.learning.train") as lock:
-        if lock.stale:
-            warnings.warn(f"took over the stale lock of {lock.stale} on {out_dir}", RuntimeWarning, stacklevel=2)
-        return _train(env_fn, config, total_steps, seed, out_dir, progress, eval_fn, demonstrator)
+    threads = torch.get_num_threads()
+    try:
+        if out_dir is None:
+            return _train(env_fn, config, total_steps, seed, None, progress, eval_fn, demonstrator)
+        from morl_robot.learning.run_lock import RunLock
+
+        with RunLock.acquire(out_dir, "morl_robot.training.train") as lock:
+            if lock.stale:
+                warnings.warn(f"took over the stale lock of {lock.stale} on {out_dir}", RuntimeWarning, stacklevel=2)
+            return _train(env_fn, config, total_steps, seed, out_dir, progress, eval_fn, demonstrator)
+    finally:
+        torch.set_num_threads(threads)
 
 
 def _train(env_fn: EnvFn, config: MPOConfig | str | os.PathLike[str] | None, total_steps: int, seed: int = 0,
@@ -181,6 +220,10 @@ def _train(env_fn: EnvFn, config: MPOConfig | str | os.PathLike[str] | None, tot
     elif not isinstance(config, MPOConfig):
         config = load_learner_config(config)
     tcfg = config.training
+    if tcfg.threads:  # restored by train()
+        import torch
+
+        torch.set_num_threads(tcfg.threads)
     demo_episodes = tcfg.demonstrations.episodes
     if demo_episodes and demonstrator is None:
         raise ConfigError(f"training.demonstrations.episodes is {demo_episodes} but no demonstrator was given "
@@ -198,7 +241,10 @@ def _train(env_fn: EnvFn, config: MPOConfig | str | os.PathLike[str] | None, tot
     session = LearnerSession(enc.dim, spec, k, config, seed=seed, run_dir=out_dir,
                              normalize_observations=tcfg.observation_normalization, relabeller=relabeller,
                              keep_metrics=True, demonstrator=demonstrator if demo_episodes else None)
+    session.worst_case = worst  # the ingest charges terminations (as the learner node's does)
     learner = session.learner
+    propositions = experience_propositions(env)
+    session.accept_experience(in_process_columns(enc.dim, spec, learner, propositions))  # before start: restored
     space = learner.preferences  # ε-conditioned: actors act under a preference drawn per episode
     pref_rng = np.random.default_rng(seed + 7)
     normalizer = session.normalizer
@@ -235,11 +281,18 @@ def _train(env_fn: EnvFn, config: MPOConfig | str | os.PathLike[str] | None, tot
         if space is not None:
             actor.set_preference(space.sample(1, pref_rng)[0])
 
+    ending: list[str | None] = [None]  # the task's reason for the episode end being written
+
+    def emit(table: np.ndarray, columns: tuple[str, ...]) -> None:
+        session.add_chunk(split_experience(table, columns), contiguous=True, termination=ending[0])
+
+    writer = ExperienceWriter(0, 1, emit)  # actor 0; every transition goes to the learner at once
+    writer.set_columns(session.ingest.columns)
     try:
         obs, _ = env.reset(seed=seed + counters["episodes"])
         x = enc(obs)
         new_preference()
-        episode_return = np.zeros(k)
+        episode = counters["episodes"]
         episode_steps = 0
         while counters["env_steps"] < total_steps:
             demonstrating = demo is not None and session.demonstrating and counters["episodes"] < demo_episodes
@@ -252,24 +305,23 @@ def _train(env_fn: EnvFn, config: MPOConfig | str | os.PathLike[str] | None, tot
                 continue
             else:
                 action, log_mu = actor.act(x)
+            version = DEMONSTRATION_VERSION if demonstrating else max(1, counters["policy_version"])
+            writer.acted(Pending(x, np.atleast_1d(np.asarray(action, np.float64)), float(log_mu), version, episode,
+                                 episode_steps, actor.augment(x)[enc.dim:]))
             next_obs, reward, terminated, truncated, info = env.step(dec(action))
             episode_steps += 1
-            episode_return += np.asarray(reward, np.float64).reshape(-1)
             nx = enc(next_obs)
-            learned = np.asarray(reward, np.float32).reshape(-1)
-            if worst is not None and terminated:
-                learned = worst.terminal_reward(learned, episode_steps)
-            session.add_transition(actor.augment(x), action, learned,
-                                   actor.augment(nx), bool(terminated), bool(truncated), log_mu,
-                                   label=int(info.get("rm_label", -1)), env_terminated=info.get("env_terminated"),
-                                   demonstration=demonstrating)
+            info = info if isinstance(info, dict) else {}
+            ending[0] = info.get("termination")
+            machine = machine_values(info, len(propositions), bool(terminated)) if propositions else ()
+            if not writer.observe(episode, episode_steps, np.asarray(reward, np.float64).reshape(-1), nx,
+                                  bool(terminated), bool(truncated), machine):
+                raise RuntimeError(f"the experience writer dropped a transition (row of {len(session.ingest.columns)} "
+                                   "columns expected)")
             if terminated or truncated:
-                session.record_episode(episode_return.copy(),
-                                       info.get("termination") if isinstance(info, dict) else None,
-                                       demonstration=demonstrating)
-                episode_return[:] = 0.0
                 episode_steps = 0
                 obs, _ = env.reset(seed=seed + counters["episodes"])
+                episode = counters["episodes"]
                 x = enc(obs)
                 new_preference()
             else:

@@ -29,14 +29,14 @@ CSV_COLUMNS: dict[str, tuple[tuple[str, str], ...]] = {
         ("<statistic>", "every named statistic of the update, e.g. temperature/<objective>, kl_q/<objective>, kl_mean"),
         ("policy_version", "the newest policy version"),
         ("replay_size", "transitions in the replay"),
-        ("actor/<id>/transitions", "transitions received from each actor (distributed training)"),
+        ("actor/<id>/transitions", "transitions received from each actor (in-process train: actor 0)"),
     ),
     "episodes.csv": (
         ("env_steps", "environment steps when the episode ended"),
         ("return/<objective>", "the episode's return of each objective"),
-        ("length", "steps in the episode (distributed training)"),
-        ("actor", "the actor id that acted it (distributed training)"),
-        ("policy_version", "the policy version that acted it (distributed training; 0: the demonstrator)"),
+        ("length", "steps in the episode"),
+        ("actor", "the actor id that acted it (in-process train: 0)"),
+        ("policy_version", "the policy version that acted it (0: the demonstrator)"),
         ("termination", "why it ended (a task's reason, 'safety', 'terminated' or 'truncated')"),
     ),
     "eval.csv": (

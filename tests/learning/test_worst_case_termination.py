@@ -63,16 +63,16 @@ def test_the_terminal_reward_adds_the_remaining_steps_at_the_worst_reward(low, m
 
 
 def test_the_learner_is_given_the_worst_case_and_the_reported_returns_stay_the_tasks(monkeypatch, tmp_path) -> None:
-    from morl_robot.training.session import LearnerSession
+    from morl_robot.learning.replay import SequenceReplay
 
     seen: list[tuple[np.ndarray, bool]] = []
-    original = LearnerSession.add_transition
+    original = SequenceReplay.add
 
-    def spy(self, obs, action, reward, next_obs, terminated, truncated, *args, **kwargs):
+    def spy(self, obs, action, reward, next_obs, terminated, truncated, *args, **kwargs):  # what the learner is given
         seen.append((np.asarray(reward).copy(), bool(terminated)))
         return original(self, obs, action, reward, next_obs, terminated, truncated, *args, **kwargs)
 
-    monkeypatch.setattr(LearnerSession, "add_transition", spy)
+    monkeypatch.setattr(SequenceReplay, "add", spy)
     result = train(EscapableCost, config(True), total_steps=60, seed=0, progress=False, out_dir=tmp_path)
     crashes = [r for r, terminated in seen if terminated]
     assert crashes, "the untrained policy should end some episodes early"
