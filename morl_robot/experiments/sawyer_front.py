@@ -4,7 +4,7 @@ Two ways to get it.  The default, ``conditioned``: one ε-conditioned MO-MPO pol
 whole ε_force range (``config/learner/sawyer_conditioned_clone_lr.yaml``, seeds 0 1 2), evaluated
 at every setting; it matches or beats the per-setting sweep's hypervolume at under a third of its
 steps (README, "One policy for every preference").  ``per-setting`` (the paper's way):
-one MO-MPO policy per (ε_force, seed), trained in-process (:func:`morl_robot.learning.train`) in
+one MO-MPO policy per (ε_force, seed), trained in-process (:func:`morl_robot.training.train`) in
 ``OUT/runs/eps_force=<ε>/seed<s>/`` (by default from demonstrations,
 ``config/learner/sawyer_front_demos.yaml``: 60 noisy episodes of the scripted insertion controller
 in the replay, behaviour cloning on them, then MO-MPO), then exported to ONNX under the task's contract and evaluated
