@@ -29,6 +29,8 @@ class Demonstrations:
     counters: dict[str, int]
     seed: int
     log: Log
+    _demonstrations: list[np.ndarray]  # raw observations [R, O] acted by the demonstrator
+    _learned_rows: bool  # an actor acted a learned policy during the demonstration phase
 
     @property
     def demonstrating(self) -> bool:

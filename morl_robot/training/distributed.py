@@ -15,9 +15,7 @@ if TYPE_CHECKING:  # pragma: no cover - typing only
     from morl_robot.learning.normalization import RunningNormalizer
     from morl_robot.learning.replay import SequenceReplay
     from morl_robot.training.run_directory import Log
-    from morl_robot.training.termination import (
-        WorstCaseTermination,
-    )
+    from morl_robot.training.termination import WorstCaseTermination
 
 #: seconds between two logged experience rejections (the others are counted only).
 REJECTION_LOG_INTERVAL = 5.0
