@@ -84,7 +84,7 @@ class DriverEmulator(Node):
         self.get_logger().info(
             f"emulating the {config.name} driver: state {self._pub_js.topic_name} at {1.0 / self.core.period:.0f} Hz "
             f"({len(self.core.codec.state_names)} joints, {hw.units.position}), commands {c.interface} on "
-            f"{self._sub.topic_name} ({c.mode}); faults {faults}")
+            f"{self._sub.topic_name} ({c.mode}); faults {faults}; context {s.context or 'nominal'}")
 
     def _on_trajectory(self, msg: JointTrajectory) -> None:
         if not msg.points:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from morl_robot.contexts import load_contexts
+from morl_robot.contexts import context_names, load_contexts
 from morl_robot.contexts.schema import parse_contexts
 from morl_robot.envs.mo_env import MORobotEnv
 from morl_robot.errors import ConfigError, UnknownNameError
@@ -145,3 +145,17 @@ def test_driver_emulator_applies_the_same_context_by_the_same_name():
     assert (faults.latency, faults.jitter, faults.drop) == pytest.approx((0.11, 0.05, 0.1))
     with pytest.raises(ConfigError, match="TASK_OR_FILE:NAME"):
         context_by_reference("laggy_link")
+
+
+@pytest.mark.parametrize("task", context_names())
+def test_every_shipped_context_applies_to_its_task(task):
+    cs = load_contexts(task)
+    assert cs.task == task
+    e = MORobotEnv(task)
+    try:
+        for ctx in [cs.nominal, cs.sample(np.random.default_rng(0)), *map(cs.named, cs.held_out)]:
+            e.set_contexts(ctx)
+            _, info = e.reset(seed=0)  # every MJCF name resolves
+            assert info["context"] == ctx.name
+    finally:
+        e.close()
