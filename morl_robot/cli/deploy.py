@@ -217,6 +217,8 @@ def run(args: argparse.Namespace) -> int:
             from morl_robot.recording.live import wait_recording
 
             wait_recording(runner.probe, [f"{ns}/task_step", f"{ns}/command_safe"], check=runner.check_failed)
+        if args.backend == "hardware":  # its start is a reset motion under the start-up e-stop: let it end
+            runner.wait_for_first_episode()
         released_at = time.monotonic()
         runner.release_safety([ns])
         first_episode, counted_from = 0, time.monotonic()

@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import threading
 import time
+import traceback
 from typing import Any
 
 from builtin_interfaces.msg import Duration
@@ -100,6 +101,8 @@ class HardwareLink:
         self._executor = SingleThreadedExecutor(context=node.context)
         self._executor.add_node(n)
         self._running = True
+        self.callback_errors = 0  # callbacks that raised (the thread logs each distinct one and goes on)
+        self._reported: set[str] = set()
         self._thread = threading.Thread(target=self._spin, name="hardware_link", daemon=True)
         self._thread.start()
         robot.connect(self.send)
@@ -111,10 +114,17 @@ class HardwareLink:
                 self._executor.spin_once(timeout_sec=0.05)
             except (ExternalShutdownException, KeyboardInterrupt):
                 return
-            except Exception:  # the context was torn down under us while closing
-                if self._running and self.node.context.ok():
-                    raise
-                return
+            except Exception as exc:  # noqa: BLE001 - a callback bug must not end the driver thread
+                if not (self._running and self.node.context.ok()):
+                    return  # the context was torn down under us while closing
+                # a failing callback must not end the driver thread (the robot would go stale for
+                # good): report it (once per distinct error) and keep listening
+                self.callback_errors += 1
+                what = f"{type(exc).__name__}: {exc}"
+                if what not in self._reported:
+                    self._reported.add(what)
+                    self.node.get_logger().error(
+                        f"driver callback failed (still listening): {what}\n{traceback.format_exc()}")
 
     def _on_joint_state(self, msg: JointState) -> None:
         self.robot.on_joint_state(msg.name, msg.position, msg.velocity, msg.effort, stamp_seconds(msg.header.stamp))
@@ -170,7 +180,8 @@ class HardwareLink:
 
     def status(self) -> dict[str, Any]:
         """The robot's stream counters plus the driver's publisher count (for diagnostics)."""
-        return {**self.robot.status(), "driver_publishers": self.publisher_count()}
+        return {**self.robot.status(), "driver_publishers": self.publisher_count(),
+                "driver_callback_errors": self.callback_errors}
 
     def close(self) -> None:
         """Stop the thread, disconnect the robot, destroy the helper node (idempotent)."""

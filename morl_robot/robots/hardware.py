@@ -161,7 +161,10 @@ class HardwareRobot(Robot):
         #: downstream do not see a silent robot).
         self.reset_progress: Callable[[RobotState], None] | None = None
         self._clock, self._sleep = clock, sleep
-        self._lock = threading.Lock()
+        self._lock = threading.Lock()  # the streams' buffers (driver thread writes, the node reads)
+        # the Cartesian targets (_target, _ticking, _last_tick, the controller's period): moved by the
+        # driver thread's compliance ticks and by the node's commands, resets and mode changes
+        self._control = threading.RLock()
         m = self.model
         jids = [mujoco.mj_name2id(m, mujoco.mjtObj.mjOBJ_JOINT, n) for n in spec.joint_names]
         self._qadr = m.jnt_qposadr[jids].copy()
@@ -280,7 +283,13 @@ class HardwareRobot(Robot):
         with self._lock:
             stale = self._problems(now)
             q, wrench = self._q.copy(), self._wrench.copy()
-        if stale or self._target is None or self._sink is None or self.control_mode != ControlMode.CARTESIAN_VELOCITY:
+        with self._control:
+            self._tick(now, stale, q, wrench)
+
+    def _tick(self, now: float, stale: list[str], q: np.ndarray, wrench: np.ndarray) -> None:
+        cart = self._cartesian
+        assert cart is not None
+        if stale or not self._ticking or self._target is None or self._sink is None or self.control_mode != ControlMode.CARTESIAN_VELOCITY:
             self._ticking = False
             return
         dt = min(max(now - self._last_tick, 0.0), self.control_period)
@@ -417,6 +426,10 @@ class HardwareRobot(Robot):
         self.commands_sent += 1
 
     def _apply(self, command: np.ndarray) -> None:
+        with self._control:
+            self._apply_locked(command)
+
+    def _apply_locked(self, command: np.ndarray) -> None:
         state = self.read_state()  # stale: raises, nothing is sent
         mode = self.control_mode
         if mode == ControlMode.CARTESIAN_VELOCITY:
@@ -459,8 +472,9 @@ class HardwareRobot(Robot):
         return measured
 
     def _on_mode_change(self, mode: ControlMode) -> None:
-        self._target = None  # re-seeded from the measured joints on the next Cartesian command
-        self._ticking = False
+        with self._control:
+            self._target = None  # re-seeded from the measured joints on the next Cartesian command
+            self._ticking = False
         self._tare()
 
     def _tare(self) -> None:
@@ -499,7 +513,8 @@ class HardwareRobot(Robot):
 
     def _reset_hold(self, state: RobotState) -> None:
         """Stop a reset motion at once: targets at the measured joints (velocity interface: zero)."""
-        self._ticking = False
+        with self._control:
+            self._ticking = False
         if self._sink is None:
             return
         if self.hardware.command.mode == "position":
@@ -535,12 +550,18 @@ class HardwareRobot(Robot):
     def _fresh_reset_state(self, give_up: float) -> RobotState:
         """:meth:`_reset_state`, waiting (not commanding) through a stale gap of up to
         ``hardware.reset.stale_grace`` s (and not past ``give_up``)."""
+        return self._fresh(self._reset_state, give_up)
+
+    def _fresh(self, read: Callable[[], RobotState], give_up: float) -> RobotState:
+        """``read()``, waiting (not commanding) through a stale gap of up to
+        ``hardware.reset.stale_grace`` s (and not past ``give_up``)."""
         since: float | None = None
         while True:
             try:
-                return self._reset_state()
+                return read()
             except StaleStateError:
-                self._ticking = False
+                with self._control:
+                    self._ticking = False
                 now = self._clock()
                 since = now if since is None else since
                 if now - since > self.hardware.reset.stale_grace or now > give_up:
@@ -585,8 +606,9 @@ class HardwareRobot(Robot):
                 self._emit(cart.actuator_velocities(qdot, len(self.spec.actuators)), "velocity")
             self._guarded_sleep(dt)
             state = self._fresh_reset_state(give_up)
-        self._ticking = False
-        self._target = None
+        with self._control:
+            self._ticking = False
+            self._target = None
         self._reset_hold(state)
 
     def reset(self, seed: int | None = None, joint_positions: Mapping[str, float] | None = None,
@@ -613,7 +635,8 @@ class HardwareRobot(Robot):
                                 f"hardware.command.mode is 'effort' in {self.source}")
         self.reset_peak_force = 0.0
         t0 = self._clock()
-        self._ticking = False  # the policy's compliant ticks stop: the reset alone commands from here
+        with self._control:  # the policy's compliant ticks stop (none is mid-way): the reset alone commands from here
+            self._ticking = False
         names = self.spec.joint_names
         wanted = {**self.home, **dict(joint_positions or {})}
         for name in wanted:
@@ -626,11 +649,12 @@ class HardwareRobot(Robot):
                 target_q[names.index(name)] = value
             return self.codec.actuator_positions(np.clip(target_q, self._jlo, self._jhi))
 
-        state = self.read_state()
+        # a late driver message before the motion (a loaded host) is waited out as one during it
+        state = self._fresh(self.read_state, self._clock() + rc.timeout)
         here = self.codec.actuator_positions(state.position)
         if float(np.abs(goal_from(state.position) - here).max(initial=0.0)) > rc.tolerance:
             self._retract()  # (already at the start configuration: nothing to back out of)
-        state = self.read_state()
+        state = self._fresh(self.read_state, self._clock() + rc.timeout)
         goal = goal_from(state.position)
         dt = self.control_period
         vmax = rc.speed * self._avel * dt  # per period
@@ -669,8 +693,9 @@ class HardwareRobot(Robot):
                 self._reset_state()
                 self._emit(hold, interface)
             self._sleep(dt)
-        self._target = goal.copy() if interface == "position" else None
-        self._ticking = False
+        with self._control:
+            self._target = goal.copy() if interface == "position" else None
+            self._ticking = False
         self._tare()  # at rest after the settle: the tool's weight is the no-contact reading
         self.reset_seconds = self._clock() - t0
         return self.read_state()

@@ -17,7 +17,7 @@ from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any, Self
 
-from morl_robot.errors import MorlRobotError
+from morl_robot.errors import GraphStalled, MorlRobotError
 from morl_robot.session.processes import (
     NodeProcess,
     NodeSpec,
@@ -160,6 +160,20 @@ class SessionRunner:
         naming it, ``nodes.base.SessionGuard``.)"""
         for ns in namespaces:
             release_estop(self.probe, ns, timeout, lambda: self.check_alive(allowed_to_exit))
+
+    def wait_for_first_episode(self, timeout: float = 120.0) -> None:
+        """Until the robot node has started its first episode (on hardware that start is a reset
+        motion of seconds, made under the start-up e-stop: a release before it ends lets one late
+        sensor sample latch an e-stop that stops the reset, and no episode would ever begin).
+        No episode by ``timeout`` is an error naming the robot's log."""
+        assert self.probe is not None
+        give_up = time.monotonic() + timeout
+        while "episode" not in (status := self.probe.diagnostics("robot_node: robot")):
+            self.check_alive()
+            if time.monotonic() > give_up:
+                raise GraphStalled(f"the robot started no episode in {timeout:.0f} s (faults: "
+                                   f"{status.get('faults', 'no status')}); see {self.log_dir / 'robot_node.log'}")
+            time.sleep(0.1)
 
     def wait(self, done: Callable[[], bool], tick: Callable[[], None] | None = None, period: float = 0.2,
              allowed_to_exit: Callable[[NodeProcess], bool] = lambda p: False) -> bool:

@@ -30,10 +30,14 @@ class Clock:
     def __call__(self) -> float:
         return self.t
 
+    def sleep(self, dt: float) -> None:  # the robot's waits pass on this clock (no driver answers meanwhile)
+        self.t += dt
+
 
 def make_robot(source: str, clock: Clock | None = None) -> tuple[HardwareRobot, list[DriverCommand]]:
     sent: list[DriverCommand] = []
-    robot = load_hardware_robot(source, control_period=0.05, sink=sent.append, clock=clock or Clock())
+    clock = clock or Clock()
+    robot = load_hardware_robot(source, control_period=0.05, sink=sent.append, clock=clock, sleep=clock.sleep)
     return robot, sent
 
 
@@ -230,8 +234,10 @@ def test_stale_state_is_a_fault_that_stops_commanding_and_clears_with_fresh_stat
         robot.read_state()
     with pytest.raises(StaleStateError):
         robot.send_command(q)
+    waited_from = clock.t
     with pytest.raises(StaleStateError):
-        robot.reset()
+        robot.reset()  # after waiting reset.stale_grace for the driver
+    assert clock.t - waited_from >= robot.hardware.reset.stale_grace
     assert len(sent) == 1  # nothing went to the driver while stale
     feed_sawyer(robot, q, 100.2)
     robot.send_command(q)

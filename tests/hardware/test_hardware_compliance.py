@@ -48,3 +48,34 @@ def test_the_driver_rate_controller_bounds_the_steady_force(tmp_path: Path) -> N
     stiff_yaml.write_text(yaml.safe_dump(data, allow_unicode=True))
     stiff, _ = _press(str(stiff_yaml))
     assert stiff > 100.0
+
+
+def test_a_command_thread_cannot_clear_the_targets_under_a_driver_tick() -> None:
+    """The driver thread ticks the admittance while the node's thread commands, resets and switches
+    modes.  A mode switch that lands in the middle of a tick waits for it (before, it cleared the
+    targets under the tick, whose ``AttributeError`` ended the driver thread: the robot went stale
+    for good, CI run of 2026-11-26)."""
+    import threading
+
+    loop = DriverLoop("sawyer")
+    robot = loop.robot
+    robot.reset()
+    robot.set_control_mode("cartesian_velocity")
+    robot.send_command(np.array([0.0, 0.0, -SPEED, 0.0, 0.0, 0.0]))
+    cart = robot._cartesian
+    inner = cart.contact_force
+    switcher = threading.Thread(target=robot.set_control_mode, args=("position",))
+    waited: list[bool] = []
+
+    def contact_force(*args):  # mid-tick: the node's thread switches mode and is given time to finish
+        if not switcher.is_alive() and not waited:
+            switcher.start()
+            switcher.join(timeout=0.3)
+            waited.append(switcher.is_alive())  # still waiting for the tick: the targets are safe
+        return inner(*args)
+
+    cart.contact_force = contact_force
+    loop.sleep(0.01)  # one joint state, one tick (raised AttributeError before)
+    switcher.join(timeout=5.0)
+    assert waited == [True] and not switcher.is_alive()
+    assert robot.control_mode.value == "position" and robot._target is None

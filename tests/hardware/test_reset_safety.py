@@ -115,3 +115,23 @@ def test_a_retract_that_cannot_move_fails_within_the_reset_timeout(tmp_path: Pat
     loop.robot.connect(loop.sink)
     with pytest.raises(HardwareError, match=r"retract moved the tool 0.000 m of 0.08 m .* in 1.0 s"):
         loop.robot.reset(joint_positions={"right_j0": loop.robot.home["right_j0"] + 0.2})
+
+
+def test_a_late_driver_message_before_the_reset_is_waited_out(sawyer_loop: DriverLoop) -> None:
+    """A stale gap shorter than ``reset.stale_grace`` when a reset begins (a loaded host at the
+    robot node's configure, CI 2026-11-26) is waited out as one during the motion is; a longer one
+    still fails, naming the streams."""
+    from morl_robot.robots.hardware import StaleStateError
+
+    robot = sawyer_loop.robot
+    sawyer_loop.t += 0.3  # the newest joint state and wrench are 0.3 s old (deadline 0.1 s)
+    with pytest.raises(StaleStateError):
+        robot.read_state()
+    robot.reset()  # waits for the next driver messages instead of raising
+    assert not robot.stale_streams()
+    sawyer_loop.deliver = False  # the driver stops for good: fails after the grace, not before
+    sawyer_loop.t += 0.3
+    t0 = sawyer_loop.t
+    with pytest.raises(StaleStateError, match="joint state"):
+        robot.reset()
+    assert sawyer_loop.t - t0 >= robot.hardware.reset.stale_grace
