@@ -60,6 +60,7 @@ class Checkpoints:
     logger: MetricsLogger | None
     resumed_from: Path | None
     log: Log
+    _final_exports: dict[int, bytes] | None  # :class:`~morl_robot.training.snapshots.Snapshots`
 
     @property
     def checkpoint_dir(self) -> Path | None:
@@ -208,6 +209,7 @@ class Checkpoints:
         if self.end_of_run_plots and self.run_dir is not None:
             steps.append(("plots", lambda: write_end_of_run_plots(self.run_dir, self.objective_names, self.log)))
         failures: list[Exception] = []
+        self._final_exports = {}  # one ONNX export for the final snapshot, its kept copy and policy.onnx
         for what, fn in steps:
             try:
                 fn()
@@ -217,6 +219,7 @@ class Checkpoints:
             except Exception as exc:  # noqa: BLE001 - write whatever else can be written
                 failures.append(exc)
                 self.log("error", f"{reason}: could not write the {what}: {type(exc).__name__}: {exc}")
+        self._final_exports = None
         if failures:
             raise failures[0]
         if self.run_dir is not None:

@@ -52,13 +52,25 @@ class Snapshots:
         if self.learner.num_updates == 0 and self.counters["env_steps"] == 0:
             self.keep_snapshot()
 
+    #: ONNX bytes by policy version while the final artefacts are written (nothing changes the
+    #: weights then: the final snapshot, its kept copy and policy.onnx are one export); else None.
+    _final_exports: dict[int, bytes] | None = None
+
     def _export(self, path: Path | None = None) -> bytes:
         from morl_robot.serving.contract import replace as replace_contract
-        from morl_robot.serving.export import export_policy
+        from morl_robot.serving.export import export_policy, write_atomically
 
         assert self.contract is not None
-        contract = replace_contract(self.contract, policy_version=self.counters["policy_version"])
-        return export_policy(self.learner.policy, contract, path, normalizer=self.normalizer)
+        version, memo = self.counters["policy_version"], self._final_exports
+        if memo is not None and version in memo:
+            if path is not None:
+                write_atomically(path, memo[version])
+            return memo[version]
+        contract = replace_contract(self.contract, policy_version=version)
+        data = export_policy(self.learner.policy, contract, path, normalizer=self.normalizer)
+        if memo is not None:
+            memo[version] = data
+        return data
 
     def keep_snapshot(self) -> None:
         """Keep the current policy as ``snapshots/policy_<env_steps>.onnx`` (with a contract)."""
