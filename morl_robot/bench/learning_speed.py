@@ -6,7 +6,8 @@ environment, steps and machine, in one run.
 Both start learning after ``--learning-starts`` environment steps (CAPQL's ``learning_starts``,
 MO-MPO's ``replay.min_size_to_sample``); otherwise each method runs its own defaults (CAPQL: one
 update of batch 128 per step; MO-MPO: the profile's samples-per-insert).  Evaluation (also
-MO-MPO's final episode) and checkpoints are off; the one-time import of ``torch._dynamo`` by the
+MO-MPO's final episode) and checkpoints are off; both run with ``--threads`` torch threads (default
+1, the in-process loop's ``training.threads`` default); the one-time import of ``torch._dynamo`` by the
 first optimizer is paid before timing.  Prints per method the env steps/s and learner updates/s (medians over
 ``--repeats``), then ``MO-MPO/CAPQL wall time per env step: X``.
 """
@@ -30,7 +31,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="MO-MPO config/learner profile (ε-conditioned; default: conditioned.yaml)")
     parser.add_argument("--repeats", type=int, default=1, help="runs per method (medians are printed)")
     parser.add_argument("--seed", type=int, default=0, help="seed of the first repeat")
-    parser.add_argument("--threads", type=int, default=0, help="torch intra-op threads (0: torch default)")
+    parser.add_argument("--threads", type=int, default=1,
+                        help="torch intra-op threads of both methods (MO-MPO's training.threads; 0: torch default)")
     parser.add_argument("--skip-capql", action="store_true", help="MO-MPO only (no ratio)")
 
 
@@ -46,7 +48,8 @@ def _run_mompo(args: argparse.Namespace, seed: int) -> tuple[float, int]:
     config = load_learner_config(args.learner)
     config = config.replace(
         replay=dataclasses.replace(config.replay, min_size_to_sample=args.learning_starts),
-        training=dataclasses.replace(config.training, eval_every=0, checkpoint_every=0, tensorboard=False))
+        training=dataclasses.replace(config.training, eval_every=0, checkpoint_every=0, tensorboard=False,
+                                     threads=args.threads))
     env_fn = _env_fn(args.env)
     probe = env_fn()
     k = int(np.asarray(probe.unwrapped.reward_space.shape).prod())
@@ -103,7 +106,9 @@ def run(args: argparse.Namespace) -> int:
         except ImportError as e:
             raise UsageError(f"bench learning-speed needs morl-baselines for CAPQL: `make capql-deps` "
                              f"(or --skip-capql) ({e})") from e
-    if args.threads:
+    if args.threads < 0:
+        raise UsageError(f"--threads must be >= 0 (0: torch's default), got {args.threads}")
+    if args.threads:  # CAPQL's; MO-MPO's train() sets the same from training.threads
         torch.set_num_threads(args.threads)
     load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
     print(f"learning speed on {args.env}: {args.steps} env steps per run, learning from step {args.learning_starts}, "

@@ -163,8 +163,14 @@ class TrainingConfig:
     #: learner node alike (:mod:`morl_robot.training.termination`; on the graph t is the experience
     #: row's ``step`` + 1).
     worst_case_termination: bool = False
+    #: torch intra-op threads of the in-process loop (0: torch's default, one per core).  1 by
+    #: default: on a shared 2-core host an update with 2 threads ran ~10x slower than with 1 (an
+    #: OpenMP team waits for its descheduled thread; docs/results/benchmarks.md)
+    threads: int = 1
 
     def validate(self) -> None:
+        if self.threads < 0:
+            fail("", "training.threads", f"must be >= 0 (0: torch's default), got {self.threads}")
         for key in ("eval_every", "checkpoint_every", "stop_when_stable"):
             if getattr(self, key) < 0:
                 fail("", f"training.{key}", f"must be >= 0, got {getattr(self, key)}")

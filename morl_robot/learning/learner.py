@@ -252,12 +252,14 @@ class MOMPOLearner:
         return {k: torch.as_tensor(v) for k, v in data.items()}
 
     @torch.no_grad()
-    def _sample_and_score(self, obs: Tensor) -> dict[str, Tensor]:
+    def _sample_and_score(self, obs: Tensor, taken: Tensor | None = None) -> dict[str, Tensor]:
         """Target policy and target critic at all ``[T+1, B]`` states (one big forward pass).
 
         Returns ``q [N, T+1, B, K]``, the actions they refer to (``[N, T+1, B, D]`` raw Gaussian
         samples or ``[A, T+1, B]`` indices), ``log_prior [N, T+1, B]`` or None, ``value [T+1, B, K]``
-        and the target policy's parameters.
+        and the target policy's parameters; with ``taken`` (the batch's actions ``[T, B, ...]``)
+        also ``q_taken [T, B, K]``, scored in the same pass (one more action row per state: the
+        observation part of the critic's first layer is computed once for both).
         """
         cfg, spec = self.config, self.spec
         out: dict[str, Tensor] = {}
@@ -273,19 +275,31 @@ class MOMPOLearner:
                 idx = torch.multinomial(probs, cfg.num_samples, replacement=True, generator=self.generator)
                 idx = idx.t().reshape(cfg.num_samples, *obs.shape[:-1])
                 log_prior = None
-            q = self.target_critic(obs, action_features(idx, spec))  # [N, T+1, B, K]
+            q = self._score(obs, action_features(idx, spec), taken, out)  # [N, T+1, B, K]
             out["actions"], out["log_prior"] = idx, log_prior
             value = (q * log_prior.exp().unsqueeze(-1)).sum(0) if log_prior is not None else q.mean(0)
         else:
             mean, std = self.target_policy(obs)  # [T+1, B, D]
             noise = torch.randn((cfg.num_samples, *mean.shape), generator=self.generator)
             actions = mean + std * noise  # [N, T+1, B, D]
-            q = self.target_critic(obs, action_features(actions, spec))
+            q = self._score(obs, action_features(actions, spec), taken, out)
             out["actions"], out["log_prior"] = actions, None
             out["target_mean"], out["target_std"] = mean, std
             value = q.mean(0)
         out["q"], out["value"] = q, value
         return out
+
+    def _score(self, obs: Tensor, features: Tensor, taken: Tensor | None, out: dict[str, Tensor]) -> Tensor:
+        """Target critic on ``features [N, T+1, B, A_in]``; with ``taken`` ``[T, B, ...]`` its
+        features ride along as row N (padded at state T) and ``out["q_taken"]`` gets their Q."""
+        if taken is None:
+            return self.target_critic(obs, features)
+        t = taken.shape[0]
+        row = action_features(taken, self.spec)  # [T, B, A_in]
+        row = torch.cat([row, row.new_zeros((obs.shape[0] - t, *row.shape[1:]))]).unsqueeze(0)
+        q = self.target_critic(obs, torch.cat([features, row]))  # [N+1, T+1, B, K]
+        out["q_taken"] = q[-1, :t]
+        return q[:-1]
 
     def _target_log_prob(self, scored: dict[str, Tensor], actions: Tensor, T: int) -> Tensor:
         """``log π_target(a_t|s_t)`` ``[T, B]`` of the taken actions."""
@@ -317,9 +331,9 @@ class MOMPOLearner:
             obs, pref_eps = self._condition(obs)  # [T+1, B, O+K], ε [B, K]
 
         # ---- 1. policy evaluation ----------------------------------------------------------
-        scored = self._sample_and_score(obs)
+        scored = self._sample_and_score(obs, actions)
         with torch.no_grad():
-            q_taken_target = self.target_critic(obs[:T], action_features(actions, spec))  # [T, B, K]
+            q_taken_target = scored["q_taken"]  # [T, B, K] (target critic, taken actions)
             v_next = scored["value"][1:]  # [T, B, K]
             if cfg.critic_target == "retrace":
                 log_pi = self._target_log_prob(scored, actions, T)
