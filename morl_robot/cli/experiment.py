@@ -327,6 +327,33 @@ def register(sub: argparse._SubParsersAction) -> None:
                            "each result's own)")
     crep.set_defaults(func=_run_conditioned_report)
 
+    peer = exp_sub.add_parser("peer-comparison", help="issue 36's peer comparison in one command: conditioned "
+                              "MO-MPO, the MO-MPO sweep and CAPQL on HalfCheetah and Hopper, seeds x methods, "
+                              "hypervolume IQM + CIs at reference -100 beside the do-nothing policy's")
+    peer.add_argument("--out", required=True, type=Path, help="folder: <env>/<method>_s<seed>/, <env>/report/, summary.json")
+    peer.add_argument("--steps", type=int, default=200_000, help="environment steps per run (default 200000)")
+    peer.add_argument("--seeds", type=int, default=5, help="seeds 0..N-1 per method and env (default 5)")
+    peer.add_argument("--envs", nargs="+", default=None, help="default: mo-halfcheetah-v5 mo-hopper-v5")
+    peer.add_argument("--methods", nargs="+", default=None, help="default: conditioned sweep capql")
+    peer.add_argument("--min-replay", type=int, default=None, help="override replay.min_size_to_sample (tiny budgets)")
+    peer.add_argument("--dry-run", action="store_true", help="print the plan and its estimated wall time only")
+    peer.set_defaults(func=_run_peer_comparison)
+
+
+def _run_peer_comparison(args: argparse.Namespace) -> int:
+    from morl_robot.experiments import peer_comparison as pc
+
+    cfg = pc.PeerComparison(out=args.out, steps=args.steps, seeds=args.seeds, min_size_to_sample=args.min_replay,
+                            **({"envs": args.envs} if args.envs else {}),
+                            **({"methods": args.methods} if args.methods else {}))
+    cfg.validate()
+    if args.dry_run:
+        print(pc.plan_text(cfg))
+        return 0
+    pc.run(cfg)
+    print(f"wrote {args.out / 'summary.json'}")
+    return 0
+
 
 def _run_conditioned(args: argparse.Namespace) -> int:
     from morl_robot.experiments import conditioned
