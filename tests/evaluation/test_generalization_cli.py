@@ -5,6 +5,12 @@ import json
 
 from morl_robot.cli import main
 
+#: the committed experiment's command (docs/howto/generalization.md), run here on a tiny budget
+DOC_ARGS = ["generalization", "--policies",
+            "nominal_trained=results/sawyer_conditioned_compliant/policies/conditioned_seed0.onnx", "zero",
+            "--task", "sawyer_peg_in_hole", "--preferences", "0.1,0.005", "0.1,0.1", "--contexts", "held_out",
+            "--episodes", "50"]
+
 
 def test_generalization_cli_writes_results_markdown_plots_and_reuses_cells(tmp_path, capsys):
     out = tmp_path / "gen"
@@ -34,3 +40,13 @@ def test_generalization_cli_unknown_context_is_a_usage_error(tmp_path, capsys):
                "--episodes", "1", "--out", str(tmp_path / "x")])
     assert rc == 2
     assert "heavy_tool" in capsys.readouterr().err
+
+
+def test_the_committed_experiments_command_on_a_tiny_budget(tmp_path):
+    out = tmp_path / "exp"
+    assert main([*DOC_ARGS, "--contexts", "nominal,laggy_link", "--episodes", "1", "--out", str(out)]) == 0
+    data = json.loads((out / "results.json").read_text())
+    runs = data["methods"]["nominal_trained"]["runs"]
+    assert len(runs[0]["contexts"]["laggy_link"]["front"]) == 2  # one point per preference
+    assert [c["preference"] for c in runs[0]["contexts"]["laggy_link"]["cells"]] == [[0.1, 0.005], [0.1, 0.1]]
+    assert data["contexts"][1]["outside_training"] == ["latency", "jitter"]
