@@ -62,6 +62,7 @@ BUDGETS: dict[str, list[str]] = {
     "epic": ["--steps", "200", "--n-v", "64", "--n-m", "64", "--bootstrap", "10", "--weight-points", "2"],
     "rm inspect": [],
     "demo": ["--steps", "100", "--eval-episodes", "1", "--episodes", "1"],
+    "generalization": ["--episodes", "1"],
 }
 #: Exit codes a command may end with (default 0): a safety test may end INCOMPLETE (3: a threshold
 #: not reached) or NOT JUDGED (4: this shared machine too late to judge a check; not a robot FAIL).
