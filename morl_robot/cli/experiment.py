@@ -335,7 +335,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     peer.add_argument("--seeds", type=int, default=5, help="seeds 0..N-1 per method and env (default 5)")
     peer.add_argument("--envs", nargs="+", default=None, help="default: mo-halfcheetah-v5 mo-hopper-v5")
     peer.add_argument("--methods", nargs="+", default=None, help="default: conditioned sweep capql")
-    peer.add_argument("--min-replay", type=int, default=None, help="override replay.min_size_to_sample (tiny budgets)")
+    peer.add_argument("--min-replay", type=int, default=None,
+                      help="override replay.min_size_to_sample (tiny budgets) (default: the profiles')")
     peer.add_argument("--dry-run", action="store_true", help="print the plan and its estimated wall time only")
     peer.set_defaults(func=_run_peer_comparison)
 
