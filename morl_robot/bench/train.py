@@ -11,11 +11,16 @@ starts), each measured on the learner's own ``/diagnostics`` counters (``env_ste
   batched policy forward per step, the safety rules inside its loop;
 * **(c) vectorized, 2 actors** — two such processes feeding the one learner.
 
+* **(d) in-process** — :func:`~morl_robot.training.loop.train` on the same task and learner YAML in
+  this process (no graph): env steps/s over ``--in-process-steps`` steps after the warm-up (the
+  difference of two runs, so start-up and warm-up are not counted).
+
 The learner is the session's (``mo_mpo_cpu_small``) with a low samples-per-insert ratio
 (``--samples-per-insert``, default 0.1) and a small ``min_size_to_sample``, so that the actors are
 measured rather than the learner's back-pressure (with the session's ratio of 16 every variant
 would act exactly as fast as the learner learns); all processes share this machine's cores.  The
-last line is ``vectorized/per-step ratio: X`` ((b) over (a); goal ≥ 3).
+last lines are ``vectorized/per-step ratio: X`` ((b) over (a); goal ≥ 3) and
+``graph/in-process training ratio: X`` (the faster graph variant, (a) or (b), over (d); goal ≥ 0.5).
 """
 from __future__ import annotations
 
@@ -47,6 +52,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="the learner's samples-per-insert ratio in the bench (low: actors are not held back)")
     parser.add_argument("--min-size-to-sample", type=int, default=256,
                         help="replay items before the first update (low: the learner starts early in the bench)")
+    parser.add_argument("--in-process-steps", type=int, default=1500,
+                        help="(d): env steps measured after the warm-up (0: skip the in-process variant)")
     add_set(parser, ("task", "learner", "session", "robot", "safety"))
     deprecated(parser, "--learner-config", "--learner")
 
@@ -112,11 +119,34 @@ def session_rates(task: str, kind: str, actors: int, envs: int, learner_config: 
         runner.stop()
 
 
+def in_process_rate(task: str, learner_config: Path, warmup: int, steps: int) -> float:
+    """Env steps/s of in-process :func:`~morl_robot.training.loop.train` over ``steps`` steps after
+    ``warmup`` (two seeded runs of ``warmup`` and ``warmup + steps`` steps: their wall-time difference)."""
+    import numpy as np
+
+    from morl_robot.envs.mo_env import MORobotEnv
+    from morl_robot.training.loop import train
+
+    def env_fn() -> MORobotEnv:
+        return MORobotEnv(task)
+
+    probe = env_fn()
+    k = int(np.prod(probe.reward_space.shape))
+    probe.close()
+    walls = []
+    for total in (warmup, warmup + steps):
+        t0 = time.perf_counter()
+        train(env_fn, str(learner_config), total, seed=0, out_dir=None, progress=False,
+              eval_fn=lambda _policy: np.zeros(k))
+        walls.append(time.perf_counter() - t0)
+    return steps / max(walls[1] - walls[0], 1e-9)
+
+
 def run(args: argparse.Namespace) -> int:
     from morl_robot.errors import UsageError
 
-    if args.envs < 1 or args.repeats < 1 or not args.duration > 0:
-        raise UsageError("--envs and --repeats must be >= 1 and --duration > 0")
+    if args.envs < 1 or args.repeats < 1 or not args.duration > 0 or args.in_process_steps < 0:
+        raise UsageError("--envs and --repeats must be >= 1, --duration > 0 and --in-process-steps >= 0")
     work = Path(tempfile.mkdtemp(prefix="bench_train_"))
     learner = bench_learner_config(args.learner_config, args.samples_per_insert, args.min_size_to_sample,
                                    work / "learner.yaml")
@@ -137,4 +167,11 @@ def run(args: argparse.Namespace) -> int:
               f"{[round(r[0]) for r in rates]}", flush=True)
     print(f"vectorized/per-step ratio: {medians[1] / medians[0]:.2f}" if medians[0] > 0 else
           "vectorized/per-step ratio: inf (the per-step graph took no steps)")
+    if args.in_process_steps > 0:
+        rates = [in_process_rate(args.task, learner, args.warmup, args.in_process_steps) for _ in range(args.repeats)]
+        local = statistics.median(rates)
+        print(f"  {'(d) in-process train()':36s} env steps/s {local:8.1f}   {[round(r) for r in rates]}", flush=True)
+        best = max(medians[0], medians[1])
+        print(f"graph/in-process training ratio: {best / local:.2f} "
+              f"(per-step {medians[0] / local:.2f}, vectorized {medians[1] / local:.2f})")
     return 0

@@ -1,5 +1,5 @@
 """`morl-robot bench train` through the real CLI on a tiny budget: three real training sessions
-(per-step graph, one and two vectorized actors) measured, ending with the ratio line."""
+(per-step graph, one and two vectorized actors) and in-process train() measured, ending with the ratio lines."""
 from __future__ import annotations
 
 import re
@@ -17,7 +17,7 @@ def test_the_train_bench_measures_three_sessions_and_prints_the_ratio(domain_id)
     from morl_robot.session.processes import ros_env
 
     cmd = [sys.executable, "-m", "morl_robot.cli", "bench", "train", "--duration", "1", "--warmup", "20",
-           "--envs", "2", "--min-size-to-sample", "64"]
+           "--envs", "2", "--min-size-to-sample", "64", "--in-process-steps", "100"]
     done = subprocess.run(cmd, env=ros_env(domain_id), capture_output=True, text=True, timeout=900, check=False)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     lines = done.stdout.strip().splitlines()
@@ -27,6 +27,11 @@ def test_the_train_bench_measures_three_sessions_and_prints_the_ratio(domain_id)
         steps, _updates = re.search(r"env steps/s\s+([\d.]+)\s+learner updates/s\s+([\d.]+)", line).groups()
         rates[label] = float(steps)
         assert float(steps) > 0, line  # every session stepped and its experience reached the learner
-    ratio = re.fullmatch(r"vectorized/per-step ratio: ([\d.]+)", lines[-1])
-    assert ratio, lines[-1]
+    ratio = next(m for x in lines if (m := re.fullmatch(r"vectorized/per-step ratio: ([\d.]+)", x)))
     assert float(ratio.group(1)) == pytest.approx(rates["(b) vectorized, 1 actor"] / rates["(a) per-step"], rel=0.01)
+    local = float(re.search(r"\(d\) in-process train\(\)\s+env steps/s\s+([\d.]+)", done.stdout).group(1))
+    graph = re.fullmatch(r"graph/in-process training ratio: ([\d.]+) \(per-step ([\d.]+), vectorized ([\d.]+)\)",
+                         lines[-1])
+    assert graph and local > 0, lines[-1]
+    best = max(rates["(a) per-step"], rates["(b) vectorized, 1 actor"])
+    assert float(graph.group(1)) == pytest.approx(best / local, rel=0.02)
