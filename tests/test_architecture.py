@@ -12,6 +12,7 @@
 from __future__ import annotations
 
 import ast
+import functools
 import re
 import subprocess
 import sys
@@ -64,6 +65,7 @@ def _module_of(path: Path, package: Path) -> str:
     return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
 
 
+@functools.cache
 def _imported(path: Path, package: Path = PACKAGE) -> list[tuple[str, int]]:
     """(module imported, line) for every import of a ``morl_robot`` module in ``path``: at module
     level, inside functions, under ``TYPE_CHECKING``; relative imports resolved; ``from P import n``
@@ -265,13 +267,12 @@ def test_the_layer_check_names_each_wrong_import(tmp_path):
 
 
 def test_the_layer_check_fails_on_a_wrong_import_in_a_copy_of_the_package(tmp_path):
-    """A copy of the real package passes; one added import of ``cli`` inside an ``envs`` function
-    fails it, named with its place."""
+    """A copy of the real package with one added import of ``cli`` inside an ``envs`` function fails
+    the check on exactly that import, named with its place."""
     import shutil
 
     copy = tmp_path / "morl_robot"
     shutil.copytree(PACKAGE, copy, ignore=shutil.ignore_patterns("__pycache__"))
-    assert layer_violations(copy) == layer_violations() == []
     (copy / "envs" / "bad_example.py").write_text("def f():\n    from morl_robot.cli.options import add_set\n")
     envs, cli = _rank("envs"), _rank("cli")
     assert layer_violations(copy) == [("morl_robot/envs/bad_example.py:2: envs -> cli (morl_robot.cli.options): "
