@@ -143,6 +143,7 @@ class CartesianController:
         self._pinv_lin = np.zeros((len(spec.joints), 3))  # (J, 3) DLS pseudo-inverse, linear columns
         self._v_ref = np.zeros(3)  # (3,) this period's commanded linear velocity (limited)
         self.period_peak = 0.0  # N: the largest contact force ‖f‖ of the ticks since begin_period
+        self._free_qdot: np.ndarray | None = None  # this period's q̇ while in free motion (begin_period)
 
     def joint_velocities(self, data: mujoco.MjData, twist: np.ndarray) -> np.ndarray:
         """q̇ (J,) realising ``twist`` (limited to the Cartesian limits) at ``data``'s joint positions;
@@ -201,6 +202,14 @@ class CartesianController:
         self._pinv_lin = jac.T @ np.linalg.solve(jjt, np.eye(6)[:, :3])
         self._v_ref = np.minimum(np.maximum(twist[:3], self._twist_floor[:3]), self.twist_limit[:3])
         self.period_peak = 0.0
+        # free motion (no force past the dead band, no stiffness, v_ref within the speed limit) leaves
+        # v = v_ref, so q̇ is this period's q̇_ref at every tick: limited once here, not per tick
+        self._free_qdot = None
+        adm = self.admittance
+        if adm is not None and adm.config.stiffness == 0.0 and float(np.linalg.norm(self._v_ref)) <= adm.max_speed:
+            qdot = self._qdot_ref + self._pinv_lin @ (np.array(self._v_ref, dtype=np.float64) - self._v_ref)
+            ratio = float((np.abs(qdot) / self.velocity_limit).max())
+            self._free_qdot = qdot / ratio if ratio > 1.0 else qdot
         return self._qdot_ref
 
     def tick(self, target: np.ndarray, q: np.ndarray, force: np.ndarray, dt: float) -> np.ndarray:
@@ -208,12 +217,16 @@ class CartesianController:
         measured joints ``q`` (J,) → the actuators' position targets (A,) moved from ``target`` (A,)."""
         assert self.admittance is not None, "tick() needs cartesian.compliance"
         fx, fy, fz = float(force[0]), float(force[1]), float(force[2])
-        self.period_peak = max(self.period_peak, math.sqrt(fx * fx + fy * fy + fz * fz))
-        v = self.admittance.step(self._v_ref, force, dt)
-        qdot = self._qdot_ref + self._pinv_lin @ (v - self._v_ref)  # (J,)
-        ratio = float((np.abs(qdot) / self.velocity_limit).max())
-        if ratio > 1.0:
-            qdot = qdot / ratio
+        f_norm = math.sqrt(fx * fx + fy * fy + fz * fz)
+        self.period_peak = max(self.period_peak, f_norm)
+        if self._free_qdot is not None and f_norm <= self.admittance.config.force_deadband:
+            qdot = self._free_qdot  # the admittance's free-motion case (see begin_period): same numbers
+        else:
+            v = self.admittance.step(self._v_ref, force, dt)
+            qdot = self._qdot_ref + self._pinv_lin @ (v - self._v_ref)  # (J,)
+            ratio = float((np.abs(qdot) / self.velocity_limit).max())
+            if ratio > 1.0:
+                qdot = qdot / ratio
         out = target.copy()
         idx = self.actuator_joint
         out[self.actuator_mask] = integrate_position_targets(target[self.actuator_mask], qdot[idx], q[idx], dt,
