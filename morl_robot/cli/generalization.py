@@ -197,8 +197,7 @@ def run(args: argparse.Namespace) -> int:
             "reference": "nondominated union of every evaluated front on the context (no specialists)",
             "contexts": [c.to_json() for c in contexts],
             "reference_fronts": {k: v.tolist() for k, v in references.items()}, "methods": result_methods}
-    argv = ["morl-robot", *sys.argv[1:]] if Path(sys.argv[0]).name == "morl-robot" else None
-    write_results_json(out / "results.json", data, argv)
+    write_results_json(out / "results.json", data)
     (out / "results.md").write_text(_markdown(data))
     _plots(data, out)
     print(f"wrote {out / 'results.json'}, {out / 'results.md'} and plots")
@@ -237,6 +236,10 @@ def _markdown(data: dict[str, Any]) -> str:
         lines.append(f"| {name} | {fmt(a['nhgr']['iqm'])} | {fmt(a['nhgr']['optimality_gap'])} | "
                      f"{fmt(a['eugr']['iqm'])} | {fmt(a['eugr']['optimality_gap'])} | "
                      f"{a['nhgr']['runs']} × {a['nhgr']['contexts']} |")
+    first = next(iter(data["methods"].values()))["aggregate"]["nhgr"]
+    if first["excluded"]:
+        lines += ["", "Left out of the aggregates (the reference front has no spread there, NHGR undefined): "
+                  + ", ".join(ctxs[i] for i in first["excluded"]) + "."]
     return "\n".join(lines) + "\n"
 
 

@@ -10,8 +10,10 @@ of everything evaluated on c, see :func:`reference_front`):
   unit box);
 * :func:`nhgr` = HV_norm(F) / HV_norm(F*_c);
 * :func:`eum` / :func:`eugr` — expected utility (linear utilities, weights uniform on the simplex)
-  and its ratio to the reference front's; utilities are measured from the raw reference point
-  (v − r), so the ratio of two positive numbers means what the paper's does.
+  and its ratio to the reference front's.  The paper leaves EUM on the raw returns, for utilities
+  that carry the stakeholders' scales; uniform weights carry none (the Sawyer's force cost would
+  swamp its task return), so :func:`eugr` measures utilities on the objectives normalised as for
+  HV_norm (each in [0, 1] over the reference front).
 
 :func:`aggregate` puts the scores of seeds × contexts through ``rliable``: IQM and optimality gap
 (target 1) with stratified bootstrap CIs.  Everything else (running the protocol per context) is
@@ -105,10 +107,16 @@ def eum(points: ArrayLike, ref: Sequence[float], weights: np.ndarray | None = No
     return float(np.mean(np.max((p - r) @ w.T, axis=0)))
 
 
-def eugr(points: ArrayLike, reference: ArrayLike, ref: Sequence[float]) -> float:
-    """Expected Utility Generalisation Ratio EUM(F) / EUM(F*)."""
-    den = eum(reference, ref)
-    return eum(points, ref) / den if den > 0 else math.nan
+def eugr(points: ArrayLike, reference: ArrayLike) -> float:
+    """Expected Utility Generalisation Ratio EUM(F) / EUM(F*), utilities on the objectives
+    normalised by the reference front's min/max (NaN if it has no spread)."""
+    lo, hi = bounds(reference)
+    span = hi - lo
+    if np.any(span <= 0):
+        return math.nan
+    origin = np.zeros(lo.size)
+    den = eum((_points(reference, lo.size) - lo) / span, origin)
+    return eum((_points(points, lo.size) - lo) / span, origin) / den if den > 0 else math.nan
 
 
 def reference_front(fronts: Sequence[ArrayLike]) -> np.ndarray:
@@ -123,23 +131,33 @@ def reference_front(fronts: Sequence[ArrayLike]) -> np.ndarray:
 def context_metrics(front: ArrayLike, reference: ArrayLike, ref: Sequence[float]) -> dict[str, float]:
     """Every per-context metric of ``front`` against ``reference`` (F*_c) at raw point ``ref``."""
     return {"hv": hypervolume_raw(front, ref), "hv_norm": normalised_hypervolume(front, reference),
-            "nhgr": nhgr(front, reference), "eum": eum(front, ref), "eugr": eugr(front, reference, ref)}
+            "nhgr": nhgr(front, reference), "eum": eum(front, ref), "eugr": eugr(front, reference)}
 
 
 def aggregate(scores: dict[str, np.ndarray], reps: int = 2000, seed: int = 0,
               confidence: float = 0.95) -> dict[str, dict[str, Any]]:
     """``scores``: name → (runs, contexts) array (e.g. NHGR per policy seed × context).  IQM and
     optimality gap (target 1) with ``rliable``'s stratified bootstrap CIs (runs resampled within
-    each context).  Returns name → {"iqm": {value, ci_low, ci_high}, "optimality_gap": {…}, "runs", "contexts"}."""
+    each context).  A context whose score is NaN for every method (a reference front without
+    spread) is left out, and named in ``excluded``; a remaining NaN counts as 0.  Returns
+    name → {"iqm": {value, ci_low, ci_high}, "optimality_gap": {…}, "runs", "contexts", "excluded"}."""
     from rliable import library as rly
     from rliable import metrics
 
-    clean: dict[str, np.ndarray] = {}
+    arrays: dict[str, np.ndarray] = {}
     for name, s in scores.items():
         a = np.asarray(s, dtype=np.float64)
         if a.ndim != 2 or a.size == 0:
             raise UsageError(f"scores of '{name}' must be a (runs, contexts) array, got shape {a.shape}")
-        clean[name] = np.nan_to_num(a, nan=0.0)
+        arrays[name] = a
+    widths = {a.shape[1] for a in arrays.values()}
+    if len(widths) != 1:
+        raise UsageError(f"every method needs the same contexts, got {sorted(widths)} columns")
+    keep = ~np.all(np.stack([np.all(np.isnan(a), axis=0) for a in arrays.values()]), axis=0)
+    excluded = [int(i) for i in np.flatnonzero(~keep)]
+    if not keep.any():
+        raise UsageError("no context has a score: every reference front lacks spread")
+    clean = {n: np.nan_to_num(a[:, keep], nan=0.0) for n, a in arrays.items()}
 
     def func(x: np.ndarray) -> np.ndarray:
         return np.array([metrics.aggregate_iqm(x), metrics.aggregate_optimality_gap(x, 1.0)])
@@ -160,7 +178,7 @@ def aggregate(scores: dict[str, np.ndarray], reps: int = 2000, seed: int = 0,
                         "ci_low": float(ci[0, i]) if ci is not None else float(points[n][i]),
                         "ci_high": float(ci[1, i]) if ci is not None else float(points[n][i])}
                   for i, key in enumerate(("iqm", "optimality_gap"))}
-        out[n].update(runs=int(a.shape[0]), contexts=int(a.shape[1]))
+        out[n].update(runs=int(a.shape[0]), contexts=int(a.shape[1]), excluded=excluded)
     return out
 
 

@@ -27,7 +27,8 @@ def test_golden_values_by_hand():
     assert exact == pytest.approx(7.5, rel=1e-4)  # the integral, by hand
     assert g.eum(REF, (0.0, 0.0), np.stack([w, 1 - w], axis=1)) == pytest.approx(exact, rel=1e-9)
     assert g.eum(REF, (0.0, 0.0)) == pytest.approx(7.5, rel=0.01)  # the default 101 weights
-    assert g.eugr(REF, REF, (0.0, 0.0)) == pytest.approx(1.0)
+    assert g.eugr(REF, REF) == pytest.approx(1.0)
+    assert g.eugr([(4.0, 6.0)], REF) == pytest.approx(g.eum([(0.4, 0.6)], (0, 0)) / g.eum([(0, 1), (0.4, 0.6), (1, 0)], (0, 0)))
     # the paper's Table 1 (MO-HalfCheetah, GPI-LS): NHGR = HV_norm / HV_norm(F*) = 0.20 / 0.26 → HV_norm(F*) ≈ 0.77
     assert 0.20 / 0.26 == pytest.approx(0.769, abs=1e-3)
 
@@ -68,4 +69,8 @@ def test_aggregate_iqm_and_optimality_gap_with_cis():
     m = out["mixed"]
     assert m["iqm"]["ci_low"] <= m["iqm"]["value"] <= m["iqm"]["ci_high"]
     assert m["iqm"]["ci_low"] < m["iqm"]["ci_high"]
-    assert (m["runs"], m["contexts"]) == (3, 4)
+    assert (m["runs"], m["contexts"], m["excluded"]) == (3, 4, [])
+    nan_col = {"a": np.array([[1.0, np.nan], [0.5, np.nan]]), "b": np.array([[0.2, np.nan]])}
+    out = g.aggregate(nan_col, reps=100)  # a context without a reference spread is left out, named
+    assert out["a"]["excluded"] == [1] and out["a"]["contexts"] == 1
+    assert out["b"]["iqm"]["value"] == pytest.approx(0.2)
