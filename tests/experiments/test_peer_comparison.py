@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from morl_robot.cli import main
 
 
@@ -29,3 +31,17 @@ def test_bad_arguments_are_usage_errors(tmp_path, capsys):
     assert "--seeds must be >= 1" in capsys.readouterr().err
     assert main(["experiment", "peer-comparison", "--out", str(tmp_path), "--methods", "ppo", "--dry-run"]) == 2
     assert "unknown ['ppo']" in capsys.readouterr().err
+
+
+@pytest.mark.extended  # make test-extended: two tiny training runs and their report (~1 min loaded)
+def test_a_tiny_comparison_runs_reports_and_resumes(tmp_path, capsys):
+    argv = ["experiment", "peer-comparison", "--out", str(tmp_path), "--envs", "deep-sea-treasure-v0",
+            "--methods", "conditioned", "--seeds", "2", "--steps", "300", "--min-replay", "64"]
+    assert main(argv) == 0
+    out = capsys.readouterr().out
+    assert "hypervolume per method (IQM [95 % CI] over seeds), reference [-100.0, -100.0]" in out
+    summary = json.loads((tmp_path / "summary.json").read_text())
+    assert summary["envs"]["deep-sea-treasure-v0"]["methods"]["conditioned"]["seeds"] == [0, 1]
+    assert "provenance" in summary
+    assert main(argv + ["--dry-run"]) == 0  # both runs kept: nothing left to train
+    assert "2 runs, 2 done" in capsys.readouterr().out
