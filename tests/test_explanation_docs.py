@@ -25,9 +25,11 @@ SHORT_MODULES = {"mpo": "learning/mpo.py", "learner": "learning/learner.py", "ne
 def _symbols() -> dict[str, set[str]]:
     """Every class and top-level function of morl_robot (name → names defined in its body)."""
     out: dict[str, set[str]] = {}
+    bases: dict[str, set[str]] = {}
     for path in (ROOT / "morl_robot").rglob("*.py"):
         for node in ast.parse(path.read_text()).body:
             if isinstance(node, ast.ClassDef):
+                bases.setdefault(node.name, set()).update(b.id for b in node.bases if isinstance(b, ast.Name))
                 body = out.setdefault(node.name, set())
                 for item in node.body:
                     if isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
@@ -38,7 +40,11 @@ def _symbols() -> dict[str, set[str]]:
                         body.update(t.id for t in item.targets if isinstance(t, ast.Name))
             elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
                 out.setdefault(node.name, set())
-    return out
+
+    def inherited(cls: str, seen: frozenset[str] = frozenset()) -> set[str]:  # a class has its bases' members
+        return out.get(cls, set()).union(*(inherited(b, seen | {cls}) for b in bases.get(cls, ()) if b not in seen))
+
+    return {cls: inherited(cls) for cls in out}
 
 
 @cache
