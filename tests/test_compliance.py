@@ -3,6 +3,7 @@ execution in both backends, and the safety layer's approach-speed limit near the
 from __future__ import annotations
 
 import dataclasses
+import functools
 from pathlib import Path
 
 import mujoco
@@ -67,6 +68,12 @@ def test_a_persistent_push_settles_at_the_steady_force_below_the_limit(speed):
     expected = ForceLimitedAdmittance.steady_force(CFG, speed)
     assert np.mean(history[-500:]) == pytest.approx(expected, rel=0.05)
     assert max(history) < CFG.force_limit
+
+
+@functools.cache
+def _approach():
+    """The Sawyer's approach rules, compiled once (a property test's examples only read them)."""
+    return load_rules("sawyer").approach
 
 
 def test_stiffness_pulls_the_tool_back_to_the_commanded_path():
@@ -150,7 +157,7 @@ def test_the_limited_velocity_meets_every_obstacle_and_is_the_nearest(v, dx, dy,
     only by the whole-speed cap near a surface."""
     from morl_robot.safety.rules import project_halfspaces
 
-    rules = load_rules("sawyer").approach
+    rules = _approach()
     hole = np.array([0.65, 0.0, -0.10])
     tip = hole + np.array([dx, dy, h])
     out, _ = rules.limit(v, tip)
@@ -174,7 +181,7 @@ def test_the_limited_velocity_meets_every_obstacle_and_is_the_nearest(v, dx, dy,
 def test_the_limit_is_continuous_in_the_tool_position(dx, dy, h, v):
     """A reading that differs by a micrometre changes the limited velocity by little: no limit
     switches on or off at a threshold (the graph and its in-process twin stay together)."""
-    rules = load_rules("sawyer").approach
+    rules = _approach()
     tip = np.array([0.65, 0.0, -0.10]) + np.array([dx, dy, h])
     a, _ = rules.limit(v, tip)
     b, _ = rules.limit(v, tip + np.array([1e-6, -1e-6, 1e-6]))
