@@ -231,6 +231,8 @@ def _markdown(data: dict[str, Any]) -> str:
         a = m["aggregate"]
 
         def fmt(b: dict[str, Any]) -> str:
+            if b["value"] is None or b["value"] != b["value"]:  # no context to aggregate (see below)
+                return "undefined"
             return f"{b['value']:.3f} [{b['ci_low']:.3f}, {b['ci_high']:.3f}]"
 
         lines.append(f"| {name} | {fmt(a['nhgr']['iqm'])} | {fmt(a['nhgr']['optimality_gap'])} | "

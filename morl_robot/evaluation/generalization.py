@@ -139,7 +139,7 @@ def aggregate(scores: dict[str, np.ndarray], reps: int = 2000, seed: int = 0,
     """``scores``: name → (runs, contexts) array (e.g. NHGR per policy seed × context).  IQM and
     optimality gap (target 1) with ``rliable``'s stratified bootstrap CIs (runs resampled within
     each context).  A context whose score is NaN for every method (a reference front without
-    spread) is left out, and named in ``excluded``; a remaining NaN counts as 0.  Returns
+    spread) is left out, and named in ``excluded`` (none left: every value NaN); a remaining NaN counts as 0.  Returns
     name → {"iqm": {value, ci_low, ci_high}, "optimality_gap": {…}, "runs", "contexts", "excluded"}."""
     from rliable import library as rly
     from rliable import metrics
@@ -155,8 +155,10 @@ def aggregate(scores: dict[str, np.ndarray], reps: int = 2000, seed: int = 0,
         raise UsageError(f"every method needs the same contexts, got {sorted(widths)} columns")
     keep = ~np.all(np.stack([np.all(np.isnan(a), axis=0) for a in arrays.values()]), axis=0)
     excluded = [int(i) for i in np.flatnonzero(~keep)]
-    if not keep.any():
-        raise UsageError("no context has a score: every reference front lacks spread")
+    if not keep.any():  # nothing to aggregate (e.g. policies that all reach one point): undefined, not an error
+        nan = {"value": math.nan, "ci_low": math.nan, "ci_high": math.nan}
+        return {n: {"iqm": dict(nan), "optimality_gap": dict(nan), "runs": int(a.shape[0]), "contexts": 0,
+                    "excluded": excluded} for n, a in arrays.items()}
     clean = {n: np.nan_to_num(a[:, keep], nan=0.0) for n, a in arrays.items()}
 
     def func(x: np.ndarray) -> np.ndarray:
