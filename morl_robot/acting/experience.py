@@ -46,6 +46,27 @@ EXPERIENCE_COLUMNS = ("actor", "policy_version", "episode", "step")
 DEMONSTRATION_VERSION = 0
 
 
+#: The first columns of every ``task_step`` (the wire contract: morl_robot.nodes.wire.task_step_labels).
+TASK_STEP_HEADER = ("episode", "step", "terminated", "truncated", "stamp")
+
+
+def task_step_layout(labels: Sequence[str]) -> tuple[int, int]:
+    """(K rewards, M machine columns) of a ``task_step`` layout: the header, ``reward/<objective>``
+    columns, then (with a reward machine) ``env_terminated`` and ``label/…`` columns, then the observation."""
+    h = len(TASK_STEP_HEADER)
+    if tuple(labels[:h]) != TASK_STEP_HEADER:
+        raise WireError(f"task_step must start with {TASK_STEP_HEADER}, got {tuple(labels[:h])}")
+    k = 0
+    while h + k < len(labels) and labels[h + k].startswith("reward/"):
+        k += 1
+    m = 0
+    if h + k < len(labels) and labels[h + k] == ENV_TERMINATED:
+        m = 1
+        while h + k + m < len(labels) and labels[h + k + m].startswith(LABEL_PREFIX):
+            m += 1
+    return k, m
+
+
 def read_labelled(msg: Any) -> tuple[np.ndarray, tuple[str, ...]]:
     """(values (N,), labels) of a 1-D labelled ``Float64MultiArray`` (live or recorded; the labels
     joined by commas in its one layout dimension); raises :class:`WireError` if malformed."""

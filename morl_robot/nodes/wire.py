@@ -31,11 +31,13 @@ from std_msgs.msg import Float64MultiArray, MultiArrayDimension, MultiArrayLayou
 # the experience table format and the decoded task step live in the actor core; re-exported here
 from morl_robot.acting.experience import (  # noqa: F401
     EXPERIENCE_COLUMNS,
+    TASK_STEP_HEADER,
     ExperienceChunk,
     TaskStep,
     experience_columns,
     read_labelled,
     split_experience,
+    task_step_layout,
 )
 from morl_robot.errors import WireError
 from morl_robot.reward_machines.columns import (  # noqa: F401
@@ -163,7 +165,6 @@ SERVICES: tuple[tuple[str, str, str], ...] = (
     ("safety/trigger", "std_srvs/srv/Trigger", "safety_monitor: engage the e-stop"),
 )
 
-TASK_STEP_HEADER = ("episode", "step", "terminated", "truncated", "stamp")
 #: Lockstep: a command that answers a task_step carries that step's key as its last element, so the
 #: robot node executes exactly one command per step (a re-sent step answered twice, or an answer
 #: that comes late, is recognised as stale instead of being executed as the next step's command).
@@ -358,26 +359,10 @@ def task_step_labels(objectives: Sequence[str], observation_labels: Sequence[str
     return TASK_STEP_HEADER + tuple(f"reward/{o}" for o in objectives) + tuple(machine) + tuple(observation_labels)
 
 
-def _task_step_layout(labels: Sequence[str]) -> tuple[int, int]:
-    """(K rewards, M machine columns) of a ``task_step`` layout."""
-    h = len(TASK_STEP_HEADER)
-    if tuple(labels[:h]) != TASK_STEP_HEADER:
-        raise WireError(f"task_step must start with {TASK_STEP_HEADER}, got {tuple(labels[:h])}")
-    k = 0
-    while h + k < len(labels) and labels[h + k].startswith("reward/"):
-        k += 1
-    m = 0
-    if h + k < len(labels) and labels[h + k] == ENV_TERMINATED:
-        m = 1
-        while h + k + m < len(labels) and labels[h + k + m].startswith(LABEL_PREFIX):
-            m += 1
-    return k, m
-
-
 def split_task_step(values: np.ndarray, labels: Sequence[str]) -> TaskStep:
     """Decode a ``task_step`` vector (see :func:`task_step_labels`)."""
     h = len(TASK_STEP_HEADER)
-    k, m = _task_step_layout(labels)
+    k, m = task_step_layout(labels)
     o = h + k + m
     return TaskStep(
         episode=int(values[0]), step=int(values[1]), terminated=bool(values[2]), truncated=bool(values[3]),

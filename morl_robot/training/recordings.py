@@ -24,11 +24,14 @@ from typing import Any
 
 import numpy as np
 
-from morl_robot.acting.experience import read_labelled
+from morl_robot.acting.experience import (
+    TASK_STEP_HEADER,
+    read_labelled,
+    task_step_layout,
+)
 from morl_robot.recording.reader import RecordingError, read_messages, recording_path
 
-#: The wire layout (morl_robot.nodes.wire; repeated here so this module needs no rclpy).
-TASK_STEP_HEADER = ("episode", "step", "terminated", "truncated", "stamp")
+#: The wire labels this module reads (morl_robot.nodes.wire; repeated here so it needs no rclpy).
 STEP_KEY_LABEL = "answers_task_step"
 SESSION_LABEL = "session"
 #: The topics read (last name component, under any namespace).
@@ -86,22 +89,6 @@ class RecordedTransitions:
         return out
 
 
-def _split_step_layout(labels: Sequence[str]) -> tuple[int, int]:
-    """(K rewards, M machine columns) of a task_step layout."""
-    h = len(TASK_STEP_HEADER)
-    if tuple(labels[:h]) != TASK_STEP_HEADER:
-        raise ValueError(f"task_step must start with {TASK_STEP_HEADER}")
-    k = 0
-    while h + k < len(labels) and labels[h + k].startswith("reward/"):
-        k += 1
-    m = 0
-    if h + k < len(labels) and labels[h + k] == "env_terminated":
-        m = 1
-        while h + k + m < len(labels) and labels[h + k + m].startswith("label/"):
-            m += 1
-    return k, m
-
-
 def _namespace(topic: str, name: str) -> str:
     return topic[: -len(name)].rstrip("/") or "/"
 
@@ -147,7 +134,7 @@ def read_transitions(paths: Sequence[str | os.PathLike[str]], observation_labels
             if m.topic.endswith("/" + TASK_STEP):
                 ns = _namespace(m.topic, TASK_STEP)
                 try:
-                    k, mc = _split_step_layout(labels)
+                    k, mc = task_step_layout(labels)
                 except ValueError as exc:
                     raise RecordingError(f"recording {p}: {m.topic}: {exc}") from None
                 h = len(TASK_STEP_HEADER)
