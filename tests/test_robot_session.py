@@ -315,8 +315,30 @@ def test_a_first_reset_that_is_stopped_leaves_the_robot_holding(make, monkeypatc
         raise MorlRobotError("reset stopped: the safety monitor's e-stop is latched")
 
     monkeypatch.setattr(core.runner, "reset", stopped)
+    for engaged in (True, False, True):  # the start-up latch, its release, a later latch
+        core.set_estop(engaged)
     core.activate()
     assert core.runner.last is None and core.fault
-    core.tick()  # no command yet: hold
+    core.tick()  # no command yet, a latched e-stop: hold, no new reset (the operator releases, then resets)
     assert core.counters["holds"] == 1 and len(out.states) == 1 and out.published == []
     assert core.runner.last is None and core.fault == ""  # the hold succeeded: not a fault any more
+
+
+def test_a_first_reset_that_failed_on_a_stale_state_is_tried_again(make, monkeypatch):
+    """A start reset that failed without an e-stop (a late driver message on a loaded host) is
+    tried again by the real-time loop: the episode begins (before: the robot held for good)."""
+    core, out, _ = make(timing="realtime")
+    real, calls = core.runner.reset, []
+
+    def once_stale(**kwargs: Any) -> Any:
+        calls.append(1)
+        if len(calls) == 1:
+            raise MorlRobotError("sawyer: stale driver state, not commanding")
+        return real(**kwargs)
+
+    monkeypatch.setattr(core.runner, "reset", once_stale)
+    core.activate()
+    assert core.runner.last is None and core.fault
+    core.tick()
+    assert len(calls) == 2 and core.runner.last is not None and core.runner.last.step == 0
+    assert core.fault == "" and out.published  # step 0 went out

@@ -212,8 +212,13 @@ class RobotSession:
         self.last_error = message
 
     def tick(self) -> None:
-        """Real-time loop: the newest command, or hold after ``command_timeout``."""
+        """Real-time loop: the newest command, or hold after ``command_timeout``.  A task robot
+        whose start reset failed (a fault, e.g. a stale driver state) tries it again, except under
+        an e-stop latched after the start-up one (the operator releases, then resets)."""
         if self.paused:
+            return
+        if self.runner.env is not None and self.runner.last is None and (not self.estop or not self._released_once):
+            self._start_episode()
             return
         if self.last_command is not None and \
                 self._clock() - self._last_command_time <= self.settings.command_timeout:

@@ -698,7 +698,7 @@ class HardwareRobot(Robot):
             self._ticking = False
         self._tare()  # at rest after the settle: the tool's weight is the no-contact reading
         self.reset_seconds = self._clock() - t0
-        return self.read_state()
+        return self._fresh(self.read_state, self._clock() + rc.stale_grace)  # a late message at the end too
 
     # --- landmarks ------------------------------------------------------------------------
     def landmark(self, name: str) -> np.ndarray:
