@@ -454,13 +454,19 @@ def run_page(page: str, tmp_path: Path, domain_id: int, monkeypatch: pytest.Monk
         if sub in IN_PROCESS:
             rc, stdout, stderr = _run_in_process(argv)
         else:
-            try:
-                proc = subprocess.run([sys.executable, "-m", "morl_robot.cli", *argv], cwd=work, env=env,
-                                      capture_output=True, text=True, timeout=TIMEOUT, check=False)
-            except subprocess.TimeoutExpired:
-                pytest.fail(f"{cmd.where}: `{cmd.text}` ran past {TIMEOUT:.0f} s on its tiny budget "
-                            f"({' '.join(budget)}): shrink BUDGETS['{sub}'] or mark the fence parse-only")
-            rc, stdout, stderr = proc.returncode, proc.stdout, proc.stderr
+            # a safety test's probe aborts (exit 5) when a loaded host delays a sensor stream past its
+            # watchdog and the monitor e-stops mid-probe: that run measured the host, so it runs once more
+            for attempt in (1, 2):
+                try:
+                    proc = subprocess.run([sys.executable, "-m", "morl_robot.cli", *argv], cwd=work, env=env,
+                                          capture_output=True, text=True, timeout=TIMEOUT, check=False)
+                except subprocess.TimeoutExpired:
+                    pytest.fail(f"{cmd.where}: `{cmd.text}` ran past {TIMEOUT:.0f} s on its tiny budget "
+                                f"({' '.join(budget)}): shrink BUDGETS['{sub}'] or mark the fence parse-only")
+                rc, stdout, stderr = proc.returncode, proc.stdout, proc.stderr
+                if not (sub == "safety-test" and rc == 5 and "probe aborted" in stderr and attempt == 1):
+                    break
+                print(f"{cmd.where}: safety test probe aborted on a loaded host, run again: {stderr[-300:]}")
         timings.append((time.monotonic() - start, cmd.text))
         if rc not in OK_CODES.get(sub, {0}):
             pytest.fail(f"{cmd.where}: `{cmd.text}` exited {rc} (ran as `morl-robot {shlex.join(argv)}` "
