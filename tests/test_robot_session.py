@@ -333,8 +333,10 @@ def test_a_first_reset_that_failed_on_a_stale_state_is_tried_again(make, monkeyp
     def once_stale(**kwargs: Any) -> Any:
         calls.append(1)
         if len(calls) == 1:
-            raise MorlRobotError("sawyer: stale driver state, not commanding")
+            raise StaleStateError("sawyer: stale driver state, not commanding")
         return real(**kwargs)
+
+    from morl_robot.robots.hardware import StaleStateError
 
     monkeypatch.setattr(core.runner, "reset", once_stale)
     core.activate()

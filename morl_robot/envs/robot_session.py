@@ -149,6 +149,7 @@ class RobotSession:
         self.inner_hold = ""  # what the inner safety layer is holding for ("" = not holding)
         self.last_error = ""
         self.last_command: tuple[np.ndarray, tuple[str, ...]] | None = None
+        self._retry_start = False  # the newest episode start failed on a stale driver state: tick retries it
         self._last_command_time = self._last_publish_time = 0.0
 
     @property
@@ -217,7 +218,7 @@ class RobotSession:
         an e-stop latched after the start-up one (the operator releases, then resets)."""
         if self.paused:
             return
-        if self.runner.env is not None and self.runner.last is None and (not self.estop or not self._released_once):
+        if self._retry_start and self.runner.last is None and (not self.estop or not self._released_once):
             self._start_episode()
             return
         if self.last_command is not None and \
@@ -386,7 +387,19 @@ class RobotSession:
             self.out.publish_state(rec.state)
 
     def _start_episode(self, restart_seeds: bool = False) -> None:
-        rec = self._guarded(lambda: self.runner.reset(restart_seeds=restart_seeds))
+        from morl_robot.robots.hardware import StaleStateError
+
+        stale: list[bool] = []
+
+        def reset() -> StepRecord:
+            try:
+                return self.runner.reset(restart_seeds=restart_seeds)
+            except StaleStateError:
+                stale.append(True)
+                raise
+
+        rec = self._guarded(reset)
+        self._retry_start = rec is None and bool(stale) and self.runner.env is not None
         if rec is not None:
             self.counters["episodes"] += 1
             self._publish(rec)
