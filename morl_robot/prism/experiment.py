@@ -293,10 +293,8 @@ def _diagnostics(exp: PrismExperiment, trained: dict[str, Any], out: Path, varia
 
 
 def run(exp: PrismExperiment, out_dir: str | Path, progress: bool = True, command: str = "") -> dict[str, Any]:
-    """All variants × seeds; writes ``out_dir/results.json`` and ``fronts.png``."""
-    from morl_robot.evaluation.hypervolume import hypervolume
-    from morl_robot.evaluation.plots import plot_pareto_fronts
-    from morl_robot.evaluation.provenance import write_results_json
+    """All variants × seeds (seed-major); writes ``out_dir/results.json`` and ``fronts.png`` after
+    every run (``complete: false`` until the last)."""
     from morl_robot.training.loop import evaluate, num_objectives_of
 
     exp.validate()
@@ -315,13 +313,19 @@ def run(exp: PrismExperiment, out_dir: str | Path, progress: bool = True, comman
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     start = time.monotonic()
-    jobs = [(v, s) for v in exp.variants for s in exp.seeds]
+    # seed-major: an interrupted run still has every variant on its first seeds
+    jobs = [(v, s) for s in exp.seeds for v in exp.variants]
+    ref = [DEFAULT_REF] * k
+    zero = np.zeros(dim, np.float32)
+    still = np.stack([evaluate(lambda obs: zero, functools.partial(make_env, exp.env_id), exp.eval_episodes,
+                               seed=10_000 + s) for s in exp.seeds]).mean(axis=0)
     bar = None
     if progress:
         from tqdm.auto import tqdm
 
         bar = tqdm(total=len(jobs), unit="run", desc="prism", dynamic_ncols=True)
-    rows, fronts = [], {}
+    rows: list[dict[str, Any]] = []
+    fronts: dict[str, list[np.ndarray]] = {}
     try:
         for variant, seed in jobs:
             if bar is not None:
@@ -329,19 +333,30 @@ def run(exp: PrismExperiment, out_dir: str | Path, progress: bool = True, comman
             row, points = _run_one(exp, pcfg, variant, seed, out, p_rel, k)
             rows.append(row)
             fronts.setdefault(variant, []).append(points)
+            if len(rows) < len(jobs):  # partial results after every run (complete: false)
+                _write(exp, pcfg, p_rel, ref, still, rows, fronts, out, start, command, complete=False)
             if bar is not None:
                 bar.update(1)
     finally:
         if bar is not None:
             bar.close()
-    ref = [DEFAULT_REF] * k
-    zero = np.zeros(dim, np.float32)
-    still = np.stack([evaluate(lambda obs: zero, functools.partial(make_env, exp.env_id), exp.eval_episodes,
-                               seed=10_000 + s) for s in exp.seeds]).mean(axis=0)
+    return _write(exp, pcfg, p_rel, ref, still, rows, fronts, out, start, command, complete=True)
+
+
+def _write(exp: PrismExperiment, pcfg: PrismConfig, p_rel: list[float], ref: list[float], still: np.ndarray,
+           rows: list[dict[str, Any]], fronts: dict[str, list[np.ndarray]], out: Path, start: float, command: str,
+           complete: bool) -> dict[str, Any]:
+    """``results.json`` and ``fronts.png`` of the runs so far."""
+    from morl_robot.evaluation.hypervolume import hypervolume
+    from morl_robot.evaluation.plots import plot_pareto_fronts
+    from morl_robot.evaluation.provenance import write_results_json
+
+    done = [v for v in exp.variants if v in fronts]
     summary = {v: {"hypervolume": _bootstrap([r["hypervolume"] for r in rows if r["variant"] == v]),
-                   "eum": _bootstrap([r["eum"] for r in rows if r["variant"] == v])} for v in exp.variants}
+                   "eum": _bootstrap([r["eum"] for r in rows if r["variant"] == v])} for v in done}
     results = {
-        "label": exp.label, "env": exp.env_id, "mode": exp.mode, "variants": exp.variants, "seeds": exp.seeds,
+        "label": exp.label, "complete": complete, "env": exp.env_id, "mode": exp.mode, "variants": exp.variants,
+        "seeds": exp.seeds,
         "p_rel": p_rel, "ref": ref, "learner": exp.learner, "torch_threads": exp.threads,
         "budget": {"steps_per_cycle": pcfg.refinement.steps_per_cycle, "refinements": pcfg.refinement.refinements,
                    "rl_steps_per_run": (pcfg.refinement.refinements + 1) * pcfg.refinement.steps_per_cycle,
@@ -353,10 +368,10 @@ def run(exp: PrismExperiment, out_dir: str | Path, progress: bool = True, comman
         "summary": summary, "runs": rows, "wall_time_s": time.monotonic() - start, "command": command,
     }
     write_results_json(out / "results.json", results)
+    seeds = len({r["seed"] for r in rows})
     plot_pareto_fronts({v: np.concatenate(p) for v, p in fronts.items()} | {"do nothing": still[None]},
                        out / "fronts.png", ref=ref,
-                       title=f"{exp.env_id}: {', '.join(exp.variants)} ({len(exp.seeds)} seeds) {exp.label}".strip(),
-                       counts=False)
+                       title=f"{exp.env_id}: {', '.join(done)} ({seeds} seeds) {exp.label}".strip(), counts=False)
     return results
 
 
