@@ -11,7 +11,9 @@ for a demonstration), ``step`` the step the action was taken at (0 = the episode
 the normalised action in [-1, 1] and ``log_prob`` its behaviour log-probability log μ(a|s), which
 Retrace's importance weights need (Munos et al. 2016).
 
-A reward-machine task (``reward_machine`` setting) adds its *machine columns* after
+A task with environment contexts (issue 37) ends the row with a ``context`` column
+(:data:`CONTEXT`: the episode's draw seed, or -1 for the one context the task names), after any
+machine columns.  A reward-machine task (``reward_machine`` setting) adds its *machine columns* after
 ``truncated`` (:func:`~morl_robot.reward_machines.columns.machine_columns`): ``env_terminated`` (the environment's own termination,
 not the machine's) and ``label/<proposition>`` (1 if the labelling function found it true on the
 transition), one per proposition of the MORM in its order.  With the machine state one-hot in
@@ -46,6 +48,11 @@ EXPERIENCE_COLUMNS = ("actor", "policy_version", "episode", "step")
 DEMONSTRATION_VERSION = 0
 
 
+#: The column after the machine columns of a task with contexts (issue 37; in ``task_step`` and the
+#: experience): the episode's draw seed (``train#<seed>``) or -1 (the one context the task names);
+#: :data:`morl_robot.contexts.CONTEXT_COLUMN`.
+CONTEXT = "context"
+
 #: The first columns of every ``task_step`` (the wire contract: morl_robot.nodes.wire.task_step_labels).
 TASK_STEP_HEADER = ("episode", "step", "terminated", "truncated", "stamp")
 
@@ -64,6 +71,8 @@ def task_step_layout(labels: Sequence[str]) -> tuple[int, int]:
         m = 1
         while h + k + m < len(labels) and labels[h + k + m].startswith(LABEL_PREFIX):
             m += 1
+    if h + k + m < len(labels) and labels[h + k + m] == CONTEXT:  # a task with contexts (issue 37)
+        m += 1
     return k, m
 
 
@@ -113,6 +122,7 @@ class ExperienceChunk:
     objectives: tuple[str, ...]
     env_terminated: np.ndarray | None = None  # (R,) bool, reward-machine tasks only
     label: np.ndarray | None = None  # (R,) int64 bit mask σ over the propositions (bit i = label column i)
+    context: np.ndarray | None = None  # (R,) the ``context`` column (tasks with contexts; issue 37)
 
 
 def split_experience(table: np.ndarray, columns: Sequence[str]) -> ExperienceChunk:
@@ -150,6 +160,7 @@ def split_experience(table: np.ndarray, columns: Sequence[str]) -> ExperienceChu
         obs=table[:, o], action=table[:, a], log_prob=table[:, lp], reward=table[:, r], next_obs=table[:, n],
         terminated=table[:, te] > 0.5, truncated=table[:, tr] > 0.5,
         objectives=tuple(cols[i][len("reward/"):] for i in r), env_terminated=env_terminated, label=label,
+        context=table[:, cols.index(CONTEXT)] if CONTEXT in cols else None,
     )
 
 
