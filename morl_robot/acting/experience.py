@@ -13,7 +13,10 @@ Retrace's importance weights need (Munos et al. 2016).
 
 A task with environment contexts (issue 37) ends the row with a ``context`` column
 (:data:`CONTEXT`: the episode's draw seed, or -1 for the one context the task names), after any
-machine columns.  A reward-machine task (``reward_machine`` setting) adds its *machine columns* after
+machine columns; a task with sparse objectives (task key ``sparse``, :mod:`morl_robot.envs.sparse`)
+ends it with ``released/<objective>`` per sparse objective, after those (1 on the step that paid
+the segment accumulated since the last release: PRISM's released segments, carried from the robot
+node through the actors to the learner).  A reward-machine task (``reward_machine`` setting) adds its *machine columns* after
 ``truncated`` (:func:`~morl_robot.reward_machines.columns.machine_columns`): ``env_terminated`` (the environment's own termination,
 not the machine's) and ``label/<proposition>`` (1 if the labelling function found it true on the
 transition), one per proposition of the MORM in its order.  With the machine state one-hot in
@@ -37,6 +40,7 @@ from typing import Any
 
 import numpy as np
 
+from morl_robot.envs.sparse import RELEASED_PREFIX
 from morl_robot.errors import WireError
 from morl_robot.reward_machines.columns import ENV_TERMINATED, LABEL_PREFIX
 
@@ -72,6 +76,8 @@ def task_step_layout(labels: Sequence[str]) -> tuple[int, int]:
         while h + k + m < len(labels) and labels[h + k + m].startswith(LABEL_PREFIX):
             m += 1
     if h + k + m < len(labels) and labels[h + k + m] == CONTEXT:  # a task with contexts (issue 37)
+        m += 1
+    while h + k + m < len(labels) and labels[h + k + m].startswith(RELEASED_PREFIX):  # PRISM: a sparse task
         m += 1
     return k, m
 
@@ -123,6 +129,9 @@ class ExperienceChunk:
     env_terminated: np.ndarray | None = None  # (R,) bool, reward-machine tasks only
     label: np.ndarray | None = None  # (R,) int64 bit mask σ over the propositions (bit i = label column i)
     context: np.ndarray | None = None  # (R,) the ``context`` column (tasks with contexts; issue 37)
+    #: (R, S) bool: the step paid the segment of sparse objective ``released_objectives[j]`` (PRISM)
+    released: np.ndarray | None = None
+    released_objectives: tuple[str, ...] = ()
 
 
 def split_experience(table: np.ndarray, columns: Sequence[str]) -> ExperienceChunk:
@@ -155,12 +164,18 @@ def split_experience(table: np.ndarray, columns: Sequence[str]) -> ExperienceChu
                             "reward-machine task sends both")
         env_terminated = table[:, cols.index(ENV_TERMINATED)] > 0.5
         label = ((table[:, lab] > 0.5).astype(np.int64) << np.arange(len(lab), dtype=np.int64)).sum(axis=1)
+    rel = block(RELEASED_PREFIX)
+    objectives = tuple(cols[i][len("reward/"):] for i in r)
+    released_names = tuple(cols[i][len(RELEASED_PREFIX):] for i in rel)
+    if any(name not in objectives for name in released_names):
+        raise WireError(f"experience chunk has released columns for {released_names}, not all objectives of {objectives}")
     return ExperienceChunk(
         actor=int(actors[0]), policy_version=table[:, 1], episode=table[:, 2], step=table[:, 3],
         obs=table[:, o], action=table[:, a], log_prob=table[:, lp], reward=table[:, r], next_obs=table[:, n],
         terminated=table[:, te] > 0.5, truncated=table[:, tr] > 0.5,
-        objectives=tuple(cols[i][len("reward/"):] for i in r), env_terminated=env_terminated, label=label,
+        objectives=objectives, env_terminated=env_terminated, label=label,
         context=table[:, cols.index(CONTEXT)] if CONTEXT in cols else None,
+        released=table[:, rel] > 0.5 if rel else None, released_objectives=released_names,
     )
 
 

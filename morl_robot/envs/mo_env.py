@@ -51,7 +51,13 @@ def open_task_env(task: str | Task, task_config: str | None = None, reward_machi
     (:func:`~morl_robot.reward_machines.env.wrap_task_env`: a :class:`ConfigError` if the spec is
     for another task).  ``overrides``: task-config keys set over the YAML (e.g. a policy's
     ``action_mode``, :meth:`~morl_robot.serving.contract.PolicyContract.task_overrides`)."""
-    env = MORobotEnv(task, robot=robot, config_file=task_config or None, overrides=overrides or None)
+    task = task if isinstance(task, Task) else load_task(task, task_config or None, overrides or None)
+    if task.config.sparse:  # PRISM: objectives paid on release (morl_robot.envs.sparse)
+        from morl_robot.envs.sparse import SparseTaskEnv
+
+        env: MORobotEnv = SparseTaskEnv(task, robot=robot)
+    else:
+        env = MORobotEnv(task, robot=robot)
     if not reward_machine:
         return env
     from morl_robot.reward_machines.env import wrap_task_env

@@ -28,6 +28,11 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from morl_robot.envs.mo_env import MORobotEnv
+from morl_robot.envs.sparse import (
+    released_columns,
+    released_objectives,
+    released_values,
+)
 from morl_robot.errors import CommandError
 from morl_robot.reward_machines.columns import machine_columns, machine_values
 from morl_robot.robots.base import Robot
@@ -110,13 +115,19 @@ class TaskRunner:
 
     @property
     def machine_labels(self) -> tuple[str, ...]:
-        """The machine columns of a reward-machine task (``reward_machines.columns.machine_columns``)."""
-        return machine_columns(self.propositions)
+        """The machine columns of a reward-machine task (``reward_machines.columns.machine_columns``),
+        then a sparse task's ``released/<objective>`` columns (:mod:`morl_robot.envs.sparse`)."""
+        return machine_columns(self.propositions) + released_columns(released_objectives(self.env))
 
     def machine_values(self, record: StepRecord) -> np.ndarray:
-        """The machine column values (1 + P,) of ``record`` ((0,) without a reward machine)."""
+        """The machine column values (1 + P,) of ``record`` ((0,) without a reward machine), then a
+        sparse task's released flags."""
         props = self.propositions
-        return machine_values(record.info, len(props), record.terminated) if props else np.zeros(0)
+        values = machine_values(record.info, len(props), record.terminated) if props else np.zeros(0)
+        rel = released_objectives(self.env)  # PRISM: ``released/<objective>`` (morl_robot.envs.sparse)
+        if rel:
+            values = np.concatenate([values, released_values(record.info, self.objective_names, rel)])
+        return values
 
     # --- commands ----------------------------------------------------------------------------
     def normalised_action(self, values: np.ndarray) -> np.ndarray:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import abc
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 import numpy as np
@@ -33,6 +33,10 @@ class TaskConfig:
     #: the learner profile and session that learn the task (``morl-robot train --task T``; see
     #: :mod:`morl_robot.tasks.recipes`); None: none named
     recipe: TaskRecipe | None = None
+    #: sparse objectives: ``{objective: p_rel}``, paid only on release (probability p_rel per step,
+    #: always at episode end; 0 = once, at the end); {} = every objective dense (PRISM, issue 38:
+    #: :mod:`morl_robot.envs.sparse`, docs/explanation/prism.md)
+    sparse: dict[str, float] = field(default_factory=dict)
     #: environment contexts (issue 37; config/contexts/<task>.yaml): 'train' randomises every episode
     #: over the file's training distribution (domain randomisation), a held-out name fixes one context,
     #: 'PATH.yaml' / 'PATH.yaml:NAME' another file's; '' = the nominal robot (docs/howto/generalization.md)

@@ -37,9 +37,17 @@ class Distributed:
     clock: Callable[[], float]
     log: Log
 
+    #: a sparse task's ``released/<objective>`` columns (PRISM; set by ``session_for_task``), which
+    #: end every chunk of its actors: :meth:`accept_experience` appends them to the columns it is given
+    released_columns: tuple[str, ...] = ()
+
     def accept_experience(self, columns: Sequence[str]) -> ExperienceIngest:
-        """Take distributed actors' experience chunks with these ``columns`` (:meth:`add_chunk`);
-        before :meth:`start`, so the ingest's per-actor counters are restored too."""
+        """Take distributed actors' experience chunks with these ``columns`` (:meth:`add_chunk`),
+        then :attr:`released_columns`; before :meth:`start`, so the ingest's per-actor counters are
+        restored too."""
+        columns = tuple(columns)
+        if self.released_columns and columns[-len(self.released_columns):] != self.released_columns:
+            columns += self.released_columns
         self.ingest = ExperienceIngest(self.replay, columns, self.objective_names, self.normalizer,
                                        worst_case=self.worst_case)
         return self.ingest

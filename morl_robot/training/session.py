@@ -180,6 +180,7 @@ def session_for_task(task_name: str, task_config: str | None, config_file: str |
     ``training.worst_case_termination`` actors' terminations are learned at the task's worst rewards
     for the steps left (:mod:`~morl_robot.training.termination`).  ``options``: see :class:`LearnerSession`."""
     from morl_robot.envs.mo_env import make_sim_robot, open_task_env
+    from morl_robot.envs.sparse import released_columns, released_objectives
     from morl_robot.learning.config import load_learner_config
     from morl_robot.resources import resolve_config
     from morl_robot.serving.contract import contract_for_env
@@ -203,6 +204,7 @@ def session_for_task(task_name: str, task_config: str | None, config_file: str |
                  "reward_machine parameter")
         contract = contract_for_env(env, config, policy_version=0, run_id=uuid.uuid4().hex[:12])
         propositions = tuple(env.product.propositions) if reward_machine else ()
+        released = released_columns(released_objectives(env))  # PRISM: a sparse task's released flags
         worst = worst_case_termination(env, len(objectives)) if config.training.worst_case_termination else None
     finally:
         env.close()
@@ -215,4 +217,5 @@ def session_for_task(task_name: str, task_config: str | None, config_file: str |
                              len(objectives), config, seed=seed, contract=contract, relabeller=relabeller,
                              propositions=propositions, demonstrator=demonstrator, **options)
     session.worst_case = worst
+    session.released_columns = released
     return session
