@@ -110,3 +110,34 @@ def collect_episodes(env: Any, policy: Any, episodes: int, seed: int, decode: An
             obs, done = nxt, bool(term or trunc)
         out.append(Episode(*(np.asarray(rows[k], np.float32 if k != "f" else bool) for k in "oarftn")))
     return out
+
+
+def episodes_from_chunks(chunks: Sequence[Any], obs_dim: int | None = None) -> list[Episode]:
+    """The episodes in experience chunks (:class:`~morl_robot.acting.experience.ExperienceChunk`, as
+    the graph's actors send them: a sparse task's carry ``released``), for retraining ReSymNet on the
+    graph's experience.  Rows are grouped by (actor, episode) in step order; the release flags of a
+    dense objective are all true, and the true per-step rewards are unknown on this side (NaN).  An
+    episode whose rows do not run from step 0 without a gap is skipped (a dropped transition would
+    break its segments).  ``obs_dim``: keep the first ``obs_dim`` observation columns (an
+    ε-conditioned actor's rows end with its preference features, which the reward model never sees)."""
+    rows: dict[tuple[int, int], list[tuple[int, int, Any]]] = {}
+    for c in chunks:
+        for i in range(len(c.step)):
+            rows.setdefault((int(c.actor), int(c.episode[i])), []).append((int(c.step[i]), i, c))
+    out: list[Episode] = []
+    for key in sorted(rows):
+        steps = sorted(rows[key], key=lambda r: r[0])
+        if [s for s, _, _ in steps] != list(range(len(steps))):
+            continue
+        k = steps[0][2].reward.shape[1]
+        flags = np.ones((len(steps), k), bool)
+        for t, (_, i, c) in enumerate(steps):
+            if c.released is not None:
+                for j, name in enumerate(c.released_objectives):
+                    flags[t, c.objectives.index(name)] = bool(c.released[i, j])
+        obs = np.stack([c.obs[i, :obs_dim] for _, i, c in steps]).astype(np.float32)
+        out.append(Episode(obs, np.stack([c.action[i] for _, i, c in steps]).astype(np.float32),
+                           np.stack([c.reward[i] for _, i, c in steps]).astype(np.float32), flags,
+                           np.full((len(steps), k), np.nan, np.float32),
+                           np.stack([c.next_obs[i, :obs_dim] for _, i, c in steps]).astype(np.float32)))
+    return out
