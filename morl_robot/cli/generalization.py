@@ -72,25 +72,29 @@ def _preferences(raw: list[str] | None) -> list[tuple[float, ...]] | None:
     return out
 
 
-def _zero_policy(task: str) -> Any:
+def _zero_policy(task: str, overrides: dict[str, Any] | None = None) -> Any:
+    """The do-nothing policy (zero action) in ``overrides``' action mode (delta actions: hold still)."""
     import numpy as np
 
     from morl_robot.envs.mo_env import MORobotEnv
     from morl_robot.evaluation.protocol import LoadedPolicy
 
-    env = MORobotEnv(task)
+    env = MORobotEnv(task, overrides=overrides or None)
     dim = env.action_space.shape[0]
     env.close()
-    return LoadedPolicy(lambda obs: np.zeros(dim), task, "do nothing (zero action)")
+    return LoadedPolicy(lambda obs: np.zeros(dim), task, "do nothing (zero action)", task_overrides=dict(overrides or {}))
 
 
-def _load(source: str, task: str | None, preference: tuple[float, ...] | None) -> Any:
+def _load(source: str, task: str | None, preference: tuple[float, ...] | None,
+          overrides: dict[str, Any] | None = None) -> Any:
+    """``overrides``: the task keys of the evaluated ONNX policies (their action mode), which the
+    built-in policies act in too."""
     from morl_robot.evaluation.protocol import load_policy
 
     if source == "zero":
         if not task:
             raise UsageError("the zero policy needs --task")
-        return _zero_policy(task)
+        return _zero_policy(task, overrides)
     return load_policy(source, task=task if source in BUILT_IN else None,
                        preference=None if source in BUILT_IN else preference)
 
@@ -120,6 +124,9 @@ def run(args: argparse.Namespace) -> int:
         if first is None:
             raise UsageError("built-in policies only: give --task")
         task = _load(first, None, None).task
+    # the built-in policies act in the ONNX policies' action mode (e.g. delta: zero = hold still)
+    first = next((p for ps in methods.values() for p in ps if p not in BUILT_IN), None)
+    overrides = _load(first, None, None).task_overrides if first is not None else {}
     contexts = resolve_contexts(args.contexts, task, args.context_file)
     out: Path = args.out
     (out / "evaluations").mkdir(parents=True, exist_ok=True)
@@ -138,7 +145,7 @@ def run(args: argparse.Namespace) -> int:
                     data = json.loads(file.read_text()) if file.is_file() else None
                     if data is None or data.get("episodes") != args.episodes or data.get("seed") != seed:
                         if loaded is None:
-                            loaded = _load(path, task, pref)
+                            loaded = _load(path, task, pref, overrides)
                             if loaded.task != task:
                                 raise UsageError(f"--policies {path}: trained for task '{loaded.task}', not '{task}'")
                         print(f"[generalization] {label} on {ctx.name}: {args.episodes} episodes", file=sys.stderr)

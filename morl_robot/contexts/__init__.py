@@ -7,13 +7,17 @@ a training distribution (domain randomisation, one draw per episode) and named h
 (:class:`morl_robot.robots.context.RobotContext`).  How-to: docs/howto/generalization.md.
 """
 from morl_robot.contexts.schema import (
+    CONTEXT_COLUMN,
+    FIXED_CONTEXT,
     KINDS,
     Context,
     ContextSet,
     ParameterSpec,
+    context_label,
     context_names,
+    draw_name,
     load_contexts,
     resolve_contexts,
 )
 
-__all__ = ["KINDS", "Context", "ContextSet", "ParameterSpec", "context_names", "load_contexts", "resolve_contexts"]
+__all__ = ["CONTEXT_COLUMN", "FIXED_CONTEXT", "KINDS", "Context", "ContextSet", "ParameterSpec", "context_label", "context_names", "draw_name", "load_contexts", "resolve_contexts"]

@@ -21,6 +21,7 @@ context has its nominal value.
 from __future__ import annotations
 
 import os
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -49,6 +50,25 @@ _POSITIVE = {"mass", "friction", "damping", "actuator_gain"}
 _NON_NEGATIVE = {"wrench_noise", "tactile_noise", "latency", "jitter"}
 
 Value = float | tuple[float, ...]
+
+#: The ``task_step`` / experience column of a task with contexts (after the machine columns): a
+#: domain-randomised episode's draw seed (>= 0; its context is ``train#<seed>``, reproduced by
+#: :meth:`ContextSet.named`), or :data:`FIXED_CONTEXT` when every episode has the one context the
+#: task key ``contexts`` names.
+CONTEXT_COLUMN = "context"
+FIXED_CONTEXT = -1.0
+_DRAW = re.compile(r"train#(\d+)$")
+
+
+def draw_name(seed: int) -> str:
+    """The name of the training draw from ``seed`` (``train#<seed>``)."""
+    return f"train#{int(seed)}"
+
+
+def context_label(code: float, fixed: str) -> str:
+    """The context an experience ``context`` value stands for: ``train#<seed>`` for a draw, else
+    ``fixed`` (the run's one context, the task key ``contexts``)."""
+    return draw_name(int(code)) if code >= 0 else fixed
 
 
 @dataclass(frozen=True)
@@ -133,22 +153,46 @@ class ContextSet:
         outside = tuple(k for k in overrides if not self._inside(k, overrides[k]))
         return Context(name, values, self.task, self.parameters, outside)
 
+    def normalised(self, context: Context) -> np.ndarray:
+        """``context``'s values as an observation (:attr:`observation_labels`): each component
+        mapped so the training range is [-1, 1] (a parameter without a range: its offset from
+        nominal, 0 at nominal)."""
+        out: list[float] = []
+        for k, p in self.parameters.items():
+            v = np.atleast_1d(np.asarray(context.values.get(k, p.nominal), dtype=float))
+            nom = np.atleast_1d(np.asarray(p.nominal, dtype=float))
+            lo, hi = (np.atleast_1d(np.asarray(x, dtype=float)) for x in self.training.get(k, (p.nominal, p.nominal)))
+            span = hi - lo
+            out.extend(np.where(span > 0, 2.0 * (v - lo) / np.where(span > 0, span, 1.0) - 1.0, v - nom).tolist())
+        return np.asarray(out, dtype=np.float64)
+
+    @property
+    def observation_labels(self) -> tuple[str, ...]:
+        """``context/<parameter>`` (``context/<parameter>/<i>`` per component of a vector)."""
+        return tuple(f"context/{k}" if p.size == 1 else f"context/{k}/{i}"
+                     for k, p in self.parameters.items() for i in range(p.size))
+
     def _inside(self, name: str, value: Value) -> bool:
         lo, hi = self.training.get(name, (self.parameters[name].nominal,) * 2)
         v, lo_a, hi_a = (np.atleast_1d(np.asarray(x, dtype=float)) for x in (value, lo, hi))
         return bool(np.all(v >= lo_a - 1e-12) and np.all(v <= hi_a + 1e-12))
 
     def named(self, name: str) -> Context:
-        """A held-out context by name (``nominal``: every parameter nominal)."""
+        """A held-out context by name (``nominal``: every parameter nominal; ``train#<seed>``: the
+        training draw from that seed, as an episode reset with that seed drew it)."""
         if name == "nominal":
             return self.nominal
+        draw = _DRAW.match(name)
+        if draw:
+            return self.sample(np.random.default_rng(int(draw.group(1))), name)
         if name not in self.held_out:
             raise UnknownNameError(f"{self.source}: no context '{name}'; held_out: {', '.join(self.held_out)} "
                                    "(and 'nominal')")
         return self._context(name, self.held_out[name])
 
     def sample(self, rng: np.random.Generator, name: str = "train") -> Context:
-        """One draw of the training distribution (uniform per parameter and component)."""
+        """One draw of the training distribution (uniform per parameter and component); the
+        environment names it ``train#<seed>`` (:func:`draw_name`)."""
         values: dict[str, Value] = {}
         for k in self.parameters:  # file order: the same seed gives the same context
             if k not in self.training:

@@ -160,6 +160,20 @@ def task_contexts(task: Task) -> Any:
         raise ConfigError(f"task key 'contexts' ({ref!r}): {str(exc).strip(chr(34) + chr(39))}") from None
 
 
+def observed_contexts(task: Task) -> Any:
+    """The :class:`~morl_robot.contexts.ContextSet` whose parameters ``contexts_observed`` appends:
+    the file the task key ``contexts`` names (``PATH.yaml[:NAME]``), else the task's shipped one."""
+    from morl_robot.contexts import load_contexts
+    from morl_robot.errors import ConfigError, UnknownNameError
+
+    ref = task.config.contexts
+    file = ref.rpartition(":")[0] if ref.rpartition(":")[0].endswith((".yaml", ".yml")) else ref
+    try:
+        return load_contexts(file if file.endswith((".yaml", ".yml")) else task.name)
+    except (ConfigError, UnknownNameError) as exc:
+        raise ConfigError(f"task key 'contexts_observed': {str(exc).strip(chr(34) + chr(39))}") from None
+
+
 class MORobotEnv(gym.Env[np.ndarray, np.ndarray]):
     """A multi-objective task on a robot (MuJoCo by default, or any :class:`Robot`)."""
 
@@ -183,6 +197,10 @@ class MORobotEnv(gym.Env[np.ndarray, np.ndarray]):
         d = len(self.task.action_labels)
         self.action_space = spaces.Box(-1.0, 1.0, shape=(d,), dtype=np.float32)
         self.observation_labels = self.task.observation_labels(self.robot)
+        self._observed: Any = None  # contexts_observed: the ContextSet whose ranges normalise the context
+        if getattr(self.task.config, "contexts_observed", False):
+            self._observed = observed_contexts(self.task)
+            self.observation_labels = tuple(self.observation_labels) + self._observed.observation_labels
         self.observation_space = spaces.Box(-np.inf, np.inf, shape=(len(self.observation_labels),), dtype=np.float64)
         self.reward_space = spaces.Box(
             np.asarray(self.task.reward_lower, dtype=np.float64),
@@ -197,6 +215,7 @@ class MORobotEnv(gym.Env[np.ndarray, np.ndarray]):
         self.context: Any = None  # this episode's Context (None: the robot as built)
         self._link: Any = None  # the context's command delay (FaultyLink on the simulated clock)
         self._held: np.ndarray | None = None
+        self._draw: int | None = None  # a domain-randomised episode's draw seed (its context: train#<seed>)
         if self.task.config.contexts:
             self.set_contexts(task_contexts(self.task))
 
@@ -208,7 +227,7 @@ class MORobotEnv(gym.Env[np.ndarray, np.ndarray]):
         self.contexts = contexts
 
     def _begin_context(self, seed: int | None) -> None:
-        from morl_robot.contexts import Context
+        from morl_robot.contexts import Context, draw_name
 
         src = self.contexts
         if src is None:
@@ -216,7 +235,15 @@ class MORobotEnv(gym.Env[np.ndarray, np.ndarray]):
                 self.robot.apply_context(None)
             self.context = self._link = None
             return
-        ctx = src if isinstance(src, Context) else src.sample(self.np_random)
+        self._draw = None
+        if isinstance(src, Context):
+            ctx = src
+        elif seed is not None:  # np_random was just seeded with it: the draw is ContextSet.named('train#<seed>')
+            self._draw = int(seed)
+            ctx = src.sample(self.np_random, draw_name(self._draw))
+        else:
+            self._draw = int(self.np_random.integers(2**31))
+            ctx = src.sample(np.random.default_rng(self._draw), draw_name(self._draw))
         noise_seed = int(seed) if seed is not None else int(self.np_random.integers(2**31))
         rc = ctx.robot_context(noise_seed)
         self.robot.apply_context(rc)
@@ -226,6 +253,19 @@ class MORobotEnv(gym.Env[np.ndarray, np.ndarray]):
             from morl_robot.robots.emulation import FaultyLink, LinkFaults
 
             self._link = FaultyLink(LinkFaults(latency=rc.latency, jitter=rc.jitter), noise_seed + 1)
+
+    @property
+    def context_code(self) -> float:
+        """This episode's ``context`` column value (:data:`~morl_robot.contexts.CONTEXT_COLUMN`):
+        the draw seed of a domain-randomised episode, else -1 (the one context ``contexts`` names)."""
+        return float(self._draw) if self._draw is not None else -1.0
+
+    def _observe(self, state: Any) -> np.ndarray:
+        obs = self.task.observe(state)
+        if self._observed is None:
+            return obs
+        ctx = self.context if self.context is not None else self._observed.nominal
+        return np.concatenate([obs, self._observed.normalised(ctx)])
 
     @property
     def action_labels(self) -> tuple[str, ...]:
@@ -252,7 +292,7 @@ class MORobotEnv(gym.Env[np.ndarray, np.ndarray]):
         info = self._info(state, None, {})
         if self.context is not None:
             info["context"] = self.context.name
-        return self.task.observe(state), info
+        return self._observe(state), info
 
     def step(self, action: np.ndarray) -> tuple[np.ndarray, np.ndarray, bool, bool, dict[str, Any]]:
         if self._state is None:
@@ -277,7 +317,7 @@ class MORobotEnv(gym.Env[np.ndarray, np.ndarray]):
         terminated = outcome.termination is not None
         truncated = not terminated and self._steps >= self.task.max_steps
         reason = outcome.termination or ("time_limit" if truncated else None)
-        return self.task.observe(state), outcome.reward, terminated, truncated, self._info(state, reason, outcome.info)
+        return self._observe(state), outcome.reward, terminated, truncated, self._info(state, reason, outcome.info)
 
     def _info(self, state: Any, reason: str | None, extra: dict[str, Any]) -> dict[str, Any]:
         info: dict[str, Any] = {"stamp": state.stamp, "termination": reason, **extra}

@@ -116,18 +116,25 @@ class TaskRunner:
     @property
     def machine_labels(self) -> tuple[str, ...]:
         """The machine columns of a reward-machine task (``reward_machines.columns.machine_columns``),
-        then a sparse task's ``released/<objective>`` columns (:mod:`morl_robot.envs.sparse`)."""
-        return machine_columns(self.propositions) + released_columns(released_objectives(self.env))
+        then, for a task with contexts, the ``context`` column (issue 37: every episode's context
+        travels with its task steps and experience; :data:`~morl_robot.contexts.CONTEXT_COLUMN`)."""
+        return (machine_columns(self.propositions) + (("context",) if self._contexts else ())
+                + released_columns(released_objectives(self.env)))  # PRISM: a sparse task's released flags
 
     def machine_values(self, record: StepRecord) -> np.ndarray:
-        """The machine column values (1 + P,) of ``record`` ((0,) without a reward machine), then a
-        sparse task's released flags."""
+        """The :attr:`machine_labels` values of ``record`` ((0,) without a reward machine or contexts)."""
         props = self.propositions
         values = machine_values(record.info, len(props), record.terminated) if props else np.zeros(0)
+        if self._contexts:
+            values = np.append(values, getattr(self.env, "unwrapped", self.env).context_code)
         rel = released_objectives(self.env)  # PRISM: ``released/<objective>`` (morl_robot.envs.sparse)
         if rel:
             values = np.concatenate([values, released_values(record.info, self.objective_names, rel)])
         return values
+
+    @property
+    def _contexts(self) -> bool:
+        return self.env is not None and getattr(getattr(self.env, "unwrapped", self.env), "contexts", None) is not None
 
     # --- commands ----------------------------------------------------------------------------
     def normalised_action(self, values: np.ndarray) -> np.ndarray:

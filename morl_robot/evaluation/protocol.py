@@ -279,6 +279,7 @@ class EpisodeRecord:
     steps: int
     forces: np.ndarray  # (T,) contact force per step (N); empty for a task without a force sensor
     progress: float | None = None  # the task's progress measure at the last step (Task.progress)
+    context: str | None = None  # the episode's environment context (issue 37; None: the robot as built)
 
     @property
     def peak_force(self) -> float:
@@ -356,7 +357,8 @@ class Evaluation:
             "per_episode": [
                 {"seed": e.seed, "returns": dict(zip(self.objective_names, map(float, e.returns))),
                  "termination": e.termination, "success": e.success, "steps": e.steps,
-                 "peak_force": None if not e.forces.size else e.peak_force, "progress": e.progress}
+                 "peak_force": None if not e.forces.size else e.peak_force, "progress": e.progress,
+                 **({"context": e.context} if e.context is not None else {})}
                 for e in self.episodes
             ],
             **self.extra,
@@ -408,6 +410,7 @@ def run_episode(env: Any, act: Actor, seed: int, shield: Any = None, observer: A
     rules first, as on the graph (clamped, or held after an e-stop, which as in deployment holds the
     robot until the episode ends; the termination is then reported as ``safety``)."""
     obs, info = env.reset(seed=int(seed))
+    context = info.get("context") if isinstance(info, dict) else None  # issue 37: recorded per episode
     if shield is not None:
         shield.begin(env.state)
     if observer is not None:
@@ -440,7 +443,7 @@ def run_episode(env: Any, act: Actor, seed: int, shield: Any = None, observer: A
     if observer is not None:
         observer.end()
     return EpisodeRecord(int(seed), total, "safety" if estop else term, success, steps,
-                         np.asarray(forces, dtype=np.float64), progress)
+                         np.asarray(forces, dtype=np.float64), progress, context)
 
 
 def evaluate_policy(act: Actor, task: str, episodes: int = DEFAULT_EPISODES, seed: int = HELD_OUT_SEED,

@@ -41,6 +41,10 @@ class TaskConfig:
     #: over the file's training distribution (domain randomisation), a held-out name fixes one context,
     #: 'PATH.yaml' / 'PATH.yaml:NAME' another file's; '' = the nominal robot (docs/howto/generalization.md)
     contexts: str = ""
+    #: append the episode's context (its parameters normalised to the training ranges,
+    #: ``context/<parameter>``) to the observation: a privileged input a deployed robot cannot
+    #: give, so off by default (docs/howto/generalization.md)
+    contexts_observed: bool = False
 
     def validate(self) -> None:
         if self.control_period <= 0:

@@ -59,6 +59,7 @@ class EpisodeRecord:
     terminated: bool  # False: truncated (time limit / safety stop reported as truncation)
     policy_version: int  # policy version of the episode's last transition
     complete: bool  # False if the episode's beginning was not seen (see module docstring)
+    context: float | None = None  # the ``context`` column (issue 37; None: the task has no contexts)
 
 
 @dataclass
@@ -149,8 +150,9 @@ class ExperienceIngest:
     # -- checks ------------------------------------------------------------------------------------
 
     def check_columns(self, columns: Sequence[str]) -> None:
-        """Raise :class:`ExperienceError` unless ``columns`` are exactly the learner's layout."""
-        if tuple(columns) != self.columns:
+        """Raise :class:`ExperienceError` unless ``columns`` are exactly the learner's layout (a
+        task with contexts adds the ``context`` column after its machine columns: issue 37)."""
+        if tuple(columns) != self.columns and tuple(c for c in columns if c != "context") != self.columns:
             raise ExperienceError(f"experience columns do not match the learner's task: {_mismatch(columns, self.columns)}")
 
     def _check_values(self, chunk: Chunk) -> int:
@@ -258,7 +260,9 @@ class ExperienceIngest:
             if done[i]:
                 record = EpisodeRecord(actor=actor, episode=int(episode[i]), returns=state.episode_return.copy(),
                                        length=state.episode_length, terminated=bool(terminated[i]),
-                                       policy_version=int(version[i]), complete=state.episode_complete)
+                                       policy_version=int(version[i]), complete=state.episode_complete,
+                                       context=None if getattr(chunk, "context", None) is None
+                                       else float(np.asarray(chunk.context)[i]))
                 result.episodes.append(record)
                 state.episodes += 1
                 state.incomplete_episodes += int(not record.complete)

@@ -36,6 +36,9 @@ class Intake:
     incomplete_episodes: int
     last_returns: np.ndarray | None
     logger: MetricsLogger | None
+    #: the run's one environment context (the task key ``contexts``: a held-out name), the name
+    #: ``episodes.csv`` gives an episode whose ``context`` column is -1 (issue 37)
+    context_spec: str = ""
 
     def inserts_for(self, transitions: int) -> int:
         """What ``transitions`` real steps, received now, count in the samples-per-insert ratio:
@@ -101,8 +104,13 @@ class Intake:
                 self.counters["demonstration_episodes"] += int(rec.policy_version == DEMONSTRATION_VERSION)
                 self.incomplete_episodes += 1
                 continue  # its beginning was not seen: its return would be wrong
+            extra: dict[str, Any] = {"length": rec.length, "actor": rec.actor, "policy_version": rec.policy_version}
+            if getattr(rec, "context", None) is not None:  # issue 37: train#<seed> (a draw) or the run's context
+                from morl_robot.contexts import context_label
+
+                extra["context"] = context_label(rec.context, self.context_spec or "nominal")
             self.record_episode(rec.returns, termination or ("terminated" if rec.terminated else "truncated"),
-                                {"length": rec.length, "actor": rec.actor, "policy_version": rec.policy_version},
+                                extra,
                                 demonstration=rec.policy_version == DEMONSTRATION_VERSION)
         return result
 

@@ -242,6 +242,9 @@ def _train(env_fn: EnvFn, config: MPOConfig | str | os.PathLike[str] | None, tot
                              normalize_observations=tcfg.observation_normalization, relabeller=relabeller,
                              keep_metrics=True, demonstrator=demonstrator if demo_episodes else None)
     session.worst_case = worst  # the ingest charges terminations (as the learner node's does)
+    base_env = getattr(env, "unwrapped", env)  # issue 37: a task with contexts records each episode's
+    contexts = getattr(base_env, "contexts", None) is not None
+    session.context_spec = base_env.task.config.contexts if contexts else ""
     learner = session.learner
     propositions = experience_propositions(env)
     session.accept_experience(in_process_columns(enc.dim, spec, learner, propositions))  # before start: restored
@@ -287,7 +290,7 @@ def _train(env_fn: EnvFn, config: MPOConfig | str | os.PathLike[str] | None, tot
         session.add_chunk(split_experience(table, columns), contiguous=True, termination=ending[0])
 
     writer = ExperienceWriter(0, 1, emit)  # actor 0; every transition goes to the learner at once
-    writer.set_columns(session.ingest.columns)
+    writer.set_columns(session.ingest.columns + (("context",) if contexts else ()))
     try:
         obs, _ = env.reset(seed=seed + counters["episodes"])
         x = enc(obs)
@@ -314,6 +317,8 @@ def _train(env_fn: EnvFn, config: MPOConfig | str | os.PathLike[str] | None, tot
             info = info if isinstance(info, dict) else {}
             ending[0] = info.get("termination")
             machine = machine_values(info, len(propositions), bool(terminated)) if propositions else ()
+            if contexts:
+                machine = np.append(machine, base_env.context_code)
             if not writer.observe(episode, episode_steps, np.asarray(reward, np.float64).reshape(-1), nx,
                                   bool(terminated), bool(truncated), machine):
                 raise RuntimeError(f"the experience writer dropped a transition (row of {len(session.ingest.columns)} "

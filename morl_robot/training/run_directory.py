@@ -38,6 +38,8 @@ CSV_COLUMNS: dict[str, tuple[tuple[str, str], ...]] = {
         ("actor", "the actor id that acted it (in-process train: 0)"),
         ("policy_version", "the policy version that acted it (0: the demonstrator)"),
         ("termination", "why it ended (a task's reason, 'safety', 'terminated' or 'truncated')"),
+        ("context", ("a task with contexts (issue 37): the episode's context, train#<seed> for a domain-randomised "
+                    "draw (reproduced by that name) or the task key 'contexts' (one named context)")),
     ),
     "eval.csv": (
         ("env_steps", "environment steps at the evaluation"),

@@ -218,4 +218,5 @@ def session_for_task(task_name: str, task_config: str | None, config_file: str |
                              propositions=propositions, demonstrator=demonstrator, **options)
     session.worst_case = worst
     session.released_columns = released
+    session.context_spec = task.config.contexts  # issue 37: episodes.csv names a fixed context by it
     return session
