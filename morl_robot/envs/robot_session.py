@@ -305,9 +305,11 @@ class RobotSession:
         step 0 (the monitor forgets the last episode's command first), ``end`` after the last."""
         if not announce:
             return None, None
+        env = getattr(self.runner.env, "unwrapped", self.runner.env)
+        context = getattr(getattr(env, "context", None), "name", None)  # issue 37: every episode names its context
         if rec.step == 0 and not rec.done:
             start: dict[str, Any] = {"event": "start", "episode": rec.episode, "steps": rec.step,
-                                     "stamp": rec.state.stamp}
+                                     "stamp": rec.state.stamp, **({"context": context} if context else {})}
             if rec.state.wrench is not None:  # the reset state's force, as just published on `wrench`: the tare
                 start["force"] = [float(x) for x in rec.state.wrench[:3]]
             return start, None
@@ -317,7 +319,8 @@ class RobotSession:
         return None, {"event": "end", "episode": rec.episode, "steps": rec.step, "stamp": rec.state.stamp,
                       "termination": rec.termination,
                       "success": bool(rec.info.get("success", False)),  # the task's own flag at the last step
-                      "returns": {n: float(v) for n, v in zip(self.runner.objective_names, rec.returns)}}
+                      "returns": {n: float(v) for n, v in zip(self.runner.objective_names, rec.returns)},
+                      **({"context": context} if context else {})}
 
     def status(self) -> tuple[str, str, dict[str, Any]]:
         """(level, message, values) for ``/diagnostics``."""

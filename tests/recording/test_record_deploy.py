@@ -26,8 +26,9 @@ EXPECTED = ("joint_states", "wrench", "task_step", "command", "command_safe", "s
 def recorded(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
     pytest.importorskip("rclpy")
     out = tmp_path_factory.mktemp("record") / "deploy"
-    proc = run_cli(["deploy", str(POLICY), "--backend", "sim", "--episodes", "2", "--record", "--out", str(out)],
-                   timeout=240, out=out)
+    # in a named context (issue 37: the recording says which; the same context in process)
+    proc = run_cli(["deploy", str(POLICY), "--backend", "sim", "--episodes", "2", "--record", "--out", str(out),
+                    "--set", "task.contexts=heavy_tool"], timeout=240, out=out)
     assert proc.returncode == 0, proc.stderr[-3000:]
     return out, proc.stderr
 
@@ -80,6 +81,18 @@ def test_counted_episodes_complete_and_in_order(recorded: tuple[Path, str]) -> N
     report = json.loads((out / "deploy_report.json").read_text())
     assert all(report["graph_success"])
     assert report["recording"]["dropped"] == 0 and report["recording"]["messages"] > 0
+
+
+def test_the_recording_names_every_episodes_context(recorded: tuple[Path, str]) -> None:
+    """Issue 37: each ``episode`` event names its context; ``task_step`` carries the ``context``
+    column (-1: the one context the task key names)."""
+    out, _ = recorded
+    _, msgs = _read(out / "session.mcap")
+    events = [json.loads(m.data) for topic, _, m in msgs if topic == f"{NS}/episode"]
+    assert events and all(e["context"] == "heavy_tool" for e in events), events
+    steps = [m for topic, _, m in msgs if topic == f"{NS}/task_step"]
+    labels = steps[0].layout.dim[0].label.split(",")
+    assert {m.data[labels.index("context")] for m in steps} == {-1.0}
 
 
 def test_timestamps_monotonic_per_topic(recorded: tuple[Path, str]) -> None:
