@@ -62,7 +62,7 @@ class ForceLimitedAdmittance:
         """One tick: commanded velocity v_cmd (3,) m/s and contact force (3,) N (on the tool, base
         frame) → the velocity (3,) m/s to execute for ``dt`` seconds."""
         c = self.config
-        fx, fy, fz = float(force[0]), float(force[1]), float(force[2])
+        fx, fy, fz = np.asarray(force, dtype=np.float64).tolist()
         f_norm = math.sqrt(fx * fx + fy * fy + fz * fz)
         v = np.array(v_cmd, dtype=np.float64)  # (3,), a copy
         if f_norm > c.force_deadband:
@@ -82,7 +82,7 @@ class ForceLimitedAdmittance:
             e_new = num / (c.damping + dt * c.stiffness)
             v += (e_new - e) / dt
             self.offset = e_new
-        speed = float(np.linalg.norm(v))
+        speed = math.sqrt(float(v.dot(v)))  # np.linalg.norm's own arithmetic, without its checks
         if speed > self.max_speed:
             v *= self.max_speed / speed
         return v

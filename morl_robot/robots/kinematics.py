@@ -98,6 +98,10 @@ def integrate_position_targets(target: np.ndarray, qdot: np.ndarray, q: np.ndarr
     return np.minimum(np.maximum(new, lower), upper)
 
 
+#: The three unit linear velocities as twists (6, 3): the DLS pseudo-inverse's linear columns.
+_LINEAR_UNITS = np.eye(6)[:, :3]
+
+
 class CartesianController:
     """Twist (6,) [vx vy vz (m/s), wx wy wz (rad/s)] in the base frame → joint velocities (J,) →
     actuator position targets (A,), for one robot (see the module docstring).
@@ -199,14 +203,14 @@ class CartesianController:
         # Jᵀ (J Jᵀ + λ² I)⁻¹ applied to the three unit linear velocities: (J, 3)
         jjt = jac @ jac.T
         jjt.flat[:: jjt.shape[0] + 1] += self.config.damping**2
-        self._pinv_lin = jac.T @ np.linalg.solve(jjt, np.eye(6)[:, :3])
+        self._pinv_lin = jac.T @ np.linalg.solve(jjt, _LINEAR_UNITS)
         self._v_ref = np.minimum(np.maximum(twist[:3], self._twist_floor[:3]), self.twist_limit[:3])
         self.period_peak = 0.0
         # free motion (no force past the dead band, no stiffness, v_ref within the speed limit) leaves
         # v = v_ref, so q̇ is this period's q̇_ref at every tick: limited once here, not per tick
         self._free_qdot = None
         adm = self.admittance
-        if adm is not None and adm.config.stiffness == 0.0 and float(np.linalg.norm(self._v_ref)) <= adm.max_speed:
+        if adm is not None and adm.config.stiffness == 0.0 and math.sqrt(float(self._v_ref.dot(self._v_ref))) <= adm.max_speed:
             qdot = self._qdot_ref + self._pinv_lin @ (np.array(self._v_ref, dtype=np.float64) - self._v_ref)
             ratio = float((np.abs(qdot) / self.velocity_limit).max())
             self._free_qdot = qdot / ratio if ratio > 1.0 else qdot
@@ -232,6 +236,54 @@ class CartesianController:
         out[self.actuator_mask] = integrate_position_targets(target[self.actuator_mask], qdot[idx], q[idx], dt,
                                                              self.config.max_tracking_error, self.target_lower,
                                                              self.target_upper)
+        return out
+
+    def run_period(self, model: mujoco.MjModel, data: mujoco.MjData, target: np.ndarray, actuators: np.ndarray,
+                   force_slice: slice, substeps: int) -> np.ndarray:
+        """``substeps`` physics steps of one control period with a compliance tick before each
+        (simulation): per tick, the F/T reading MuJoCo computed for the step just taken
+        (:meth:`contact_force`), :meth:`tick`, the targets to ``actuators``' ``ctrl``, one ``mj_step``.
+        The same arithmetic as that loop, with what does not change within the period (sensor and
+        joint views, index arrays, the free-motion q̇·dt) taken once.  Returns the targets (A,)."""
+        assert self.admittance is not None, "run_period() needs cartesian.compliance"
+        dt = model.opt.timestep
+        rotation = data.site_xmat[self.sensor_site].reshape(3, 3)  # views: MuJoCo updates them in place
+        reading, qpos, ctrl = data.sensordata[force_slice], data.qpos, data.ctrl
+        mask, idx = self.actuator_mask, self.actuator_joint
+        q_index = self.qadr[idx]  # qpos address of each target's joint
+        ctrl_index = actuators[mask]
+        out = target.copy()
+        ctrl[actuators] = out
+        moved = out[mask]  # (A',) the targets the ticks move
+        lead, lower, upper = self.config.max_tracking_error, self.target_lower, self.target_upper
+        bias, deadband, adm = self._bias, self.admittance.config.force_deadband, self.admittance
+        free_step = None if self._free_qdot is None else self._free_qdot[idx] * dt
+        peak = self.period_peak
+        mj_step, maximum, minimum = mujoco.mj_step, np.maximum, np.minimum
+        for _ in range(substeps):
+            force = bias - rotation @ reading
+            fx, fy, fz = force.tolist()
+            f_norm = math.sqrt(fx * fx + fy * fy + fz * fz)
+            peak = max(peak, f_norm)
+            if free_step is not None and f_norm <= deadband:
+                new = moved + free_step
+            else:
+                v = adm.step(self._v_ref, force, dt)
+                qdot = self._qdot_ref + self._pinv_lin @ (v - self._v_ref)  # (J,)
+                ratio = float((np.abs(qdot) / self.velocity_limit).max())
+                if ratio > 1.0:
+                    qdot = qdot / ratio
+                new = moved + qdot[idx] * dt
+            q = qpos[q_index]
+            maximum(new, q - lead, out=new)  # integrate_position_targets, in place
+            minimum(new, q + lead, out=new)
+            maximum(new, lower, out=new)
+            minimum(new, upper, out=new)
+            moved = new
+            ctrl[ctrl_index] = new
+            mj_step(model, data)
+        self.period_peak = peak
+        out[mask] = moved
         return out
 
     def actuator_velocities(self, qdot: np.ndarray, n_actuators: int) -> np.ndarray:

@@ -180,15 +180,10 @@ class MujocoRobot(Robot):
         if not (self._compliant and self.control_mode == ControlMode.CARTESIAN_VELOCITY):
             mujoco.mj_step(self.model, self.data, nstep=self.substeps)
             return
-        m, d, cart = self.model, self.data, self._cartesian
+        cart = self._cartesian
         assert cart is not None and self._force is not None
-        sensordata, qpos, ctrl, act, qadr = self._data_views[0], self._data_views[1], d.ctrl, self._act, self._qadr
-        dt = m.opt.timestep
-        for _ in range(self.substeps):
-            force = cart.contact_force(cart.sensor_rotation(d), sensordata[self._force])
-            self._target = cart.tick(self._target, qpos[qadr], force, dt)
-            ctrl[act] = self._target
-            mujoco.mj_step(m, d)
+        # per physics step: the F/T reading, one compliance tick, the targets, one mj_step
+        self._target = cart.run_period(self.model, self.data, self._target, self._act, self._force, self.substeps)
 
     def set_compliant(self, enabled: bool) -> None:
         """Execute Cartesian commands through the force-limited admittance (the robot YAML's
