@@ -329,13 +329,10 @@ class MPOConfig:
             fail("", "training.worst_case_termination", "cannot be combined with replay.crm: counterfactual "
                  "experience relabels rewards and terminations per machine state, so the worst-case charge "
                  "of the real step would land on relabelled steps that do not terminate")
-        for key in ("symreg", "densify"):  # PRISM: both act on raw observations
+        for key in ("symreg", "densify"):  # PRISM: both act on raw observations (normalised batches carry them)
             section = getattr(self, key)
             if section is not None:
                 section.validate()
-                if self.training.observation_normalization:
-                    fail("", key, "needs training.observation_normalization: false (the reflection and the "
-                         "reward model act on raw observations)")
         slack = (self.batch_size + self.replay.samples_per_insert) / 2
         if self.replay.error_buffer < slack:  # else back-pressured actors and the learner can wait on each other
             fail("", "replay.error_buffer", f"must be >= (batch_size + samples_per_insert) / 2 = {slack:g}, "

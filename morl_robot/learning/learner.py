@@ -325,7 +325,8 @@ class MOMPOLearner:
         mask = data["mask"].float()  # [T, B]
         T = rewards.shape[0]
         discounts = cfg.discount * (1.0 - data["terminated"].float())  # [T, B]
-        rewards, densify_stats = self._densify(obs, actions, rewards)  # PRISM: sparse critics learn r̂
+        raw = data["raw_observations"].float() if "raw_observations" in data else obs  # normalised batches carry them
+        rewards, densify_stats = self._densify(raw, actions, rewards)  # PRISM: sparse critics learn r̂
         pref_eps = None
         if self.preferences is not None:
             obs, pref_eps = self._condition(obs)  # [T+1, B, O+K], ε [B, K]
@@ -396,7 +397,11 @@ class MOMPOLearner:
                 cfg.epsilon_mean, cfg.epsilon_stddev, cfg.per_dim_constraining)
             if self.symreg_signs is not None and cfg.symreg is not None:  # PRISM SymReg beside the likelihood
                 obs_sign, act_sign = self.symreg_signs
-                mean_r, std_r = self.policy(obs_s * obs_sign)
+                reflected = obs_s * obs_sign
+                if "reflected_observations" in data:  # normalised: L_g on the raw state, then normalised
+                    ref = data["reflected_observations"].float()[:T].reshape(-1, self.obs_dim)[sel]
+                    reflected = torch.cat([ref, reflected[:, self.obs_dim:]], dim=-1)  # features never reflected
+                mean_r, std_r = self.policy(reflected)
                 log_std = (torch.log(std_r), torch.log(online_std)) if cfg.symreg.invariant_log_std else (None, None)
                 sym = mpo.symmetry_loss(mean_r, online_mean, act_sign, *log_std, norm=cfg.symreg.norm)
                 policy_loss = policy_loss + cfg.symreg.weight * sym

@@ -71,12 +71,24 @@ class Updates:
         return done
 
     def _sample(self) -> Any:
-        """A replay batch, its observations normalised with the current running statistics."""
+        """A replay batch, its observations normalised with the current running statistics.  With
+        PRISM's sections (``densify``, ``symreg``) also, as a dict, the raw observations the reward
+        model reads and the reflection L_g applied to the raw observation, then normalised
+        (``raw_observations``, ``reflected_observations``): the map acts on the physical state."""
         batch = self.replay.sample(self.config.batch_size, self.config.sequence_length)
         if self.normalizer is not None:  # raw [T+1, B, O(+K)] → the observation part normalised
-            o = batch.observations.copy()
+            raw = batch.observations
+            o = raw.copy()
             o[..., : self.obs_dim] = self.normalizer.normalize(o[..., : self.obs_dim])
             batch = dataclasses.replace(batch, observations=o.astype(np.float32))
+            signs = self.learner.symreg_signs
+            if self.config.densify is not None or signs is not None:
+                extra: dict[str, Any] = {"raw_observations": raw}
+                if signs is not None:
+                    sign = signs[0][: self.obs_dim].numpy()
+                    extra["reflected_observations"] = self.normalizer.normalize(
+                        raw[..., : self.obs_dim] * sign).astype(np.float32)
+                return {**batch.as_dict(), **extra}
         return batch
 
     def _log_update(self, stats: dict[str, float]) -> None:

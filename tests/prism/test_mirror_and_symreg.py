@@ -121,8 +121,6 @@ def test_symreg_and_densify_errors():
         MOMPOLearner(5, ActionSpec.box(2), 2, config_from_dict({**SMALL, "symreg": {"observation_negate": [5]}}))
     with pytest.raises(ConfigError, match="continuous"):
         MOMPOLearner(5, ActionSpec.discrete(3), 2, config_from_dict({**SMALL, "symreg": {}}))
-    with pytest.raises(ConfigError, match="observation_normalization: false"):
-        config_from_dict({"symreg": {}, "training": {"observation_normalization": True}})
     with pytest.raises(ConfigError, match=r"densify.objectives'?: indices must be < 2"):
         MOMPOLearner(5, ActionSpec.box(2), 2, config_from_dict({**SMALL, "densify": {"objectives": [2]}}))
 
