@@ -98,6 +98,13 @@ def integrate_position_targets(target: np.ndarray, qdot: np.ndarray, q: np.ndarr
     return np.minimum(np.maximum(new, lower), upper)
 
 
+def _as_slice(index: np.ndarray) -> np.ndarray | slice:
+    """``index`` (n,) as a slice when it is a contiguous ascending range (a view instead of a copy)."""
+    if len(index) and np.array_equal(index, np.arange(index[0], index[0] + len(index))):
+        return slice(int(index[0]), int(index[0]) + len(index))
+    return index
+
+
 #: The three unit linear velocities as twists (6, 3): the DLS pseudo-inverse's linear columns.
 _LINEAR_UNITS = np.eye(6)[:, :3]
 
@@ -250,8 +257,8 @@ class CartesianController:
         rotation = data.site_xmat[self.sensor_site].reshape(3, 3)  # views: MuJoCo updates them in place
         reading, qpos, ctrl = data.sensordata[force_slice], data.qpos, data.ctrl
         mask, idx = self.actuator_mask, self.actuator_joint
-        q_index = self.qadr[idx]  # qpos address of each target's joint
-        ctrl_index = actuators[mask]
+        q_index = _as_slice(self.qadr[idx])  # qpos address of each target's joint
+        ctrl_index = _as_slice(actuators[mask])
         out = target.copy()
         ctrl[actuators] = out
         moved = out[mask]  # (A',) the targets the ticks move
