@@ -20,7 +20,7 @@ CAPQL_STAMP := $(VENV)/.capql
 CAPQL_PINS  := morl-baselines==1.3.0
 CAPQL_DEPS  := wandb==0.31.0
 
-.PHONY: venv test test-extended demo bench lint clean capql-deps docs results-index
+.PHONY: venv test test-extended demo bench lint clean capql-deps sac-deps docs results-index
 
 $(STAMP): setup.py requirements/pip_only.txt requirements/venv_constraints.txt
 	@# Debian's python3 ships venv/ensurepip separately (python3-venv): install it if missing.
@@ -40,10 +40,21 @@ $(CAPQL_STAMP): $(STAMP)
 
 capql-deps: $(CAPQL_STAMP)
 
-test: $(STAMP) $(CAPQL_STAMP)
+# The SAC baseline of `experiment hopper-dynamics` (stable-baselines3, setup.py extra 'sac'; pip's
+# resolution keeps the venv's torch: it needs torch>=2.8 and adds nothing else).
+SAC_STAMP := $(VENV)/.sac
+SAC_PINS  := stable-baselines3==2.9.2
+
+$(SAC_STAMP): $(STAMP)
+	$(BIN)/python -m pip install --quiet -c requirements/venv_constraints.txt $(SAC_PINS)
+	touch $(SAC_STAMP)
+
+sac-deps: $(SAC_STAMP)
+
+test: $(STAMP) $(CAPQL_STAMP) $(SAC_STAMP)
 	$(ROS_ENV) $(BIN)/python -m pytest -q -n $(PYTEST_WORKERS) --dist loadfile -m "not extended" $(PYTEST_ARGS)
 
-test-extended: $(STAMP) $(CAPQL_STAMP)
+test-extended: $(STAMP) $(CAPQL_STAMP) $(SAC_STAMP)
 	$(ROS_ENV) $(BIN)/python -m pytest -q -n $(PYTEST_WORKERS) --dist loadfile -m extended $(PYTEST_ARGS)
 
 demo: $(STAMP)

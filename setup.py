@@ -97,7 +97,8 @@ setup(
     + WORKSPACE_ONLY,
     python_requires=">=3.10",
     install_requires=CORE_REQUIRES,
-    extras_require={"ros": ROS_REQUIRES, "test": TEST_REQUIRES},
+    # sac: the single-objective learner of `experiment hopper-dynamics` (issue 37); it keeps the venv's torch
+    extras_require={"ros": ROS_REQUIRES, "test": TEST_REQUIRES, "sac": ["stable-baselines3==2.9.2"]},
     zip_safe=False,
     maintainer="morl_robot maintainers",
     maintainer_email="morl-robot@example.org",

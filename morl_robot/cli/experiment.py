@@ -340,6 +340,10 @@ def register(sub: argparse._SubParsersAction) -> None:
     peer.add_argument("--dry-run", action="store_true", help="print the plan and its estimated wall time only")
     peer.set_defaults(func=_run_peer_comparison)
 
+    from morl_robot.cli.hopper_dynamics import add_parser as add_hopper_dynamics
+
+    add_hopper_dynamics(exp_sub)
+
 
 def _run_peer_comparison(args: argparse.Namespace) -> int:
     from morl_robot.experiments import peer_comparison as pc
