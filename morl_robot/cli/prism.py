@@ -29,7 +29,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     run.add_argument("--mode", default="conditioned", choices=("conditioned", "per_setting"),
                      help="one ε-conditioned policy, or one policy per ε setting (default conditioned)")
     run.add_argument("--learner", default="conditioned_spi64",
-                     help="learner profile (ε-conditioned; observation normalisation is switched off) "
+                     help="learner profile (ε-conditioned; its observation normalisation is kept) "
                           "(default conditioned_spi64)")
     run.add_argument("--settings", type=int, default=3, help="per_setting: ε settings (default 3)")
     run.add_argument("--points", type=int, default=11, help="evaluation preferences (conditioned; default 11)")

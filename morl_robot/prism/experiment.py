@@ -129,8 +129,10 @@ def _learner_config(exp: PrismExperiment, steps_per_cycle: int) -> Any:
     from morl_robot.learning.config import load_learner_config
 
     config = load_learner_config(exp.learner)
-    training = dataclasses.replace(config.training, observation_normalization=False, checkpoint_replay=True,
-                                   eval_every=0, checkpoint_every=0, tensorboard=False)
+    # the profile's observation normalisation is kept: the reflection and the reward model act on raw
+    # observations either way (normalised batches carry them)
+    training = dataclasses.replace(config.training, checkpoint_replay=True, eval_every=0, checkpoint_every=0,
+                                   tensorboard=False)
     min_replay = exp.min_replay if exp.min_replay is not None else min(config.replay.min_size_to_sample,
                                                                        max(100, steps_per_cycle // 4))
     replay = dataclasses.replace(config.replay, min_size_to_sample=min_replay)
@@ -358,6 +360,7 @@ def _write(exp: PrismExperiment, pcfg: PrismConfig, p_rel: list[float], ref: lis
         "label": exp.label, "complete": complete, "env": exp.env_id, "mode": exp.mode, "variants": exp.variants,
         "seeds": exp.seeds,
         "p_rel": p_rel, "ref": ref, "learner": exp.learner, "torch_threads": exp.threads,
+        "observation_normalization": _learner_config(exp, pcfg.refinement.steps_per_cycle).training.observation_normalization,
         "budget": {"steps_per_cycle": pcfg.refinement.steps_per_cycle, "refinements": pcfg.refinement.refinements,
                    "rl_steps_per_run": (pcfg.refinement.refinements + 1) * pcfg.refinement.steps_per_cycle,
                    "initial_episodes": pcfg.refinement.initial_episodes,
