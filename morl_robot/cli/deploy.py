@@ -34,7 +34,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="sawyer | shadow_hand, checked against the policy's contract (default: the contract's)")
     p.add_argument("--backend", choices=("sim", "hardware"), default="sim",
                    help="the robot: MuJoCo simulation or the hardware driver")
-    p.add_argument("--episodes", type=int, default=0, help="sim-to-sim check: run N episodes and compare returns")
+    p.add_argument("--episodes", type=int, default=0, help="run N episodes and compare returns with the same seeds in process (sim: the sim-to-sim check; hardware: in real time, in process in the emulator's context)")
     p.add_argument("--timing", choices=("lockstep", "realtime"), default=None,
                    help="robot timing (default: lockstep for --episodes in sim, else realtime)")
     p.add_argument("--compare", default=None, metavar="RUN_DIR",
@@ -67,12 +67,13 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def in_process_returns(policy_path: Path, compare: Path | None, served: PolicyContract,
-                       seeds: list[int], preference: np.ndarray | None = None,
+                       seeds: list[int], preference: np.ndarray | None = None, context: Any = None,
                        ) -> tuple[np.ndarray, list[bool], str, list[str | None]]:
     """Per-episode returns [N, K] and successes [N] of the deterministic policy in-process (an
     ε-conditioned one under ``preference``, default its box's centre) in the environment the served
     policy's contract describes (a reward-machine policy: the product with its machine), and what
-    was evaluated, and how each episode ended (``termination``: ``safety`` when the rules stopped it)."""
+    was evaluated, and how each episode ended (``termination``: ``safety`` when the rules stopped it);
+    ``context``: every episode in that environment context (issue 37: the emulator's)."""
     from morl_robot.envs.mo_env import open_policy_env
 
     act: Any
@@ -105,6 +106,8 @@ def in_process_returns(policy_path: Path, compare: Path | None, served: PolicyCo
     from morl_robot.safety.shield import SafetyShield
 
     env = open_policy_env(served)
+    if context is not None:
+        env.set_contexts(context)
     try:  # through the same safety rules as the graph's monitor
         shield = SafetyShield(env)
         episodes = [run_episode(env, act, seed, shield) for seed in seeds]
@@ -160,9 +163,7 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError(f"--episodes must be >= 0, got {args.episodes}")
     if not args.stall_timeout > 0:
         raise UsageError(f"--stall-timeout must be > 0 seconds, got {args.stall_timeout}")
-    if args.episodes and args.backend != "sim":
-        raise UsageError("--episodes (the sim-to-sim check) needs --backend sim")
-    timing = args.timing or ("lockstep" if args.episodes else "realtime")
+    timing = args.timing or ("lockstep" if args.episodes and args.backend == "sim" else "realtime")
     overrides: dict[str, Any] = {**policy_session(contract, str(policy_path)), "backend": args.backend,
                                  "seed": args.seed, "use_sim_time": args.use_sim_time or None,
                                  "robot_node": {"timing": timing, **node_video_overrides(args)},
@@ -222,14 +223,26 @@ def run(args: argparse.Namespace) -> int:
         released_at = time.monotonic()
         runner.release_safety([ns])
         first_episode, counted_from = 0, time.monotonic()
-        if args.episodes:
+        if args.episodes and args.backend == "sim":
             first_episode, counted_from = _start_counted_episodes(runner, ns, estop, released_at)
+        elif args.episodes:  # hardware has no reset_world: count from the episode after the running one
+            first_episode, counted_from = int(runner.probe.diagnostics("robot").get("episode", 0)) + 1, time.monotonic()
         start = time.monotonic()
         last = [start]
         progress: list[Any] = [None, start]  # (episode, step, episode ends) last seen, and when it changed
 
+        resets = [len(all_ends), 0]  # (episode ends seen, operator resets)
+
         def tick() -> None:
             now = time.monotonic()
+            if args.episodes and args.backend == "hardware" and len(all_ends) > resets[0]:
+                # as the evaluation protocol: a latched e-stop holds the robot to the end of its episode;
+                # then it is released (the operator's reset), so the reset motion backs the peg out
+                resets[0] = len(all_ends)
+                states = _estop_states(estop)
+                if states and states[-1][1]:
+                    runner.release_safety([ns])
+                    resets[1] += 1
             robot = runner.probe.diagnostics("robot")
             seen = (robot.get("episode"), robot.get("step"), len(all_ends))
             if seen != progress[0]:
@@ -275,11 +288,17 @@ def run(args: argparse.Namespace) -> int:
         return 130
     graph = np.asarray([[e["returns"][n] for n in contract.objective_names] for e in ends[:args.episodes]])
     # robot_node: reset_world started episode first_episode with the seed, the next ones seed + 1, …
-    seeds = [cfg.seed + int(e["episode"]) - first_episode for e in ends[:args.episodes]]
+    seeds = [cfg.seed + int(e["episode"]) - (first_episode if args.backend == "sim" else 0)  # hardware: seed + i
+             for e in ends[:args.episodes]]
+    # hardware through the emulator (issue 37): the in-process episodes in the emulator's context
+    context = cfg.driver_emulator.context if args.emulate is not None and cfg.driver_emulator.context else ""
+    from morl_robot.contexts.schema import context_by_reference
+
     reference, reference_success, source, reference_ends = in_process_returns(policy_path, Path(args.compare) if args.compare else None,
-                                           contract, seeds, preference)
+                                           contract, seeds, preference, context_by_reference(context) if context else None)
     report = {
         "policy": str(policy_path), "task": contract.task, "timing": timing, "episodes": args.episodes,
+        "backend": args.backend, "context": context or None,
         "seeds": seeds, "objectives": list(contract.objective_names),
         "preference": None if preference is None else [float(x) for x in preference],
         "graph_returns": graph.tolist(), "in_process_returns": reference.tolist(), "in_process_source": source,
@@ -293,6 +312,8 @@ def run(args: argparse.Namespace) -> int:
         "safety_monitor": safety_status,
         # e-stops the monitor engaged after the counted episodes began (it then holds the robot)
         "graph_estops": sum(engaged for t, engaged in _estop_states(estop) if counted_from < t <= finished_at),
+        # hardware: e-stops released at the next episode's start (the evaluation protocol's operator reset)
+        "operator_resets": resets[1] if args.backend == "hardware" else None,
         # the monitor's missed deadlines, and how many a late process on this host explains
         "deadline_misses": misses,
         # --record: the recorder's counts (messages, dropped, per topic), session.recording.json

@@ -42,6 +42,13 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="raw hypervolume reference point, one value per objective (default: the per-objective "
                         "minimum of every evaluated return, so every point counts)")
     p.add_argument("--no-safety", action="store_true", help="act without the safety rules (default: through them)")
+    p.add_argument("--backend", choices=("sim", "hardware"), default="sim",
+                   help="sim: the evaluation protocol in process; hardware: each cell is `morl-robot deploy --backend "
+                        "hardware --episodes N` against the driver emulator playing the context (real time, through "
+                        "the ROS graph and the safety monitor; ONNX policies only) (default: sim)")
+    p.add_argument("--emulate", default="none", metavar="FAULTS",
+                   help="--backend hardware: the emulator's link faults on top of the context's, as deploy's "
+                        "--emulate (default: none)")
     p.add_argument("--out", type=Path, required=True, help="output directory (required)")
     p.set_defaults(func=run)
 
@@ -116,6 +123,12 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError(f"--episodes must be >= 1, got {args.episodes}")
     seed = HELD_OUT_SEED if args.seed is None else args.seed
     methods = _parse_methods(args.policies)
+    if args.backend == "hardware":
+        if args.no_safety:
+            raise UsageError("--backend hardware runs through the safety monitor; --no-safety is for --backend sim")
+        builtin = [p for ps in methods.values() for p in ps if p in BUILT_IN]
+        if builtin:
+            raise UsageError(f"--backend hardware deploys ONNX policies; {', '.join(builtin)} is built in (sim only)")
     prefs = _preferences(args.preferences)
     # the task: --task, else the first ONNX policy's
     task = args.task
@@ -143,14 +156,20 @@ def run(args: argparse.Namespace) -> int:
                 for ctx in contexts:
                     file = out / "evaluations" / f"{label}__{ctx.name}.json"
                     data = json.loads(file.read_text()) if file.is_file() else None
-                    if data is None or data.get("episodes") != args.episodes or data.get("seed") != seed:
+                    if (data is None or data.get("episodes") != args.episodes or data.get("seed") != seed
+                            or data.get("backend", "sim") != args.backend):
                         if loaded is None:
                             loaded = _load(path, task, pref, overrides)
                             if loaded.task != task:
                                 raise UsageError(f"--policies {path}: trained for task '{loaded.task}', not '{task}'")
-                        print(f"[generalization] {label} on {ctx.name}: {args.episodes} episodes", file=sys.stderr)
-                        ev = g.evaluate_in_context(loaded, ctx, args.episodes, seed, safety=not args.no_safety)
-                        data = ev.to_json()
+                        print(f"[generalization] {label} on {ctx.name}: {args.episodes} episodes"
+                              + (" (hardware through the driver emulator)" if args.backend == "hardware" else ""),
+                              file=sys.stderr)
+                        if args.backend == "hardware":
+                            data = _hardware_cell(args, path, pref, ctx, seed, out / "deploys" / f"{label}__{ctx.name}")
+                        else:
+                            data = g.evaluate_in_context(loaded, ctx, args.episodes, seed,
+                                                         safety=not args.no_safety).to_json()
                         for e in data["per_episode"]:
                             e["context"] = ctx.name
                         write_json_atomic(file, data)
@@ -189,6 +208,10 @@ def run(args: argparse.Namespace) -> int:
                                    **summary(cells[(method, run_i, c.name)]),
                                    "cells": [{"preference": e["preference"], "file": e["file"]}
                                              for e in cells[(method, run_i, c.name)]]}
+                if args.backend == "hardware":
+                    per_ctx[c.name]["in_process_success"] = [e["eval"]["in_process"]["success_rate"]
+                                                             for e in cells[(method, run_i, c.name)]]
+                    per_ctx[c.name]["estops"] = sum(e["eval"]["estops"] for e in cells[(method, run_i, c.name)])
             runs.append({"policy": path, "contexts": per_ctx})
         for metric, table in scores.items():
             table[method] = np.array([[r["contexts"][c.name][metric] for c in contexts] for r in runs])
@@ -200,6 +223,7 @@ def run(args: argparse.Namespace) -> int:
             entry.setdefault("pooled", {})[c.name] = summary(
                 [e for r in range(len(methods[method])) for e in cells[(method, r, c.name)]])
     data = {"task": task, "objectives": objective_names, "episodes": args.episodes, "seed": seed,
+            "backend": args.backend, **({"emulate": args.emulate} if args.backend == "hardware" else {}),
             "safety": not args.no_safety, "ref_point": ref_point.tolist(),
             "reference": "nondominated union of every evaluated front on the context (no specialists)",
             "contexts": [c.to_json() for c in contexts],
@@ -211,13 +235,64 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
+def _hardware_cell(args: argparse.Namespace, policy: str, pref: tuple[float, ...] | None, ctx: Any, seed: int,
+                   out: Path) -> dict[str, Any]:
+    """One cell on the hardware backend: ``morl-robot deploy POLICY --backend hardware --emulate F
+    --set session.driver_emulator.context=FILE:NAME --episodes N`` (a subprocess: its own ROS
+    graph), its ``deploy_report.json`` in the protocol's cell form (``in_process``: the same seeds
+    in the same context in simulation)."""
+    import subprocess
+
+    import numpy as np
+
+    from morl_robot.errors import MorlRobotError
+    from morl_robot.evaluation.protocol import bootstrap_ci
+
+    where = args.context_file or ctx.task
+    cmd = [sys.executable, "-m", "morl_robot.cli", "deploy", policy, "--backend", "hardware", "--emulate", args.emulate,
+           "--set", f"session.driver_emulator.context={where}:{ctx.name}", "--episodes", str(args.episodes),
+           "--seed", str(seed), "--out", str(out)]
+    if pref is not None:
+        cmd += ["--preference", *(f"{v:g}" for v in pref)]
+    out.mkdir(parents=True, exist_ok=True)
+    proc = subprocess.run(cmd, check=False, capture_output=True, text=True, timeout=300 + 120 * args.episodes)
+    (out / "deploy.log").write_text(proc.stdout + proc.stderr)
+    if proc.returncode != 0:
+        raise MorlRobotError(f"{' '.join(cmd)} exited with {proc.returncode}; log {out / 'deploy.log'}: "
+                             f"{proc.stderr.strip()[-600:]}")
+    rep = json.loads((out / "deploy_report.json").read_text())
+    names = rep["objectives"]
+    g, ref = np.asarray(rep["graph_returns"]), np.asarray(rep["in_process_returns"])
+    terms = [str(t) for t in rep["terminations"]]
+
+    def objectives(r: Any) -> dict[str, Any]:
+        return {n: dict(zip(("mean", "ci_low", "ci_high"), (float(r[:, i].mean()), *bootstrap_ci(r[:, i], seed=seed))))
+                for i, n in enumerate(names)}
+
+    return {"task": rep["task"], "policy": policy, "backend": "hardware", "emulate": args.emulate,
+            "episodes": args.episodes, "seed": seed, "seeds": rep["seeds"], "objectives": objectives(g),
+            "success_rate": float(np.mean(rep["graph_success"])),
+            "terminations": {t: terms.count(t) for t in sorted(set(terms))},
+            "estops": rep["graph_estops"], "operator_resets": rep.get("operator_resets"),
+            "deadline_misses": rep.get("deadline_misses"), "context": ctx.to_json(),
+            "per_episode": [{"seed": s, "returns": dict(zip(names, map(float, r))), "termination": t, "success": ok,
+                             "context": ctx.name}
+                            for s, r, t, ok in zip(rep["seeds"], g, rep["terminations"], rep["graph_success"])],
+            "in_process": {"objectives": objectives(ref), "success_rate": float(np.mean(rep["in_process_success"])),
+                           "terminations": {t: [str(x) for x in rep["in_process_terminations"]].count(t)
+                                            for t in sorted(set(map(str, rep["in_process_terminations"])))}},
+            "deploy_report": str(out / "deploy_report.json")}
+
+
 def _markdown(data: dict[str, Any]) -> str:
     import numpy as np
 
     ctxs = [c["name"] for c in data["contexts"]]
     lines = [f"# Generalisation: {data['task']}", "",
              (f"{data['episodes']} episodes per cell from seed {data['seed']}; "
-              f"{'through' if data['safety'] else 'without'} the safety rules; raw HV reference "
+              + ("the hardware backend through the driver emulator playing each context (emulated link faults "
+                 f"{data.get('emulate', 'none')}), in real time; " if data.get("backend") == "hardware" else "")
+              + f"{'through' if data['safety'] else 'without'} the safety rules; raw HV reference "
               f"{[round(v, 3) for v in data['ref_point']]}; reference front: {data['reference']}."), "",
              "| context | outside training | " + " | ".join(data["methods"]) + " |",
              "|---|---|" + "---|" * len(data["methods"])]
@@ -232,6 +307,16 @@ def _markdown(data: dict[str, Any]) -> str:
                        f"{p['force_threshold_ci'][1]:.0%}], HV {np.median(hv):.4g}, NHGR "
                        f"{np.median([r['contexts'][c]['nhgr'] for r in m['runs']]):.3f}")
         lines.append(f"| {c} | {outside[c]} | " + " | ".join(row) + " |")
+    if data.get("backend") == "hardware":  # each cell's same seeds in the same context, in process
+        lines += ["", "| context | method | hardware insertion | in-process (sim, same seeds) insertion | e-stops |",
+                  "|---|---|---|---|---|"]
+        for c in ctxs:
+            for name, m in data["methods"].items():
+                for r in m["runs"]:
+                    hw = r["contexts"][c]
+                    lines.append(f"| {c} | {name} | {hw['success_rate']:.0%} | "
+                                 + ", ".join(f"{x:.0%}" for x in hw.get("in_process_success", [])) + " | "
+                                 + str(hw.get("estops", "")) + " |")
     lines += ["", "| method | NHGR IQM [95 % CI] | NHGR optimality gap | EUGR IQM | EUGR optimality gap | runs × contexts |",
               "|---|---|---|---|---|---|"]
     for name, m in data["methods"].items():
