@@ -119,7 +119,7 @@ def policy(tmp_path_factory):
     ("train.launch.py", {"steps": "1e3"}, "steps:='1e3': expected a whole number"),
     ("train.launch.py", {"use_sim_time": "yes"}, "use_sim_time:='yes': expected true or false"),
     ("train.launch.py", {"envs": "0"}, "envs:='0': must be >= 1"),
-    ("train.launch.py", {"actors_kind": "batched"}, "allowed values: 'per-step', 'vectorized'"),
+    ("train.launch.py", {"actors_kind": "batched"}, "allowed values: 'auto', 'per-step', 'vectorized'"),
     ("deploy.launch.py", {}, "needs policy:=FILE.onnx"),
     ("deploy.launch.py", {"release": "auto", "policy": "POLICY"}, "release:='auto': allowed values: operator, after_checks"),
     ("deploy.launch.py", {"release": "after_checks", "backend": "hardware", "policy": "POLICY"},
@@ -142,6 +142,19 @@ def test_train_actors_kind_vectorized_starts_vector_actors(fake_launch):
     assert [a.kwargs["namespace"] for a in actors] == ["/v/actor0", "/v/actor1"]
     assert all(a.kwargs["parameters"][0]["envs"] == 4 for a in actors)
     assert not [e for e in nodes if type(e).__name__ == "Node" and e.kwargs["executable"] == "robot_node"]
+
+
+def test_train_launch_default_is_vectorized_in_sim_per_step_when_recording(fake_launch, tmp_path):
+    """train.yaml's actors_kind: auto: vector actors on backend sim; record:=true needs per-step (logged)."""
+    def kinds(**args: str) -> tuple[set[str], list[str]]:
+        nodes = _nodes(ROOT / "launch" / "train.launch.py", out=str(tmp_path), **args)
+        return ({e.kwargs["executable"] for e in nodes if type(e).__name__ == "Node"},
+                [e.kwargs["msg"] for e in nodes if type(e).__name__ == "LogInfo"])
+    exes, logs = kinds()
+    assert "vector_actor" in exes and "robot_node" not in exes and "actors: vectorized" in logs
+    exes, logs = kinds(record="true")
+    assert "robot_node" in exes and "vector_actor" not in exes
+    assert any(m.startswith("actors: per-step (needed by a recording") for m in logs), logs
 
 
 def test_deploy_release_is_explicit_and_logged(fake_launch, policy):
@@ -193,7 +206,7 @@ def _reasons(actions) -> list[str]:
 
 
 def test_required_processes_shut_the_launch_down_with_the_reason(fake_launch, policy, tmp_path):
-    train = _nodes(ROOT / "launch" / "train.launch.py", steps="100", out=str(tmp_path))
+    train = _nodes(ROOT / "launch" / "train.launch.py", steps="100", out=str(tmp_path), actors_kind="per-step")
     by_exe = {n.kwargs["executable"]: n for n in train}
     assert by_exe["learner_node"].kwargs["parameters"][0]["total_steps"] == 100
     live = types.SimpleNamespace(is_shutdown=False)
@@ -255,7 +268,8 @@ def test_every_executable_is_a_console_script_and_every_config_exists(fake_launc
 
 
 def test_train_launch_builds_one_pipeline_per_actor(fake_launch):
-    nodes = _nodes(ROOT / "launch" / "train.launch.py", actors="3", namespace="lab", task="shadow_touch")
+    nodes = _nodes(ROOT / "launch" / "train.launch.py", actors="3", namespace="lab", task="shadow_touch",
+                   actors_kind="per-step")
     by_exe: dict[str, list] = {}
     for n in (e for e in nodes if type(e).__name__ == "Node"):
         by_exe.setdefault(n.kwargs["executable"], []).append(n)

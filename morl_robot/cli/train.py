@@ -1,5 +1,5 @@
 """``morl-robot train --task NAME [--learner NAME|PATH] [--session NAME|PATH] [--set KIND.KEY=VALUE ...]
-[--reward-machine SPEC] [--backend sim|hardware] [--actors N] [--actors-kind per-step|vectorized] [--envs B]
+[--reward-machine SPEC] [--backend sim|hardware] [--actors N] [--actors-kind auto|per-step|vectorized] [--envs B]
 [--steps S] [--out DIR]``: a training session as processes on the ROS graph (the nodes of the session YAML,
 the same graph ``ros2 launch morl_robot train.launch.py`` starts).  ``--task T`` alone trains T's recipe:
 the learner profile and session its task YAML names (:mod:`morl_robot.tasks.recipes`).
@@ -18,7 +18,9 @@ traceback; a learner that fails (e.g. cannot write ``policy.onnx``) makes the co
 non-zero with the learner's first error line, never "done".
 
 ``--actors-kind vectorized`` (simulated training) runs each actor as one ``vector_actor`` process
-stepping ``--envs`` environments with one batched policy forward, the safety rules inside its loop.
+stepping ``--envs`` environments with one batched policy forward, the safety rules inside its loop;
+``auto`` (config/sessions/train.yaml) picks it on backend sim unless the session needs per-step
+actors, and logs why (:func:`morl_robot.session.graph.resolve_actors_kind`).
 
 Distributed: ``--role learner`` on one machine and ``--role actors --first-actor K`` on others,
 with the same ``ROS_DOMAIN_ID`` and ``--discovery subnet``.
@@ -74,10 +76,12 @@ def register(sub: argparse._SubParsersAction) -> None:
                         "total_steps)")
     p.add_argument("--actors", type=int, default=None,
                    help="actor pipelines (robot + monitor + policy server) (default: the session YAML's)")
-    p.add_argument("--actors-kind", choices=("per-step", "vectorized"), default=None,
+    p.add_argument("--actors-kind", choices=("auto", "per-step", "vectorized"), default=None,
                    help="per-step: robot + monitor + policy server per actor (hardware, sim-to-sim); "
-                        "vectorized: one process per actor stepping --envs simulated environments (default: the "
-                        "session YAML's)")
+                        "vectorized: one process per actor stepping --envs simulated environments; auto: "
+                        "vectorized on backend sim unless the session needs per-step (hardware, demonstrations, "
+                        "--record, --foxglove, --use-sim-time, videos: the reason is logged) (default: the "
+                        "session YAML's, auto in config/sessions/train.yaml)")
     p.add_argument("--envs", type=int, default=None,
                    help="--actors-kind vectorized: environments per actor (default: the session YAML's)")
     p.add_argument("--seed", type=int, default=None,
@@ -260,14 +264,19 @@ def _run_locked(args: argparse.Namespace, cfg: Any, out: Path) -> int:
     from morl_robot.session.graph import (
         SESSION_SEED_STRIDE,
         observer_specs,
+        resolve_actors_kind,
         train_nodes,
     )
     from morl_robot.session.runner import SessionRunner, first_error_line
 
-    with writing(out / "session.yaml"):
-        write_bytes_atomic(out / "session.yaml", yaml.safe_dump(dataclasses.asdict(cfg), sort_keys=False).encode())
     history = read_json(out / "sessions.json") if (out / "sessions.json").is_file() else []
     index = len(history)  # 0: a new run; k: the k-th resumption (the actors' seeds move on)
+    if cfg.actors_kind == "auto":  # concrete before session.yaml records it
+        why = resolve_actors_kind(cfg, index, record=args.record, live_view=args.foxglove is not None)
+        print(f"actors: {cfg.actors_kind}" + (f" (needed by {why})" if why else " (actors_kind: auto, backend sim)"),
+              file=sys.stderr)
+    with writing(out / "session.yaml"):
+        write_bytes_atomic(out / "session.yaml", yaml.safe_dump(dataclasses.asdict(cfg), sort_keys=False).encode())
     history.append({"session": index, "started": time.time(), "total_steps": cfg.total_steps, "seed": cfg.seed})
     with writing(out / "sessions.json"):
         write_json_atomic(out / "sessions.json", history)

@@ -26,9 +26,10 @@ from morl_robot.resources import resolve_config
 
 SESSIONS = ("train", "deploy", "safety_test")
 #: How a training session acts: ``per-step`` (robot_node + safety_monitor + policy_server per actor:
-#: hardware, deployment, sim-to-sim checks) or ``vectorized`` (vector_actor processes, B simulated
-#: environments each: simulated training).
-ACTORS_KINDS = ("per-step", "vectorized")
+#: hardware, deployment, sim-to-sim checks), ``vectorized`` (vector_actor processes, B simulated
+#: environments each: simulated training) or ``auto`` (vectorized for backend sim unless the session
+#: needs what only per-step has; :func:`morl_robot.session.graph.resolve_actors_kind`).
+ACTORS_KINDS = ("auto", "per-step", "vectorized")
 
 
 def node_parameters(settings: Any, session: Mapping[str, Any] | None = None) -> dict[str, Any]:
@@ -61,7 +62,7 @@ class SessionConfig:
     policy_server: PolicyServerSettings = field(default_factory=PolicyServerSettings)
     learner_node: LearnerNodeSettings = field(default_factory=LearnerNodeSettings)
     driver_emulator: DriverEmulatorSettings = field(default_factory=DriverEmulatorSettings)  # deploy --emulate
-    actors_kind: Literal["per-step", "vectorized"] = "per-step"  # training: ACTORS_KINDS
+    actors_kind: Literal["auto", "per-step", "vectorized"] = "auto"  # training: ACTORS_KINDS
     vector_actor: VectorActorSettings = field(default_factory=VectorActorSettings)  # actors_kind: vectorized
 
     def validate(self) -> None:

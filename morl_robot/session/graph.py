@@ -105,9 +105,54 @@ def demonstration_settings(cfg: SessionConfig, session_index: int) -> list[dict[
             for n in demonstration_shares(demos.episodes, cfg.actors)]
 
 
+def per_step_reason(cfg: SessionConfig, session_index: int = 0, record: bool = False, live_view: bool = False) -> str:
+    """Why a training session must act per step (robot_node + safety_monitor + policy_server per
+    actor) rather than with vector actors; "" when nothing needs it.  A hardware backend always
+    does; otherwise what only the per-step graph has: ``/clock`` (use_sim_time), the robot node's
+    topics for a recording or a live view, videos, a real-time loop, a robot other than the
+    task's, and demonstrations (policy servers act them; none in a resumed run)."""
+    if cfg.backend != "sim":
+        return f"backend {cfg.backend}"
+    if cfg.use_sim_time:
+        return "use_sim_time (the simulated robot node publishes /clock)"
+    if record:
+        return "a recording (--record, record:=true: it holds the robot nodes' task_step and views)"
+    if live_view:
+        return "a live view (--foxglove, foxglove:=true: it shows the robot nodes' scene and views)"
+    rn = cfg.robot_node
+    for name, what in (("video_dir", "videos"), ("robot", "a robot other than the task's"),
+                       ("scene", "a scene file"), ("control_mode", "a control mode")):
+        if getattr(rn, name):
+            return f"robot_node.{name} ({what}: the robot node's)"
+    if rn.timing != "lockstep" or rn.model != "builtin":
+        return f"robot_node.{'timing' if rn.timing != 'lockstep' else 'model'} (the robot node's)"
+    if session_index == 0 and cfg.task:
+        from morl_robot.learning.config import load_learner_config
+        from morl_robot.resources import resolve_config
+
+        path = resolve_config("learner", cfg.learner_node.config)
+        if load_learner_config(path).training.demonstrations.episodes:
+            return f"training.demonstrations in {path.name} (policy servers act them)"
+    return ""
+
+
+def resolve_actors_kind(cfg: SessionConfig, session_index: int = 0, record: bool = False,
+                        live_view: bool = False) -> str:
+    """Make ``actors_kind: auto`` concrete in ``cfg``: ``vectorized`` unless :func:`per_step_reason`
+    names a reason, then ``per-step``; returns that reason ("" for vectorized or a kind the
+    session chose itself)."""
+    if cfg.actors_kind != "auto":
+        return ""
+    why = per_step_reason(cfg, session_index, record, live_view)
+    cfg.actors_kind = "per-step" if why else "vectorized"
+    return why
+
+
 def train_nodes(cfg: SessionConfig, out_dir: str | os.PathLike[str], session_index: int = 0) -> list[NodeSpec]:
     """The training graph; ``session_index`` (0 for a new run, k for its k-th resumption) shifts
-    the actors' seeds by ``k · SESSION_SEED_STRIDE``."""
+    the actors' seeds by ``k · SESSION_SEED_STRIDE``.  ``actors_kind: auto`` is resolved here
+    (:func:`resolve_actors_kind`) unless the caller did."""
+    resolve_actors_kind(cfg, session_index)
     ns, robot = _ns(cfg), robot_of(cfg)
     base = cfg.seed + SESSION_SEED_STRIDE * int(session_index)
     demonstrations = demonstration_settings(cfg, session_index)
@@ -121,7 +166,9 @@ def train_nodes(cfg: SessionConfig, out_dir: str | os.PathLike[str], session_ind
                  "experience_allowance": f"{ns}/experience_allowance"}
         if cfg.actors_kind == "vectorized":
             params = {**node_parameters(cfg.vector_actor, {"task": cfg.task, "reward_machine": cfg.reward_machine,
-                                                            "task_config": cfg.learner_node.task_config}),
+                                                            "task_config": (cfg.robot_node.task_config
+                                                                            or cfg.learner_node.task_config),
+                                                            "safety": cfg.safety_monitor.config}),
                       "actor_id": i, "seed": base + 1000 * (i + 1)}
             nodes.append(NodeSpec("vector_actor", "vector_actor", actor_ns, params, remap))
             continue

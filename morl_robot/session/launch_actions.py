@@ -53,8 +53,9 @@ ARGUMENT_TEXT = {
                             "product machine; with replay.crm in the learner YAML, counterfactual experience")),
     "backend": ("", "sim | hardware"),
     "actors": ("", "number of actor pipelines (robot + safety monitor + policy server), >= 1"),
-    "actors_kind": ("", ("per-step (robot + safety monitor + policy server per actor) | vectorized (one "
-                         "vector_actor process per actor, simulated environments)")),
+    "actors_kind": ("", ("auto (vectorized on backend sim unless the session needs per-step) | per-step (robot + "
+                         "safety monitor + policy server per actor) | vectorized (one vector_actor process per "
+                         "actor, simulated environments)")),
     "envs": ("", "actors_kind:=vectorized: simulated environments per actor, >= 1"),
     "steps": ("", "environment steps in total; the launch ends when the learner reaches them (0 = until stopped)"),
     "seed": ("", "random seed of the session"),
@@ -264,6 +265,12 @@ def _actions(kind: str, context: Any) -> list:
         if release == "after_checks" and cfg.backend != "sim":
             raise UsageError("launch argument release:=after_checks is allowed only with backend:=sim; "
                              "on hardware a person releases the e-stop (release:=operator)")
+    if kind == "train" and cfg.actors_kind == "auto":
+        from morl_robot.session.graph import resolve_actors_kind
+
+        why = resolve_actors_kind(cfg, record=boolean("record", args.get("record") or "false"),
+                                  live_view=boolean("foxglove", args.get("foxglove") or "false"))
+        actions.append(LogInfo(msg=f"actors: {cfg.actors_kind}" + (f" (needed by {why})" if why else "")))
     actions += observer_nodes(ns, out, args)
     for spec in session_nodes(kind, cfg, out):
         name = f"{spec.namespace.rstrip('/')}/{spec.name}"

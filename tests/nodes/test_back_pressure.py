@@ -1,6 +1,7 @@
 """Actors keep pace with the learner (back-pressure): in lockstep training the policy servers wait
 while the learner's ``experience_allowance`` is used up, so the environment steps taken never run
-ahead of what the samples-per-insert ratio accepts (Reverb's rate limiter semantics)."""
+ahead of what the samples-per-insert ratio accepts (Reverb's rate limiter semantics).  Vector
+actors: tests/nodes/test_vectorized_training.py."""
 from __future__ import annotations
 
 import csv
@@ -24,7 +25,7 @@ def test_environment_steps_never_outrun_the_samples_per_insert_ratio(tmp_path, d
     config.write_text(slow_learner_yaml(log_every=20))
     out = tmp_path / "run"
     cmd = [sys.executable, "-m", "morl_robot.cli", "train", "--task", "sawyer_peg_in_hole", "--steps", "400",
-           "--learner", str(config), "--out", str(out), "--no-progress", "--namespace", "bp",
+           "--learner", str(config), "--out", str(out), "--no-progress", "--namespace", "bp", "--actors-kind", "per-step",
            "--domain-id", str(domain_id)]
     done = subprocess.run(cmd, env=ros_env(domain_id), capture_output=True, text=True, timeout=600, check=False)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
