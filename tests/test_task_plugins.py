@@ -15,16 +15,18 @@ import pytest
 from morl_robot.cli import main
 from morl_robot.errors import ConfigError, UnknownNameError
 from morl_robot.tasks import registry
+from tests.installed import installed_cli, user_env
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLE = ROOT / "docs" / "howto" / "add_task"
-CLI = str(Path(sys.executable).parent / "morl-robot")
+CLI = installed_cli()  # the venv's, or a sourced workspace's on PATH
 
 
 def run_cli(*args: str, cwd: Path, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
     """The installed ``morl-robot`` in a fresh process (the plugin is found as a user's would be)."""
-    full = {k: v for k, v in os.environ.items() if k not in (registry.TASK_PATH_VAR, "PYTHONPATH")}
-    full.update(env or {})
+    extra = dict(env or {})
+    full = user_env(drop=(registry.TASK_PATH_VAR,), pythonpath=tuple(p for p in [extra.pop("PYTHONPATH", "")] if p))
+    full.update(extra)
     return subprocess.run([CLI, *args], cwd=cwd, env=full, capture_output=True, text=True, timeout=600,
                           check=False)
 
@@ -192,7 +194,7 @@ def test_a_plugin_task_trains_through_the_graph_and_its_policy_evaluates(tmp_pat
     from morl_robot.session.processes import ros_env
 
     folder = user_task(tmp_path)
-    env = ros_env(domain_id, {k: v for k, v in os.environ.items() if k != "PYTHONPATH"})
+    env = ros_env(domain_id, user_env())
     env[registry.TASK_PATH_VAR] = str(folder)
     out = tmp_path / "runs" / "reach"
     train = subprocess.run([CLI, "train", "--task", "sawyer_reach", "--learner", "mo_mpo_cpu_small", "--session", "train",
@@ -226,7 +228,7 @@ def test_a_yaml_naming_its_class_is_enough_to_open_the_task(tmp_path):
             "child = subprocess.run([sys.executable, '-c', 'from morl_robot.tasks.registry import load_task; "
             "print(load_task(\"sawyer_reach\").config.target_height)'], capture_output=True, text=True, check=True)\n"
             "print(child.stdout.strip())\n")
-    env = {k: v for k, v in os.environ.items() if k not in (registry.TASK_PATH_VAR, "PYTHONPATH")}
+    env = user_env(drop=(registry.TASK_PATH_VAR,))
     done = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, env=env, capture_output=True, text=True,
                           timeout=300, check=False)
     assert done.returncode == 0, done.stderr[-3000:]
@@ -240,7 +242,7 @@ def test_task_config_alone_names_the_task_for_rollout_and_train(tmp_path, domain
     from morl_robot.session.processes import ros_env
 
     folder = user_task(tmp_path)
-    env = ros_env(domain_id, {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", registry.TASK_PATH_VAR)})
+    env = ros_env(domain_id, user_env(drop=(registry.TASK_PATH_VAR,)))
     yaml_path = str(folder / "sawyer_reach.yaml")
     roll = subprocess.run([CLI, "rollout", "--task-config", yaml_path, "--steps", "20"], cwd=tmp_path, env=env,
                           capture_output=True, text=True, timeout=300, check=False)
