@@ -46,6 +46,10 @@ def register(sub: argparse._SubParsersAction) -> None:
     run.add_argument("--no-progress", action="store_true", help="no progress bar")
     run.set_defaults(func=_run)
 
+    rep = psub.add_parser("report", help="recompute a committed comparison's hypervolumes, EUMs and CIs from its fronts")
+    rep.add_argument("results", type=Path, help="a results.json written by prism run")
+    rep.set_defaults(func=_report)
+
     mc = psub.add_parser("mirror-check", help="check a mirror map: involution, spaces, reflected rollouts")
     mc.add_argument("--map", required=True, help="a name under config/prism/mirror/ or a path")
     mc.add_argument("--rollouts", type=int, default=3, help="reflected rollouts (seeds 0…) (default 3)")
@@ -66,6 +70,23 @@ def _run(args: argparse.Namespace) -> int:
     print(format_summary(results))
     print(f"wrote {args.out / 'results.json'} and {args.out / 'fronts.png'}")
     return 0
+
+
+def _report(args: argparse.Namespace) -> int:
+    from morl_robot.errors import UsageError
+    from morl_robot.prism.experiment import format_summary, load_results, recheck
+
+    try:
+        results = load_results(args.results)
+    except (OSError, ValueError) as e:
+        raise UsageError(f"{args.results}: cannot read a prism run's results.json ({e})") from e
+    recomputed, mismatches = recheck(results)
+    print(format_summary(recomputed))
+    for line in mismatches:
+        print(line, file=sys.stderr)
+    print(f"{args.results}: {len(results['runs'])} runs; recomputed from their fronts: "
+          f"{'match' if not mismatches else f'{len(mismatches)} differ'}")
+    return 0 if not mismatches else 1
 
 
 def _mirror_check(args: argparse.Namespace) -> int:

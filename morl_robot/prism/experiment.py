@@ -386,6 +386,13 @@ def format_summary(results: dict[str, Any]) -> str:
         hv, ue = s["hypervolume"], s["eum"]
         lines.append(f"{v:>18}: HV median {hv['median']:.4g} (mean {hv['mean']:.4g}, 95% CI {hv['ci95_of_mean'][0]:.4g}–"
                      f"{hv['ci95_of_mean'][1]:.4g}); EUM median {ue['median']:.4g}")
+    by = {(r["variant"], r["seed"]): r["hypervolume"] for r in results["runs"]}
+    for a, b in (("prism", "baseline"), ("prism", "oracle"), ("baseline", "oracle")):
+        seeds = [s for s in results["seeds"] if (a, s) in by and (b, s) in by]
+        if seeds:
+            d = _bootstrap([by[(a, s)] - by[(b, s)] for s in seeds])
+            lines.append(f"HV {a} − {b}, paired by seed ({len(seeds)}): {', '.join(f'{by[(a, s)] - by[(b, s)]:.3g}' for s in seeds)}"
+                         f"; mean {d['mean']:.3g} (95% CI {d['ci95_of_mean'][0]:.3g}–{d['ci95_of_mean'][1]:.3g})")
     for r in results["runs"]:
         for key, d in (r.get("reward_model") or {}).items():
             epic = d.get("epic") or {}
@@ -396,3 +403,30 @@ def format_summary(results: dict[str, Any]) -> str:
 
 def load_results(path: str | Path) -> dict[str, Any]:
     return json.loads(Path(path).read_text())
+
+
+def recheck(results: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
+    """``results`` with each run's hypervolume (at its reference) and EUM recomputed from its
+    evaluated front, the do-nothing policy's too, and the per-variant summaries rebuilt; and the
+    values that differ from the stored ones (relative 1e-6) as lines naming the run."""
+    from morl_robot.evaluation.epic import weight_grid
+    from morl_robot.evaluation.hypervolume import hypervolume
+
+    ref, bad = results["ref"], []
+    runs = []
+    for r in results["runs"]:
+        points = np.asarray(r["points"], np.float64)
+        new = {**r, "hypervolume": hypervolume(points, ref), "eum": eum(points, weight_grid(points.shape[1], 11))}
+        for key in ("hypervolume", "eum"):
+            if not np.isclose(new[key], r[key], rtol=1e-6, atol=1e-9):
+                bad.append(f"{r['variant']} seed {r['seed']}: {key} {r[key]:.6g} stored, {new[key]:.6g} recomputed")
+        runs.append(new)
+    still = dict(results["do_nothing_policy"])
+    still["hypervolume"] = hypervolume(np.asarray(still["returns"], np.float64)[None], ref)
+    if not np.isclose(still["hypervolume"], results["do_nothing_policy"]["hypervolume"], rtol=1e-6):
+        bad.append(f"do-nothing policy: hypervolume {results['do_nothing_policy']['hypervolume']:.6g} stored, "
+                   f"{still['hypervolume']:.6g} recomputed")
+    variants = [v for v in results["variants"] if any(r["variant"] == v for r in runs)]
+    summary = {v: {"hypervolume": _bootstrap([r["hypervolume"] for r in runs if r["variant"] == v]),
+                   "eum": _bootstrap([r["eum"] for r in runs if r["variant"] == v])} for v in variants}
+    return {**results, "runs": runs, "do_nothing_policy": still, "summary": summary}, bad

@@ -61,6 +61,7 @@ BUDGETS: dict[str, list[str]] = {
     "experiment conditioned-report": [],
     "epic": ["--steps", "200", "--n-v", "64", "--n-m", "64", "--bootstrap", "10", "--weight-points", "2"],
     "prism mirror-check": ["--rollouts", "1", "--steps", "10"],
+    "prism report": [],
     "prism run": ["--variants", "prism", "--seeds", "0", "--steps-per-cycle", "150", "--refinements", "1",
                   "--initial-episodes", "4", "--policy-episodes", "2", "--epochs", "5", "--min-replay", "100",
                   "--points", "2", "--eval-episodes", "1"],

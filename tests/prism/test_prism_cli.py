@@ -26,3 +26,20 @@ def test_prism_run_refuses_bad_options(argv, message, tmp_path, capsys):
     prism = ["--prism", "mo-hopper-v5"] if "--prism" not in argv else []
     assert main(["prism", "run", "--out", str(tmp_path / "out"), *prism, *argv, "--no-progress"]) == 2
     assert message in capsys.readouterr().err
+
+
+def test_prism_report_recomputes_the_committed_pipeline_check(tmp_path, capsys):
+    import json
+    from pathlib import Path
+
+    committed = Path(__file__).parents[2] / "results" / "prism" / "pipeline_check" / "results.json"
+    assert main(["prism", "report", str(committed)]) == 0
+    out = capsys.readouterr().out
+    assert "recomputed from their fronts: match" in out and "HV prism − baseline, paired by seed (3)" in out
+    data = json.loads(committed.read_text())
+    data["runs"][0]["hypervolume"] *= 2  # a tampered figure is named
+    tampered = tmp_path / "results.json"
+    tampered.write_text(json.dumps(data))
+    assert main(["prism", "report", str(tampered)]) == 1
+    assert "oracle seed 0: hypervolume" in capsys.readouterr().err
+    assert main(["prism", "report", str(tmp_path / "none.json")]) == 2
