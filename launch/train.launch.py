@@ -1,5 +1,5 @@
 """`ros2 launch morl_robot train.launch.py [task:=…] [reward_machine:=…] [backend:=sim|hardware] [actors:=N]
-[actors_kind:=per-step|vectorized] [envs:=B] [steps:=S]
+[actors_kind:=auto|per-step|vectorized] [envs:=B] [steps:=S]
 [seed:=N] [namespace:=…] [learner_config:=…] [out:=DIR] [use_sim_time:=true|false] [session:=FILE]
 [record:=true] [foxglove:=true] [foxglove_port:=8765]`
 

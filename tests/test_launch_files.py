@@ -154,7 +154,7 @@ def test_train_launch_default_is_vectorized_in_sim_per_step_when_recording(fake_
     assert "vector_actor" in exes and "robot_node" not in exes and "actors: vectorized" in logs
     exes, logs = kinds(record="true")
     assert "robot_node" in exes and "vector_actor" not in exes
-    assert any(m.startswith("actors: per-step (needed by a recording") for m in logs), logs
+    assert any(m.startswith("actors: per-step, needed by a recording") for m in logs), logs
 
 
 def test_deploy_release_is_explicit_and_logged(fake_launch, policy):

@@ -20,7 +20,8 @@ The learner is the session's (``mo_mpo_cpu_small``) with a low samples-per-inser
 measured rather than the learner's back-pressure (with the session's ratio of 16 every variant
 would act exactly as fast as the learner learns); all processes share this machine's cores.  The
 last lines are ``vectorized/per-step ratio: X`` ((b) over (a); goal ≥ 3) and
-``graph/in-process training ratio: X`` (the faster graph variant, (a) or (b), over (d); goal ≥ 0.5).
+``graph/in-process training ratio: X`` (the variant ``train`` uses by default for this task and learner,
+(b) on the sim backend (``actors_kind: auto``) or (a), over (d); goal ≥ 0.5).
 """
 from __future__ import annotations
 
@@ -142,6 +143,17 @@ def in_process_rate(task: str, learner_config: Path, warmup: int, steps: int) ->
     return steps / max(walls[1] - walls[0], 1e-9)
 
 
+def default_actors_kind(task: str, learner_config: Path) -> str:
+    """The actors ``morl-robot train --task TASK --learner LEARNER`` runs with config/sessions/train.yaml
+    (``actors_kind: auto`` resolved: :func:`~morl_robot.session.graph.resolve_actors_kind`)."""
+    from morl_robot.session.config import load_session_config
+    from morl_robot.session.graph import resolve_actors_kind
+
+    cfg = load_session_config("train", {"task": task, "learner_node": {"config": str(learner_config)}})
+    resolve_actors_kind(cfg)
+    return cfg.actors_kind
+
+
 def run(args: argparse.Namespace) -> int:
     from morl_robot.errors import UsageError
 
@@ -171,7 +183,8 @@ def run(args: argparse.Namespace) -> int:
         rates = [in_process_rate(args.task, learner, args.warmup, args.in_process_steps) for _ in range(args.repeats)]
         local = statistics.median(rates)
         print(f"  {'(d) in-process train()':36s} env steps/s {local:8.1f}   {[round(r) for r in rates]}", flush=True)
-        best = max(medians[0], medians[1])
-        print(f"graph/in-process training ratio: {best / local:.2f} "
-              f"(per-step {medians[0] / local:.2f}, vectorized {medians[1] / local:.2f})")
+        kind = default_actors_kind(args.task, learner)
+        graph = medians[1] if kind == "vectorized" else medians[0]
+        print(f"graph/in-process training ratio: {graph / local:.2f} (train's default actors here: {kind}; "
+              f"per-step {medians[0] / local:.2f}, vectorized {medians[1] / local:.2f})")
     return 0

@@ -273,7 +273,7 @@ def _run_locked(args: argparse.Namespace, cfg: Any, out: Path) -> int:
     index = len(history)  # 0: a new run; k: the k-th resumption (the actors' seeds move on)
     if cfg.actors_kind == "auto":  # concrete before session.yaml records it
         why = resolve_actors_kind(cfg, index, record=args.record, live_view=args.foxglove is not None)
-        print(f"actors: {cfg.actors_kind}" + (f" (needed by {why})" if why else " (actors_kind: auto, backend sim)"),
+        print(f"actors: {cfg.actors_kind}" + (f", needed by {why}" if why else ", actors_kind auto on backend sim"),
               file=sys.stderr)
     with writing(out / "session.yaml"):
         write_bytes_atomic(out / "session.yaml", yaml.safe_dump(dataclasses.asdict(cfg), sort_keys=False).encode())

@@ -270,7 +270,7 @@ def _actions(kind: str, context: Any) -> list:
 
         why = resolve_actors_kind(cfg, record=boolean("record", args.get("record") or "false"),
                                   live_view=boolean("foxglove", args.get("foxglove") or "false"))
-        actions.append(LogInfo(msg=f"actors: {cfg.actors_kind}" + (f" (needed by {why})" if why else "")))
+        actions.append(LogInfo(msg=f"actors: {cfg.actors_kind}" + (f", needed by {why}" if why else "")))
     actions += observer_nodes(ns, out, args)
     for spec in session_nodes(kind, cfg, out):
         name = f"{spec.namespace.rstrip('/')}/{spec.name}"

@@ -167,6 +167,8 @@ def test_morl_robot_train_leaves_a_complete_run_directory(tmp_path, tiny_config)
            "--learner", str(tiny_config), "--out", str(out), "--no-progress", "--namespace", "cli"]
     done = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=400, check=False)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    assert "actors: vectorized, actors_kind auto on backend sim" in done.stderr  # train.yaml's default
+    assert "actors_kind: vectorized" in (out / "session.yaml").read_text()  # the kind it ran, not 'auto'
     for name in ("metrics.csv", "episodes.csv", "policy.onnx", "session.yaml"):
         assert (out / name).is_file(), f"{name} missing: {sorted(p.name for p in out.iterdir())}"
     assert list((out / "checkpoints").glob("*")) and list((out / "plots").glob("*.png"))
