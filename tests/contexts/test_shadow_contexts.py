@@ -1,0 +1,53 @@
+"""The Shadow Hand contexts (issue 37, config/contexts/shadow_orient.yaml) apply: tactile noise
+spreads the pad readings by its σ, a heavier peg changes what the hand feels and lifts."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from morl_robot.contexts import load_contexts
+from morl_robot.evaluation.protocol import load_policy
+
+
+@pytest.fixture(scope="module")
+def contexts():
+    return load_contexts("shadow_orient")
+
+
+def _tactile(context, steps: int, policy=None, seed: int = 3) -> tuple[np.ndarray, np.ndarray]:
+    """Pad readings (T, 15) and the return (K,) of ``steps`` steps of ``policy`` (None: hold still)."""
+    pol = policy or load_policy("scripted", task="shadow_orient", action_mode="delta")
+    env = pol.make_env()
+    try:
+        env.set_contexts(context)
+        obs, _ = env.reset(seed=seed)
+        readings, total = [], np.zeros(env.reward_dim)
+        for _ in range(steps):
+            action = np.clip(pol.act(obs), -1, 1) if policy is not None else np.zeros(env.action_space.shape)
+            obs, r, terminated, truncated, info = env.step(action)
+            readings.append(np.asarray(info["tactile"], float).copy())
+            total += r
+            if terminated or truncated:
+                break
+        return np.array(readings), total
+    finally:
+        env.close()
+
+
+def test_tactile_noise_spreads_the_pad_readings_by_its_sigma(contexts) -> None:
+    quiet, _ = _tactile(contexts.nominal, 20)  # holding still, nothing touched: the pads read 0
+    noisy, _ = _tactile(contexts.named("noisy_tactile"), 20)
+    sigma = contexts.held_out["noisy_tactile"]["tactile_noise"]
+    assert np.abs(quiet).max() < 1e-6
+    assert noisy.std() == pytest.approx(sigma, rel=0.15)  # 300 readings of N(0, σ)
+
+
+def test_a_heavier_peg_changes_what_the_hand_feels_and_lifts(contexts) -> None:
+    scripted = load_policy("scripted", task="shadow_orient", action_mode="delta")
+    light, r_nominal = _tactile(contexts.nominal, 200, scripted)
+    heavy, r_heavy = _tactile(contexts.named("heavy_peg"), 200, scripted)
+    env = scripted.make_env()
+    lift = list(env.objective_names).index("lift")
+    env.close()
+    assert not np.allclose(light, heavy)  # the same grasp, the same seed: other pad forces
+    assert r_heavy[lift] < 0.5 * r_nominal[lift]  # the scripted pinch cannot lift 3x the peg
