@@ -77,3 +77,7 @@ def test_a_tiny_budget_runs_both_methods_and_resumes(tmp_path, capsys):
     assert len(run["contexts"]["heavy"]) == len(run["preferences"]) >= 2
     assert main(argv + ["--dry-run"]) == 0  # both runs kept: nothing left to train
     assert "2 runs, 2 done" in capsys.readouterr().out
+    # the how-to's command (docs/howto/generalization.md): its plan
+    docs = ["experiment", "hopper-dynamics", "--steps", "6000", "--seeds", "3", "--out", str(tmp_path / "full")]
+    assert main(docs + ["--dry-run"]) == 0
+    assert "mo-mpo, sac x 3 seeds, 6000 training steps" in capsys.readouterr().out
