@@ -51,3 +51,21 @@ def test_a_heavier_peg_changes_what_the_hand_feels_and_lifts(contexts) -> None:
     env.close()
     assert not np.allclose(light, heavy)  # the same grasp, the same seed: other pad forces
     assert r_heavy[lift] < 0.5 * r_nominal[lift]  # the scripted pinch cannot lift 3x the peg
+
+
+def test_the_committed_shadow_command_on_a_tiny_budget(tmp_path) -> None:
+    """docs/howto/generalization.md's Shadow command (results/generalization/shadow_orient_nominal_trained)."""
+    import json
+    from pathlib import Path
+
+    from morl_robot.cli import main
+
+    root = Path(__file__).resolve().parents[2]
+    policies = str(root / "results/shadow_orient_delta_front/policies/mo-mpo/eps_pain=0.1_seed{}.onnx")
+    out = tmp_path / "shadow"
+    assert main(["generalization", "--policies", f"nominal_trained={policies.format(0)},{policies.format(1)}", "zero",
+                 "--contexts", "nominal,noisy_tactile", "--episodes", "1", "--out", str(out)]) == 0
+    data = json.loads((out / "results.json").read_text())
+    assert data["task"] == "shadow_orient" and data["objectives"] == ["touch", "lift", "orient"]
+    zero = json.loads(next((out / "evaluations").glob("zero_zero__nominal.json")).read_text())
+    assert zero["per_episode"][0]["context"] == "nominal"
