@@ -19,6 +19,7 @@ import gymnasium as gym
 import numpy as np
 from gymnasium import spaces
 
+from morl_robot.envs.sparse import ReleaseSchedule, release_probabilities
 from morl_robot.robots.base import Robot
 from morl_robot.robots.config import load_robot_config
 from morl_robot.robots.mujoco_robot import MujocoRobot
@@ -53,8 +54,6 @@ def open_task_env(task: str | Task, task_config: str | None = None, reward_machi
     ``action_mode``, :meth:`~morl_robot.serving.contract.PolicyContract.task_overrides`)."""
     task = task if isinstance(task, Task) else load_task(task, task_config or None, overrides or None)
     if task.config.sparse:  # PRISM: objectives paid on release (morl_robot.envs.sparse)
-        from morl_robot.envs.sparse import SparseTaskEnv
-
         env: MORobotEnv = SparseTaskEnv(task, robot=robot)
     else:
         env = MORobotEnv(task, robot=robot)
@@ -344,3 +343,26 @@ class MORobotEnv(gym.Env[np.ndarray, np.ndarray]):
             self._renderer.close()
             self._renderer = None
         self.robot.close()
+
+
+class SparseTaskEnv(MORobotEnv):
+    """A :class:`MORobotEnv` whose objectives named in the task config's ``sparse`` pay on release
+    (PRISM, :mod:`morl_robot.envs.sparse`): true per-step rewards and release flags in ``info``
+    (``prism_true_reward``, ``prism_released``); ``released_objectives``: those with p_rel < 1."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        p = release_probabilities(list(self.objective_names), getattr(self.task.config, "sparse", {}) or {})
+        self.release = ReleaseSchedule(p)
+        self.released_objectives = tuple(n for n, x in zip(self.objective_names, p) if x < 1.0)
+
+    def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> tuple[np.ndarray, dict[str, Any]]:
+        out = super().reset(seed=seed, options=options)
+        self.release.reset(np.random.default_rng([int(self.np_random.integers(2**31)), 0x5EED]))
+        return out
+
+    def step(self, action: np.ndarray) -> tuple[np.ndarray, np.ndarray, bool, bool, dict[str, Any]]:
+        obs, reward, terminated, truncated, info = super().step(action)
+        paid, released = self.release.pay(reward, bool(terminated or truncated))
+        info = {**info, "prism_true_reward": np.asarray(reward, np.float64), "prism_released": released}
+        return obs, paid.astype(np.asarray(reward).dtype), terminated, truncated, info

@@ -3,7 +3,8 @@
 A task config's ``sparse`` key (``{objective: p_rel}``) makes those objectives pay only on
 *release*: at every step with probability ``p_rel`` (and always when the episode ends) the sum
 accumulated since the last release is paid, otherwise 0 (``p_rel = 0``: once, at the end).
-:func:`~morl_robot.envs.mo_env.open_task_env` then opens a :class:`SparseTaskEnv`, which writes
+:func:`~morl_robot.envs.mo_env.open_task_env` then opens a :class:`~morl_robot.envs.mo_env.SparseTaskEnv`
+(:class:`ReleaseSchedule` per step), which writes
 the true per-step rewards and the release flags into ``info`` (``prism_true_reward`` [K],
 ``prism_released`` [K] bool).  The released flags travel with the episode: as ``released/<objective>``
 columns after the machine columns of ``task_step`` and of the experience
@@ -17,7 +18,6 @@ from typing import Any
 
 import numpy as np
 
-from morl_robot.envs.mo_env import MORobotEnv
 from morl_robot.errors import ConfigError
 
 #: Prefix of the released-segment columns: ``released/<objective>`` = 1 on the step a segment is paid.
@@ -58,29 +58,6 @@ def release_probabilities(objectives: Sequence[str], sparse: Mapping[str, float]
         if not 0.0 <= float(p) <= 1.0:
             raise ConfigError(f"task key 'sparse.{name}': a release probability must be in [0, 1], got {p}")
     return [float(sparse.get(name, 1.0)) for name in objectives]
-
-
-class SparseTaskEnv(MORobotEnv):
-    """A :class:`MORobotEnv` whose objectives named in the task config's ``sparse`` pay on release
-    (module docstring); ``released_objectives`` are those with p_rel < 1, in objective order."""
-
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
-        p = release_probabilities(list(self.objective_names), getattr(self.task.config, "sparse", {}) or {})
-        self.release = ReleaseSchedule(p)
-        self.released_objectives = tuple(n for n, x in zip(self.objective_names, p) if x < 1.0)
-        self._released_index = [i for i, x in enumerate(p) if x < 1.0]
-
-    def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> tuple[np.ndarray, dict[str, Any]]:
-        out = super().reset(seed=seed, options=options)
-        self.release.reset(np.random.default_rng([int(self.np_random.integers(2**31)), 0x5EED]))
-        return out
-
-    def step(self, action: np.ndarray) -> tuple[np.ndarray, np.ndarray, bool, bool, dict[str, Any]]:
-        obs, reward, terminated, truncated, info = super().step(action)
-        paid, released = self.release.pay(reward, bool(terminated or truncated))
-        info = {**info, "prism_true_reward": np.asarray(reward, np.float64), "prism_released": released}
-        return obs, paid.astype(np.asarray(reward).dtype), terminated, truncated, info
 
 
 def released_objectives(env: Any) -> tuple[str, ...]:

@@ -11,8 +11,8 @@ from morl_robot.acting.experience import (
     task_step_layout,
 )
 from morl_robot.configuration import config_overrides
-from morl_robot.envs.mo_env import open_task_env
-from morl_robot.envs.sparse import ReleaseSchedule, SparseTaskEnv, released_columns
+from morl_robot.envs.mo_env import SparseTaskEnv, open_task_env
+from morl_robot.envs.sparse import ReleaseSchedule, released_columns
 from morl_robot.envs.task_runner import TaskRunner
 from morl_robot.errors import ConfigError
 from morl_robot.nodes import wire
