@@ -617,7 +617,9 @@ def observation_unit(label: str, spec: RobotSpec) -> str:
     * ``ee_x|y|z`` m (end-effector position), ``ee_qw|qx|qy|qz`` 1 (unit quaternion);
     * ``last_action_<component>`` 1 (the previous normalised action in [-1, 1]);
     * ``hole_offset_x|y|z`` mm (peg tip relative to the hole opening);
-    * ``rm_state/<state>`` 1 (a reward-machine task's product-state one-hot).
+    * ``rm_state/<state>`` 1 (a reward-machine task's product-state one-hot);
+    * ``context/<parameter>`` 1 (the episode's context, normalised to its training range: the task
+      key ``contexts_observed``, issue 37).
 
     Raises :class:`ContractError` for a label no rule covers (a task states the units of its own
     labels in :attr:`~morl_robot.tasks.base.Task.observation_units`).
@@ -644,7 +646,7 @@ def observation_unit(label: str, spec: RobotSpec) -> str:
         return "1"
     if base in ("hole_offset_x", "hole_offset_y", "hole_offset_z"):
         return "mm"
-    if base.startswith("rm_state/"):
+    if base.startswith(("rm_state/", "context/")):
         return "1"
     raise ContractError(f"no unit known for observation label '{label}' of robot '{spec.name}' "
                         "(a task states the units of its own labels in its class attribute observation_units)")
