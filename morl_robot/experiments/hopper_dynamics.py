@@ -29,6 +29,7 @@ import numpy as np
 from morl_robot.errors import UsageError
 
 ENV_ID = "mo-hopper-v5"
+OBJECTIVES = ("velocity", "height", "energy")  # MO-Gymnasium's reward vector, each + 1 alive
 METHODS = ("mo-mpo", "sac")
 #: the paper's numbers (Hopper Heavy, SAC's own reward, MORL's best vs SAC, ~10^6 steps, 5 seeds)
 PAPER = {"context": "heavy", "morl": 2109.0, "sac": 474.0}
@@ -98,13 +99,29 @@ def plan_text(cfg: HopperDynamics) -> str:
     todo = [r for r in runs if not (r[2] / "result.json").exists()]
     train = sum(SECONDS_PER_STEP[m] * cfg.steps for m, _s, _f in todo)
     per_policy = len(cfg.context_list()) * cfg.eval_episodes * (cfg.max_episode_steps or 1000)
-    evals = sum((cfg.points if m == "mo-mpo" else 1) * per_policy for m, _s, _f in todo) * SECONDS_PER_EVAL_STEP
+    evals = sum((len(preference_grid(cfg)) if m == "mo-mpo" else 1) * per_policy
+                for m, _s, _f in todo) * SECONDS_PER_EVAL_STEP
     return "\n".join([
         (f"hopper dynamics: {ENV_ID}, {', '.join(cfg.methods)} x {cfg.seeds} seeds, {cfg.steps} training steps "
          f"each on the nominal model; contexts {', '.join(c.name for c in cfg.context_list())}; "
          f"{len(runs)} runs, {len(runs) - len(todo)} done"),
         (f"estimated wall time of the rest on the shared 2-core machine: training {train / 60:.0f} min, "
          f"evaluation at most {evals / 60:.0f} min (episodes of the full 1000 steps; falls end them sooner)")])
+
+
+def preference_grid(cfg: HopperDynamics) -> np.ndarray:
+    """The ε grid MO-MPO is evaluated at (``points`` per the learner's preference space: 27 for 11 on
+    Hopper's three objectives)."""
+    from morl_robot.experiments.conditioned import (
+        ConditionedExperiment,
+        _learner_config,
+    )
+    from morl_robot.learning.preferences import PreferenceSpace
+
+    config = _learner_config(ConditionedExperiment(env_id=ENV_ID, steps=cfg.steps, learner=cfg.learner,
+                                                   min_size_to_sample=cfg.min_size_to_sample))
+    space = PreferenceSpace.from_config(config.preferences, list(OBJECTIVES))  # type: ignore[arg-type]
+    return space.grid(cfg.points)
 
 
 # --------------------------------------------------------------------------------------------
@@ -186,19 +203,14 @@ def _train_mo_mpo(cfg: HopperDynamics, seed: int, folder: Path) -> dict[str, Any
         ConditionedExperiment,
         _learner_config,
     )
-    from morl_robot.learning.preferences import PreferenceSpace
     from morl_robot.training.loop import train
 
     config = _learner_config(ConditionedExperiment(env_id=ENV_ID, steps=cfg.steps, seed=seed, learner=cfg.learner,
                                                    min_size_to_sample=cfg.min_size_to_sample))
     env_fn = functools.partial(make_env, None)
-    probe = env_fn()
-    names = list(probe.unwrapped.objective_names) if hasattr(probe.unwrapped, "objective_names") else \
-        ["velocity", "height", "energy"]
-    probe.close()
-    space = PreferenceSpace.from_config(config.preferences, names)  # type: ignore[arg-type]
+    names = list(OBJECTIVES)
     result = train(env_fn, config, cfg.steps, seed=seed, out_dir=folder / "run", progress=False)
-    grid = space.grid(cfg.points)
+    grid = preference_grid(cfg)
     policies = [_actor(result.policy.with_preference(e)) for e in grid]
     return {"preferences": grid.tolist(), "objective_names": names, "updates": int(result.updates),
             "contexts": evaluate_on_contexts(policies, cfg)}
