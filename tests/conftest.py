@@ -171,3 +171,82 @@ def pytest_runtest_makereport(item, call):
     outcome = yield
     rep = outcome.get_result()
     setattr(item, f"rep_{rep.when}", rep)
+
+
+# --- the order test files are handed to pytest-xdist workers (make test: -n 3 --dist loadfile) ---
+#: Seconds the longest files of the default suite take on one worker (sums of their tests'
+#: --durations, full runs on the shared 2-core machine, 2026-11-27; rounded).  Only the ORDER of the
+#: files uses them: with --dist loadfile a whole file runs on one worker, and xdist's own order (most
+#: tests first) hands the long one- and two-test graph files out last, so the run ended waiting on
+#: one of them while the other workers idled.  Longest first instead (a file missing here is
+#: estimated by :func:`_file_seconds`); a stale figure only makes the order a little worse.
+LONG_FILES: dict[str, float] = {
+    "tests/docs/test_doc_commands.py": 245,
+    "tests/docs/test_doc_commands_shard2.py": 120,
+    "tests/docs/test_doc_commands_shard1.py": 115,
+    "tests/faults/test_hardware_reset_cannot_push.py": 98,
+    "tests/nodes/test_deploy_reward_machine.py": 81,
+    "tests/faults/test_add_robot.py": 62,
+    "tests/nodes/test_training_session.py": 58,
+    "tests/faults/test_resume_keeps_history.py": 56,
+    "tests/recording/test_from_recording.py": 53,
+    "tests/safety/test_replay.py": 47,
+    "tests/faults/test_two_sessions_one_domain.py": 45,
+    "tests/test_demo.py": 43,
+    "tests/nodes/test_vectorized_training.py": 35,
+    "tests/faults/test_shadow_gauge_press.py": 34,
+    "tests/faults/test_safety_test_hardware.py": 33,
+    "tests/recording/test_bench_record.py": 33,
+    "tests/nodes/test_back_pressure.py": 30,
+    "tests/faults/test_sawyer_safety_test_passes.py": 29,
+    "tests/learning/test_scale_invariance.py": 27,
+    "tests/nodes/test_sim_time.py": 27,
+    "tests/nodes/test_deploy.py": 25,
+    "tests/nodes/test_demonstrations_on_graph.py": 25,
+    "tests/views/test_scene_on_hardware.py": 24,
+    "tests/reward_machines/test_crm_graph.py": 24,
+    "tests/learning/test_critic_action_dependence.py": 23,
+    "tests/learner_node/test_learner_node.py": 21,
+    "tests/experiments/test_sawyer_experiment.py": 20,
+}
+#: The estimate for a file: per test, GRAPH_TEST_S if it starts ROS nodes, else CHEAP_TEST_S.
+GRAPH_TEST_S, CHEAP_TEST_S = 15.0, 0.3
+_GRAPH_FIXTURES = {"domain_id", "ros_session"}
+
+
+def _file_seconds(path: str, items: list) -> float:
+    """LONG_FILES' figure, or the estimate from its tests if larger (a file whose tests changed)."""
+    estimate = sum(GRAPH_TEST_S if _GRAPH_FIXTURES & set(getattr(item, "fixturenames", ()))
+                   or item.get_closest_marker("ros") else CHEAP_TEST_S for item in items)
+    return max(LONG_FILES.get(path, 0.0), estimate)
+
+
+def _distributed_by_file(config) -> bool:
+    """Under pytest-xdist's --dist loadfile/loadscope: on the controller its option, on a worker
+    (whose own option xdist resets to "no") what the controller passed in ``workerinput``."""
+    dist = getattr(config, "workerinput", {}).get("morl_dist") or getattr(config.option, "dist", "no")
+    return dist in ("loadfile", "loadscope")
+
+
+def pytest_configure(config):
+    if _distributed_by_file(config):
+        config.option.loadscopereorder = False  # the order below, not xdist's most-tests-first
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_configure_node(node):
+    """(pytest-xdist, on the controller) tell each worker how the run distributes its tests."""
+    node.workerinput["morl_dist"] = getattr(node.config.option, "dist", "no")
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_collection_modifyitems(config, items):
+    """Under --dist loadfile: the test files longest first (longest-processing-time-first
+    scheduling), each file's tests in their own order; a plain run keeps the collection order."""
+    if not _distributed_by_file(config):
+        return
+    files: dict[str, list] = {}
+    for item in items:
+        files.setdefault(item.nodeid.split("::")[0], []).append(item)
+    order = sorted(files, key=lambda path: -_file_seconds(path, files[path]))  # stable: ties keep their order
+    items[:] = [item for path in order for item in files[path]]
