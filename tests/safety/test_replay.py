@@ -38,7 +38,8 @@ def _json(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, dict]:
 
 @pytest.fixture(scope="module")
 def recorded(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict]:
-    """(session.mcap, report.json) of one recorded simulated Sawyer safety test."""
+    """(session.mcap, report.json) of one recorded simulated Sawyer safety test: the command of
+    docs/howto/post_mortem.md, whose fences this module runs instead of the docs harness."""
     pytest.importorskip("rclpy")
     for attempt in range(2):  # a probe aborted by a sensor-stream watchdog the loaded host tripped (exit 5): once more
         out = tmp_path_factory.mktemp("replay") / "safety_sawyer"
