@@ -184,7 +184,7 @@ def test_a_second_training_session_on_the_same_names_gives_way(domain_id, tmp_pa
     learner = tmp_path / "tiny.yaml"
     learner.write_text(tiny_learner_yaml(4.0))
     argv = ["train", "--task", "sawyer_peg_in_hole", "--learner", str(learner), "--no-progress",
-            "--domain-id", str(domain_id)]
+            "--domain-id", str(domain_id), "--actors-kind", "per-step"]  # the robot node's guard
     probe = GraphProbe(domain_id, name="two_trainings_probe")
     diags = probe.subscribe("/diagnostics", DiagnosticArray, wire.EVENT_QOS)
 
