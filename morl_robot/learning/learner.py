@@ -184,9 +184,9 @@ class MOMPOLearner:
             self.log_alpha_stddev = nn.Parameter(mpo.dual_param_from_value(torch.full(shape, config.initial_alpha_stddev)))
         self.dual_params = [p for p in (self.log_temperature, self.log_alpha_mean, self.log_alpha_stddev) if p is not None]
 
-        self.policy_optimizer = torch.optim.Adam(self.policy.parameters(), lr=config.policy_lr)
-        self.critic_optimizer = torch.optim.Adam(self.critic.parameters(), lr=config.critic_lr)
-        self.dual_optimizer = torch.optim.Adam(self.dual_params, lr=config.dual_lr)
+        self.policy_optimizer = torch.optim.Adam(self.policy.parameters(), lr=config.policy_lr, foreach=True)
+        self.critic_optimizer = torch.optim.Adam(self.critic.parameters(), lr=config.critic_lr, foreach=True)
+        self.dual_optimizer = torch.optim.Adam(self.dual_params, lr=config.dual_lr, foreach=True)
         self.num_updates = 0
         self._stat_keys: list[str] | None = None
 

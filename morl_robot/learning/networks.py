@@ -211,6 +211,17 @@ class Critic(nn.Module):
         with torch.no_grad():  # near-zero start (acme) unless output_scale says otherwise
             self.out.weight.mul_(float(output_scale))
             self.out.bias.zero_()
+        #: inference scratch (not state): the hidden activations' storage, kept between calls
+        self._scratch: dict[int, Tensor] = {}
+
+    def _buffer(self, slot: int, shape: tuple[int, ...], dtype: torch.dtype) -> Tensor:
+        """Storage for an inference activation, reused while the shape stays: a fresh tensor of the
+        target scoring's size (``[K, N·(T+1)·B, h]``, megabytes) costs a page fault per 4 KiB at its
+        first write, about as long as the write itself (docs: results/benchmarks/NOTES.md)."""
+        buf = self._scratch.get(slot)
+        if buf is None or buf.shape != shape or buf.dtype != dtype:
+            buf = self._scratch[slot] = torch.empty(shape, dtype=dtype)
+        return buf
 
     def forward(self, obs: Tensor, action: Tensor) -> Tensor:
         """Q-values ``[..., K]``.
@@ -226,13 +237,19 @@ class Critic(nn.Module):
         s = int(np.prod(state_shape)) if len(state_shape) else 1
         p = int(np.prod(extra)) if len(extra) else 1
         w = self.first.weight  # [M, O + A, h]
-        h_obs = torch.matmul(obs.reshape(s, obs_dim), w[:, :obs_dim])  # [M, S, h]
-        h_act = torch.matmul(action.reshape(p * s, -1), w[:, obs_dim:])  # [M, P*S, h]
         m = w.shape[0]
-        if self.torso == "relu" and not torch.is_grad_enabled():  # inference: in place, same arithmetic
+        h_obs = torch.matmul(obs.reshape(s, obs_dim), w[:, :obs_dim])  # [M, S, h]
+        inference = not torch.is_grad_enabled()
+        if inference:  # into reused storage (same arithmetic as the broadcast matmul)
+            a = action.reshape(p * s, -1)
+            h_act = torch.bmm(a.expand(m, *a.shape), w[:, obs_dim:], out=self._buffer(0, (m, p * s, w.shape[-1]), w.dtype))
+        else:
+            h_act = torch.matmul(action.reshape(p * s, -1), w[:, obs_dim:])  # [M, P*S, h]
+        if self.torso == "relu" and inference:  # inference: in place, same arithmetic
             h = h_act.view(m, p, s, -1).add_((h_obs + self.first.bias).unsqueeze(1)).view(m, p * s, -1).relu_()
-            for layer in self.hidden:
-                h = layer(h).relu_()
+            for i, layer in enumerate(self.hidden):
+                h = torch.baddbmm(layer.bias, h, layer.weight,
+                                  out=self._buffer(1 + i % 2, (m, p * s, layer.weight.shape[-1]), w.dtype)).relu_()
         elif self.torso == "relu":  # plain ReLU MLP on [obs, action] (TD3/SAC-style critics)
             h = F.relu((h_act.view(m, p, s, -1) + (h_obs + self.first.bias).unsqueeze(1)).view(m, p * s, -1))
             for layer in self.hidden:
@@ -245,8 +262,9 @@ class Critic(nn.Module):
         else:  # inference (target critic on N x T x B samples): in-place, fewer memory passes
             h = h_act.view(m, p, s, -1).add_((h_obs + self.first.bias).unsqueeze(1)).view(m, p * s, -1)
             h = F.layer_norm(h, (h.shape[-1],)).mul_(self.norm.weight).add_(self.norm.bias).tanh_()
-            for layer in self.hidden:
-                h = F.elu(layer(h), inplace=True)
+            for i, layer in enumerate(self.hidden):
+                h = F.elu(torch.baddbmm(layer.bias, h, layer.weight,
+                                        out=self._buffer(1 + i % 2, (m, p * s, layer.weight.shape[-1]), w.dtype)), inplace=True)
         q = self.out(h)  # [M, P*S, out]
         if self.architecture == "separate":
             q = q.squeeze(-1).transpose(0, 1)  # [P*S, K]
