@@ -16,6 +16,8 @@ def test_the_learning_speed_bench_prints_both_rates_and_the_ratio(capsys):
     assert mompo[0] > 0 and capql[0] > 0
     (ratio,) = figures(out, r"^MO-MPO/CAPQL wall time per env step:")
     assert ratio > 0
+    (cpu_ratio,) = figures(out, r"^MO-MPO/CAPQL CPU time per env step:")
+    assert cpu_ratio > 0
     assert "140 steps" in out
 
 
