@@ -94,7 +94,9 @@ def test_an_e_stop_engaged_during_the_reset_stops_it(tmp_path: Path, domain_id: 
     triggered = float(re.search(stamp + "triggered by request",
                                 (tmp_path / "logs" / "safety_monitor.log").read_text()).group(1))
     stopped = float(re.search(stamp + "reset stopped: the safety monitor's e-stop is latched", robot_log).group(1))
-    assert 0.0 <= stopped - triggered < 1.0  # at the next reset period, not after the reset's timeout
+    # at the next reset period, not after the reset's timeout; the monitor logs its trip after it has
+    # published the e-stop, so on a busy host the robot's line may carry the earlier stamp by a few ms
+    assert -0.1 <= stopped - triggered < 1.0
     assert "reset did not reach its start configuration" not in robot_log
     monitor = json.loads(out[out.index("{"):out.rindex("}") + 1])["safety_monitor"]
     assert not {k for k in monitor if k.startswith(("violations/wrench", "violations/joints.effort"))}
