@@ -75,9 +75,11 @@ def test_train_cli_with_use_sim_time_reaches_its_steps(tmp_path, domain_id):
     from morl_robot.session.processes import ros_env
 
     out = tmp_path / "run"
+    demos = "learner.training.demonstrations"  # the recipe's 3 000-update cloning at the end cut to 10
     cmd = [sys.executable, "-m", "morl_robot.cli", "train", "--task", "sawyer_peg_in_hole", "--steps", "200",
            "--use-sim-time", "--out", str(out), "--no-progress", "--namespace", "simtrain",
-           "--domain-id", str(domain_id)]
+           "--domain-id", str(domain_id), "--set", f"{demos}.pretrain_updates=10",
+           "--set", f"{demos}.critic_warmup_updates=2"]
     done = subprocess.run(cmd, env=ros_env(domain_id), capture_output=True, text=True, timeout=400, check=False)
     assert done.returncode == 0, done.stderr[-3000:]
     assert yaml.safe_load((out / "session.yaml").read_text())["use_sim_time"] is True
