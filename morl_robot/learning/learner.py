@@ -184,11 +184,32 @@ class MOMPOLearner:
             self.log_alpha_stddev = nn.Parameter(mpo.dual_param_from_value(torch.full(shape, config.initial_alpha_stddev)))
         self.dual_params = [p for p in (self.log_temperature, self.log_alpha_mean, self.log_alpha_stddev) if p is not None]
 
-        self.policy_optimizer = torch.optim.Adam(self.policy.parameters(), lr=config.policy_lr, foreach=True)
-        self.critic_optimizer = torch.optim.Adam(self.critic.parameters(), lr=config.critic_lr, foreach=True)
-        self.dual_optimizer = torch.optim.Adam(self.dual_params, lr=config.dual_lr, foreach=True)
+        self._optimizers: tuple[torch.optim.Adam, torch.optim.Adam, torch.optim.Adam] | None = None
         self.num_updates = 0
         self._stat_keys: list[str] | None = None
+
+    # The optimizers are made on first use: a learner built only to check a configuration or a
+    # resume (the train CLI's start-up check) then never imports torch._dynamo, which torch.optim's
+    # methods pull in on their first call (2-6 s of CPU per process on these machines).
+    def _make_optimizers(self) -> tuple[torch.optim.Adam, torch.optim.Adam, torch.optim.Adam]:
+        if self._optimizers is None:
+            c = self.config
+            self._optimizers = (torch.optim.Adam(self.policy.parameters(), lr=c.policy_lr, foreach=True),
+                                torch.optim.Adam(self.critic.parameters(), lr=c.critic_lr, foreach=True),
+                                torch.optim.Adam(self.dual_params, lr=c.dual_lr, foreach=True))
+        return self._optimizers
+
+    @property
+    def policy_optimizer(self) -> torch.optim.Adam:
+        return self._make_optimizers()[0]
+
+    @property
+    def critic_optimizer(self) -> torch.optim.Adam:
+        return self._make_optimizers()[1]
+
+    @property
+    def dual_optimizer(self) -> torch.optim.Adam:
+        return self._make_optimizers()[2]
 
     # -- acting ------------------------------------------------------------------------------
 
