@@ -37,7 +37,7 @@ def _profiles_before() -> list[str]:
     return [Path(line).stem for line in out.split()]
 
 
-@pytest.mark.parametrize("name", _profiles_before() or pytest.param("none", marks=pytest.mark.skip("no git history")))
+@pytest.mark.parametrize("name", _profiles_before() or [pytest.param("none", marks=pytest.mark.skip("no git history"))])
 def test_every_rewritten_profile_loads_to_the_same_config_as_before(tmp_path, name):
     from morl_robot.learning.config import load_learner_config
 
