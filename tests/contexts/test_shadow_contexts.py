@@ -53,6 +53,18 @@ def test_a_heavier_peg_changes_what_the_hand_feels_and_lifts(contexts) -> None:
     assert r_heavy[lift] < 0.5 * r_nominal[lift]  # the scripted pinch cannot lift 3x the peg
 
 
+def test_a_slippery_peg_slips_in_the_hand(contexts) -> None:
+    """MuJoCo takes the larger of two geoms' frictions: the context scales the hand's collision geoms
+    with the peg, so the hand-peg contacts slip (scaling the peg alone changed nothing)."""
+    scripted = load_policy("scripted", task="shadow_orient", action_mode="delta")
+    _, r_nominal = _tactile(contexts.nominal, 200, scripted)
+    _, r_slippery = _tactile(contexts.named("slippery_peg"), 200, scripted)
+    env = scripted.make_env()
+    lift = list(env.objective_names).index("lift")
+    env.close()
+    assert r_slippery[lift] < 0.5 * r_nominal[lift]  # the same pinch, the same seed: the peg slips out
+
+
 def test_the_committed_shadow_command_on_a_tiny_budget(tmp_path) -> None:
     """docs/howto/generalization.md's Shadow command (results/generalization/shadow_orient_nominal_trained)."""
     import json
