@@ -180,18 +180,17 @@ def test_holds_home_and_reads_tool_weight(scene):
     assert f == pytest.approx(_tool_mass(scene) * G, rel=0.02)
 
 
-def test_step_is_fast(scene):
-    import time
-
+def test_a_resting_step_stays_cheap(scene):
+    """What keeps mj_step cheap, checked without a clock (the time itself is `morl-robot bench env`'s
+    raw mj_step/s): at home the arm touches nothing and the solver converges well inside its limit."""
     d = _home(scene)
-    n = 2000
-    best = np.inf
-    for _ in range(3):
-        t = time.perf_counter()
-        for _ in range(n):
-            mujoco.mj_step(scene, d)
-        best = min(best, (time.perf_counter() - t) / n)
-    assert best < 100e-6  # ~10-15 us on a shared laptop-class core; loose bound for CI noise
+    contacts, iterations = 0, 0
+    for _ in range(2000):
+        mujoco.mj_step(scene, d)
+        contacts = max(contacts, d.ncon)
+        iterations = max(iterations, int(d.solver_niter[0]))
+    assert contacts == 0  # no self-collision of the arm at rest, nothing resting on anything
+    assert iterations < scene.opt.iterations // 2
 
 
 # ----------------------------------------------------------------------------- contact
