@@ -14,7 +14,8 @@ import gymnasium as gym
 import numpy as np
 
 from morl_robot.contexts.schema import Context
-from morl_robot.errors import ConfigError, UnknownNameError
+from morl_robot.errors import ConfigError
+from morl_robot.robots.context import SCALED_FIELDS, scale_model
 
 #: the context kinds a plain MuJoCo model takes
 MODEL_KINDS = ("mass", "friction", "damping")
@@ -29,8 +30,7 @@ class MujocoContextWrapper(gym.Wrapper):
         if model is None or not hasattr(model, "body_mass"):
             raise ConfigError(f"context '{getattr(context, 'name', None)}': {env.unwrapped} has no MuJoCo model")
         self.model = model
-        self._nominal = {k: np.array(getattr(model, k)) for k in
-                         ("body_mass", "body_inertia", "geom_friction", "dof_damping")}
+        self._nominal = {k: np.array(getattr(model, k)) for k in SCALED_FIELDS}
         if context is not None:
             bad = sorted({context.specs[k].kind for k, v in context.values.items()
                           if context.specs[k].kind not in MODEL_KINDS and v != context.specs[k].nominal})
@@ -41,32 +41,11 @@ class MujocoContextWrapper(gym.Wrapper):
 
     def apply(self) -> None:
         """The model in the context, from the nominal one (contexts never accumulate)."""
-        import mujoco
-
-        m, nom = self.model, self._nominal
-        for k, v in nom.items():
-            getattr(m, k)[:] = v
         if self.context is None:
+            for k, v in self._nominal.items():
+                getattr(self.model, k)[:] = v
             return
-        rc = self.context.robot_context()
-
-        def ident(kind: Any, name: str, what: str) -> int:
-            i = mujoco.mj_name2id(m, kind, name)
-            if i < 0:
-                raise UnknownNameError(f"context '{self.context.name}': the model has no {what} named '{name}'")  # type: ignore[union-attr]
-            return int(i)
-
-        for body, s in rc.body_mass.items():
-            b = ident(mujoco.mjtObj.mjOBJ_BODY, body, "body")
-            m.body_mass[b] = nom["body_mass"][b] * s
-            m.body_inertia[b] = nom["body_inertia"][b] * s  # same geometry: inertia scales with mass
-        for geom, s in rc.geom_friction.items():
-            g = ident(mujoco.mjtObj.mjOBJ_GEOM, geom, "geom")
-            m.geom_friction[g, 0] = nom["geom_friction"][g, 0] * s
-        for joint, s in rc.joint_damping.items():
-            j = ident(mujoco.mjtObj.mjOBJ_JOINT, joint, "joint")
-            adr, n = int(m.jnt_dofadr[j]), {0: 6, 1: 3}.get(int(m.jnt_type[j]), 1)
-            m.dof_damping[adr: adr + n] = nom["dof_damping"][adr: adr + n] * s
+        scale_model(self.model, self._nominal, self.context.robot_context(), "the model")
 
     def reset(self, **kwargs: Any) -> tuple[Any, dict[str, Any]]:
         self.apply()

@@ -16,10 +16,11 @@ the driver emulator publishes; ``latency`` and ``jitter`` are link faults with
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
-from morl_robot.errors import ConfigError
+from morl_robot.errors import ConfigError, UnknownNameError
 
 
 @dataclass(frozen=True)
@@ -63,3 +64,35 @@ class RobotContext:
 
 
 NOMINAL = RobotContext()
+
+
+#: the model arrays :func:`scale_model` rewrites (copy them from the nominal model once)
+SCALED_FIELDS = ("body_mass", "body_inertia", "geom_friction", "dof_damping")
+
+
+def scale_model(model: Any, nominal: dict[str, np.ndarray], ctx: RobotContext, where: str) -> None:
+    """Put a MuJoCo ``model``'s masses (inertia with them), geoms' sliding friction and joints'
+    damping in ``ctx``, starting from ``nominal`` (``SCALED_FIELDS`` copied at load), so contexts
+    never accumulate.  ``where`` names the model in the error for a name it does not have."""
+    import mujoco
+
+    for k in SCALED_FIELDS:
+        getattr(model, k)[:] = nominal[k]
+
+    def ident(kind: Any, name: str, what: str) -> int:
+        i = mujoco.mj_name2id(model, kind, name)
+        if i < 0:
+            raise UnknownNameError(f"context '{ctx.name}': {where} has no {what} named '{name}'")
+        return int(i)
+
+    for body, s in ctx.body_mass.items():
+        b = ident(mujoco.mjtObj.mjOBJ_BODY, body, "body")
+        model.body_mass[b] = nominal["body_mass"][b] * s
+        model.body_inertia[b] = nominal["body_inertia"][b] * s  # same geometry: inertia scales with mass
+    for geom, s in ctx.geom_friction.items():
+        g = ident(mujoco.mjtObj.mjOBJ_GEOM, geom, "geom")
+        model.geom_friction[g, 0] = nominal["geom_friction"][g, 0] * s
+    for joint, s in ctx.joint_damping.items():
+        j = ident(mujoco.mjtObj.mjOBJ_JOINT, joint, "joint")
+        adr, n = int(model.jnt_dofadr[j]), {0: 6, 1: 3}.get(int(model.jnt_type[j]), 1)  # free 6, ball 3 dofs
+        model.dof_damping[adr : adr + n] = nominal["dof_damping"][adr : adr + n] * s

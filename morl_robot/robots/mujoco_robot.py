@@ -30,7 +30,7 @@ import numpy as np
 from morl_robot.errors import CommandError, ConfigError, UnknownNameError
 from morl_robot.robots.base import Robot
 from morl_robot.robots.config import RobotConfig
-from morl_robot.robots.context import NOMINAL, RobotContext
+from morl_robot.robots.context import NOMINAL, RobotContext, scale_model
 from morl_robot.robots.kinematics import CartesianController
 from morl_robot.robots.model import build_spec, load_model, model_path, site_id
 from morl_robot.robots.spec import ControlMode, RobotState
@@ -207,10 +207,7 @@ class MujocoRobot(Robot):
         ctx = NOMINAL if context is None else context
         ctx.validate()
         m, nom = self.model, self._nominal
-        m.body_mass[:] = nom["body_mass"]
-        m.body_inertia[:] = nom["body_inertia"]
-        m.geom_friction[:] = nom["geom_friction"]
-        m.dof_damping[:] = nom["dof_damping"]
+        scale_model(m, nom, ctx, str(self.model_path))
         m.body_pos[:] = nom["body_pos"]
 
         def ident(kind: mujoco.mjtObj, name: str, what: str) -> int:
@@ -219,17 +216,6 @@ class MujocoRobot(Robot):
                 raise UnknownNameError(f"context '{ctx.name}': {self.model_path} has no {what} named '{name}'")
             return i
 
-        for body, s in ctx.body_mass.items():
-            b = ident(mujoco.mjtObj.mjOBJ_BODY, body, "body")
-            m.body_mass[b] = nom["body_mass"][b] * s
-            m.body_inertia[b] = nom["body_inertia"][b] * s  # same geometry: inertia scales with mass
-        for geom, s in ctx.geom_friction.items():
-            g = ident(mujoco.mjtObj.mjOBJ_GEOM, geom, "geom")
-            m.geom_friction[g, 0] = nom["geom_friction"][g, 0] * s
-        for joint, s in ctx.joint_damping.items():
-            j = ident(mujoco.mjtObj.mjOBJ_JOINT, joint, "joint")
-            adr, n = int(m.jnt_dofadr[j]), {0: 6, 1: 3}.get(int(m.jnt_type[j]), 1)
-            m.dof_damping[adr : adr + n] = nom["dof_damping"][adr : adr + n] * s
         for body, off in ctx.body_offset.items():
             b = ident(mujoco.mjtObj.mjOBJ_BODY, body, "body")
             if m.body_jntnum[b] or m.body_parentid[b] != 0:
