@@ -51,8 +51,12 @@ def test_sawyer_safety_test_passes_with_compliance_and_the_approach_rule(tmp_pat
 
     cmd = [sys.executable, "-m", "morl_robot.cli", "safety-test", "--robot", "sawyer", "--out", str(tmp_path),
            "--domain-id", str(domain_id), "--approach-speeds", "0.2"]
-    proc = subprocess.run(cmd, env=ros_env(domain_id), capture_output=True, text=True, timeout=400, check=False)
+    for attempt in range(2):  # a probe aborted by a sensor-stream watchdog the loaded host tripped (exit 5): once more
+        proc = subprocess.run(cmd, env=ros_env(domain_id), capture_output=True, text=True, timeout=400, check=False)
+        if proc.returncode != 5:
+            break
     assert "Traceback" not in proc.stderr, proc.stderr[-3000:]
+    assert (tmp_path / "report.json").is_file(), f"exit {proc.returncode}: {proc.stderr[-3000:]}"
     report = json.loads((tmp_path / "report.json").read_text())
     checks = report["checks"]
     assert {(c["rule"], c["level"]) for c in checks} == SAWYER_RULES, checks
