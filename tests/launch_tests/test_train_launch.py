@@ -17,8 +17,8 @@ def test_the_launch_ends_when_the_learner_reaches_its_steps():
                             out=str(out), namespace="launch_train")
     assert run.ended_by_itself, run.output
     assert run.reasons[0] == "training finished: the learner reached its total steps", run.reasons
-    assert sorted(n.rsplit("-", 1)[0] for n in run.exit_codes) == [
-        "learner_node", "policy_server", "robot_node", "safety_monitor"]
+    # simulated training's default actors are vectorized (actors_kind auto): one vector_actor process
+    assert sorted(n.rsplit("-", 1)[0] for n in run.exit_codes) == ["learner_node", "vector_actor"]
     assert set(run.exit_codes.values()) == {0}, run.exit_codes
     steps = [int(p.stem.split("-")[1]) for p in (out / "checkpoints").glob("ckpt-*.pt")]
     assert steps and max(steps) >= STEPS, steps
