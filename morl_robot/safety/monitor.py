@@ -687,13 +687,25 @@ class SafetyMonitor:
         self.check_watchdogs(now)
         return [v for v in self.active_violations() if v.response == Response.ESTOP]
 
+    def never_received(self) -> list[str]:
+        """Watched sensor streams with no message yet (watchdogs on): a reset waits for them."""
+        if not self.watchdogs:
+            return []
+        return [s for s in self.rules.deadlines if s in SENSOR_STREAMS and s not in self._last_rx]
+
     def reset(self, now: float) -> tuple[bool, str]:
         """Release the latched e-stop (``safety/reset``); refused, with the reasons, while an
-        e-stop-level violation persists (newest readings, overdue streams)."""
+        e-stop-level violation persists (newest readings, overdue streams) or a watched sensor
+        stream has not spoken yet."""
         blocking = self.persisting(now)
         if blocking:
             self.counters["resets_refused"] += 1
             return False, "refused, still violating: " + "; ".join(v.describe() for v in blocking)
+        silent = self.never_received()
+        if silent:
+            self.counters["resets_refused"] += 1
+            return False, ("refused, no reading yet on " + ", ".join(silent)
+                           + " (a monitor released before its sensors speak would trip their watchdogs)")
         if not self._estopped:
             return True, "not engaged"
         cause = self._cause

@@ -193,6 +193,21 @@ def test_watchdogs_off_is_the_lockstep_profile():
     assert m.reset(1e6)[0]  # nothing was ever received, and nothing is overdue
 
 
+def test_reset_waits_for_every_watched_sensor_to_speak():
+    """A monitor released in its first milliseconds, before the robot node publishes, would trip
+    its stream watchdogs a deadline later (a launch's ``release:=after_checks`` did): a reset is
+    refused, naming the silent streams, until each watched sensor has sent a reading."""
+    m = new_monitor("sawyer", now=0.0)
+    ok, why = m.reset(0.001)
+    assert not ok and "joint_states" in why and "wrench" in why, why
+    m.on_joint_state(m.spec.joint_names, HOME, np.zeros(7), np.zeros(7), 0.05, 0.05)
+    ok, why = m.reset(0.06)
+    assert not ok and "wrench" in why and "joint_states" not in why, why
+    m.on_wrench(REST, 0.07, 0.07)
+    ok, why = m.reset(0.08)
+    assert ok and not m.estopped, why
+
+
 def test_heartbeat_is_watched_once_started_and_blocks_reset_while_missing():
     m = released(t=0.0)
     fresh = lambda t: (m.on_joint_state(m.spec.joint_names, HOME, np.zeros(7), np.zeros(7), t, t),
