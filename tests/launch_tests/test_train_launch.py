@@ -8,7 +8,9 @@ from launch_helpers import domain_for, require_ros_workspace, run_until_it_ends
 
 require_ros_workspace()
 
-STEPS = 300
+# the default vectorized actor steps 8 environments at once: 1 400 steps lets each finish one 160-step
+# (8 s at 20 Hz) episode, still before the learner's first update (2 000 transitions)
+STEPS = 1400
 
 
 def test_the_launch_ends_when_the_learner_reaches_its_steps():
@@ -23,3 +25,4 @@ def test_the_launch_ends_when_the_learner_reaches_its_steps():
     steps = [int(p.stem.split("-")[1]) for p in (out / "checkpoints").glob("ckpt-*.pt")]
     assert steps and max(steps) >= STEPS, steps
     assert (out / "policy.onnx").is_file() and (out / "episodes.csv").is_file()
+    assert len((out / "episodes.csv").read_text().splitlines()) >= 2  # a header and a finished episode
