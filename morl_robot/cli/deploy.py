@@ -133,6 +133,32 @@ def _faults(text: str) -> dict[str, float | int]:
     return out
 
 
+def _recalibrate_for_context(cfg: Any, robot: str, out: Path) -> None:
+    """Hardware through the emulator in a context that moves a fixture (e.g. ``hole_offset``):
+    the robot node reads the cell's landmarks as an operator re-measuring the moved cell would
+    (``out/robot.yaml``, extending the robot's YAML), so the context means a placement on this
+    path as it does in process — not a calibration error (issue 37)."""
+    import yaml
+
+    from morl_robot.contexts.schema import context_by_reference
+    from morl_robot.records import write_bytes_atomic
+    from morl_robot.resources import resolve_config
+    from morl_robot.robots.config import load_robot_config, resolve_robot
+    from morl_robot.robots.emulation import recalibrated_landmarks
+
+    source = cfg.driver_emulator.config or cfg.robot_node.robot or robot
+    context = context_by_reference(cfg.driver_emulator.context).robot_context(cfg.driver_emulator.seed)
+    landmarks = recalibrated_landmarks(load_robot_config(source), context, cfg.driver_emulator.scene or None)
+    if not landmarks:
+        return
+    path = out / "robot.yaml"
+    write_bytes_atomic(path, yaml.safe_dump({"extends": str(resolve_config("robots", resolve_robot(source))),
+                                             "hardware": {"landmarks": landmarks}}, sort_keys=False).encode())
+    cfg.robot_node.robot = str(path)
+    print(f"context {cfg.driver_emulator.context} moves the cell: landmarks re-measured on the emulated cell "
+          f"({', '.join(f'{k} {v[:3]}' for k, v in landmarks.items())}) in {path}", file=sys.stderr)
+
+
 def run(args: argparse.Namespace) -> int:
     from std_msgs.msg import Bool, String
 
@@ -181,6 +207,8 @@ def run(args: argparse.Namespace) -> int:
                                                                    out / "task.yaml")
     cfg = load_session_config(args.session, overrides)
     ns = "/" + cfg.namespace.strip("/")
+    if args.emulate is not None and cfg.driver_emulator.context:
+        _recalibrate_for_context(cfg, contract.robot, out)
     specs = deploy_nodes(cfg)
     if args.emulate is not None:
         if args.backend != "hardware":

@@ -168,6 +168,30 @@ class EmulatorStats:
     by_kind: dict[str, int] = field(default_factory=dict)
 
 
+def recalibrated_landmarks(config: RobotConfig, context: RobotContext, scene: str | None = None
+                           ) -> dict[str, list[float]]:
+    """The hardware YAML's calibrated landmarks after ``context`` moved fixtures of the emulated
+    cell (``body_offset``), as re-measuring the cell would find them: each moves by its simulated
+    site's displacement (nominal model → the context's).  A context's placement is a placement,
+    not a calibration error, in process too (the simulated landmark moves with its body).  Returns
+    ``{}`` when the context moves nothing; ``scene`` as :class:`DriverEmulatorCore`'s."""
+    if config.hardware is None or not context.body_offset or not config.hardware.landmarks:
+        return {}
+    scene = scene or config.model.scene or None
+    nominal = MujocoRobot(config, scene=scene)
+    moved = MujocoRobot(config, scene=scene)
+    moved.apply_context(context)
+    for r in (nominal, moved):
+        r.reset(settle=False)  # forward kinematics: the sites of the static fixture
+    out = {}
+    for name, pose in config.hardware.landmarks.items():
+        shift = moved.landmark(name)[:3] - nominal.landmark(name)[:3]  # (3,) m, base == world in sim
+        out[name] = [*(float(x) for x in np.asarray(pose[:3], float) + shift), *(float(q) for q in pose[3:])]
+    for r in (nominal, moved):
+        r.close()
+    return out
+
+
 class DriverEmulatorCore:
     """A MuJoCo robot behind driver-format messages (see the module docstring).
 

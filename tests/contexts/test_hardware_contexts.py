@@ -28,14 +28,36 @@ def test_a_hardware_cell_runs_the_context_on_the_emulator(tmp_path: Path) -> Non
     pytest.importorskip("rclpy")
     out = tmp_path / "gen"
     proc = run_cli(["generalization", "--policies", f"nominal={POLICY}", "--preferences", "0.1,0.005",
-                    "--contexts", "laggy_link", "--backend", "hardware", "--episodes", "1", "--out", str(out)],
+                    "--contexts", "inside_mix", "--backend", "hardware", "--episodes", "1", "--out", str(out)],
                    timeout=600, out=out)
     assert proc.returncode == 0, proc.stderr[-3000:]
-    (cell,) = (out / "evaluations").glob("*__laggy_link.json")
+    (cell,) = (out / "evaluations").glob("*__inside_mix.json")
     data = json.loads(cell.read_text())
-    assert data["backend"] == "hardware" and data["context"]["name"] == "laggy_link"
-    assert [e["context"] for e in data["per_episode"]] == ["laggy_link"]
+    assert data["backend"] == "hardware" and data["context"]["name"] == "inside_mix"
+    assert [e["context"] for e in data["per_episode"]] == ["inside_mix"]
+    # its 2 mm hole move reaches the robot node as a re-measured landmark, not a calibration error
+    (robot_yaml,) = out.glob("deploys/*/robot.yaml")
+    assert "hole_top" in robot_yaml.read_text()
+    assert "landmarks re-measured" in (robot_yaml.parent / "deploy.log").read_text()
     assert set(data["in_process"]) >= {"objectives", "success_rate", "terminations"}
     report = json.loads(Path(data["deploy_report"]).read_text())
-    assert report["backend"] == "hardware" and report["context"] == "sawyer_peg_in_hole:laggy_link"
+    assert report["backend"] == "hardware" and report["context"] == "sawyer_peg_in_hole:inside_mix"
     assert json.loads((out / "results.json").read_text())["backend"] == "hardware"
+
+
+def test_a_context_that_moves_the_hole_moves_its_calibrated_landmarks_too() -> None:
+    """On the hardware path a context's hole placement is re-measured, as in process (where the
+    simulated landmark moves with the fixture): the calibrated landmarks shift by the simulated
+    sites' displacement, orientation kept; a context that moves nothing changes nothing."""
+    from morl_robot.contexts.schema import context_by_reference
+    from morl_robot.robots.config import load_robot_config
+    from morl_robot.robots.emulation import recalibrated_landmarks
+
+    config = load_robot_config("sawyer")
+    moved = recalibrated_landmarks(config, context_by_reference("sawyer_peg_in_hole:inside_mix").robot_context(0))
+    offset = context_by_reference("sawyer_peg_in_hole:inside_mix").values["hole_offset"]
+    assert set(moved) == set(config.hardware.landmarks)
+    for name, pose in config.hardware.landmarks.items():
+        assert moved[name][:3] == pytest.approx([p + o for p, o in zip(pose[:3], offset)], abs=1e-9)
+        assert moved[name][3:] == pose[3:]
+    assert recalibrated_landmarks(config, context_by_reference("sawyer_peg_in_hole:heavy_tool").robot_context(0)) == {}
