@@ -12,7 +12,7 @@ scored by SAC's own reward (Gymnasium Hopper-v5's: forward velocity − 0.001‖
 
 ``morl-robot experiment hopper-dynamics --out DIR [--steps N] [--seeds S] [--dry-run]``: every
 (method, seed) run not yet done (``DIR/runs/<method>_s<seed>/result.json``), then ``results.json``
-(returns and hypervolume per context with CIs over seeds, the do-nothing policy's beside),
+(returns and hypervolume per context with CIs over seeds, the do-nothing and random policies' beside),
 ``results.md`` and ``returns.png``.  Result: results/generalization/hopper_dynamics/.
 """
 from __future__ import annotations
@@ -251,6 +251,21 @@ def do_nothing(cfg: HopperDynamics) -> dict[str, Any]:
     return {c: r[0] for c, r in evaluate_on_contexts([lambda x: zero], cfg).items()}
 
 
+def random_actions(cfg: HopperDynamics) -> dict[str, Any]:
+    """Uniform random actions in [-1, 1] on every context (the generator reseeded per context from
+    ``eval_seed``, so a context's figure does not depend on which contexts come before it)."""
+    out: dict[str, Any] = {}
+    for ctx in cfg.context_list():
+        rng = np.random.default_rng(cfg.eval_seed)
+        env = make_env(ctx, cfg.max_episode_steps)
+        try:
+            out[ctx.name] = rollouts(lambda x, g=rng: g.uniform(-1.0, 1.0, 3).astype(np.float32), env,
+                                     cfg.eval_episodes, cfg.eval_seed)
+        finally:
+            env.close()
+    return out
+
+
 # --------------------------------------------------------------------------------------------
 # the command
 # --------------------------------------------------------------------------------------------
@@ -266,6 +281,12 @@ def run(cfg: HopperDynamics, progress: bool = True, echo: Callable[[str], Any] =
     echo(plan_text(cfg))
     torch.set_num_threads(1)
     todo = [r for r in cfg.runs() if not (r[2] / "result.json").exists()]
+    for _m, _s, folder in cfg.runs():  # a kept run at another budget would be summarised as this one
+        if (folder / "result.json").exists():
+            kept = json.loads((folder / "result.json").read_text()).get("steps")
+            if kept != cfg.steps:
+                raise UsageError(f"{folder / 'result.json'} was trained for {kept} steps, not --steps {cfg.steps}: "
+                                 "pass its budget or another --out")
     bar = None
     if progress:
         from tqdm.auto import tqdm
@@ -291,27 +312,29 @@ def summarise(cfg: HopperDynamics) -> dict[str, Any]:
     from morl_robot.evaluation.provenance import write_results_json
 
     runs = [json.loads((f / "result.json").read_text()) for _m, _s, f in cfg.runs() if (f / "result.json").exists()]
-    still = do_nothing(cfg)
+    still, rand = do_nothing(cfg), random_actions(cfg)
     ref = [REF] * 3
     contexts = [c.name for c in cfg.context_list()]
     table: dict[str, Any] = {}
     for c in contexts:
-        row: dict[str, Any] = {"do_nothing": {"scalar_return": still[c]["scalar_return"],
-                                              "hypervolume": hypervolume(np.asarray([still[c]["returns"]]), ref)}}
+        row: dict[str, Any] = {name: {"scalar_return": b[c]["scalar_return"], "length": b[c]["length"],
+                                      "hypervolume": hypervolume(np.asarray([b[c]["returns"]]), ref)}
+                               for name, b in (("do_nothing", still), ("random", rand))}
         for m in cfg.methods:
             rs = [r for r in runs if r["method"] == m and c in r["contexts"]]
             if not rs:
                 continue
-            best, chosen, hv = [], [], []
+            best, chosen, hv, length = [], [], [], []
             for r in rs:
                 cells = r["contexts"][c]
                 scal = [x["scalar_return"] for x in cells]
                 best.append(max(scal))
+                length.append(cells[int(np.argmax(scal))]["length"])
                 nominal = r["contexts"].get("nominal", cells)
                 chosen.append(scal[int(np.argmax([x["scalar_return"] for x in nominal]))])
                 hv.append(hypervolume(np.asarray([x["returns"] for x in cells]), ref))
             row[m] = {"seeds": [r["seed"] for r in rs], "scalar_best": iqm_with_ci(best), "scalar_best_per_seed": best,
-                      "hypervolume": iqm_with_ci(hv), "hypervolume_per_seed": hv}
+                      "length_best_per_seed": length, "hypervolume": iqm_with_ci(hv), "hypervolume_per_seed": hv}
             if m == "mo-mpo":
                 row[m].update({"scalar_nominal_choice": iqm_with_ci(chosen), "scalar_nominal_choice_per_seed": chosen})
         table[c] = row
@@ -335,15 +358,17 @@ def format_table(results: dict[str, Any]) -> str:
     lines = [(f"{results['env']}: SAC's own reward per context (mean over seeds, bootstrap 95 % CI; "
              f"{cfg['steps']} training steps per run on the nominal model, {cfg['eval_episodes']} episodes per cell)"),
              "",
-             "| context | MO-MPO best preference | MO-MPO nominal-chosen | SAC | do-nothing | HV MO-MPO | HV SAC | HV do-nothing |",
-             "|---|---|---|---|---|---|---|---|"]
+             ("| context | MO-MPO best preference | MO-MPO nominal-chosen | SAC | do-nothing | random | HV MO-MPO | "
+              "HV SAC | HV do-nothing | HV random |"),
+             "|---|---|---|---|---|---|---|---|---|---|"]
     for c, row in results["contexts"].items():
         mo, sac = row.get("mo-mpo"), row.get("sac")
         lines.append(" | ".join([
             f"| {c}", _fmt(mo["scalar_best"]) if mo else "—", _fmt(mo["scalar_nominal_choice"]) if mo else "—",
             _fmt(sac["scalar_best"]) if sac else "—", f"{row['do_nothing']['scalar_return']:.0f}",
+            f"{row['random']['scalar_return']:.0f}",
             f"{mo['hypervolume']['iqm']:.3g}" if mo else "—", f"{sac['hypervolume']['iqm']:.3g}" if sac else "—",
-            f"{row['do_nothing']['hypervolume']:.3g} |"]))
+            f"{row['do_nothing']['hypervolume']:.3g}", f"{row['random']['hypervolume']:.3g} |"]))
     p = results["paper"]
     lines += ["", (f"The paper (Hopper {p['context'].capitalize()}, ~10^6 steps, 5 seeds): MORL {p['morl']:.0f} vs "
               f"SAC {p['sac']:.0f}. HV at {results['ref']}.")]
@@ -380,6 +405,8 @@ def _plot(results: dict[str, Any], path: Path) -> None:
         key = "scalar_return" if metric == "scalar" else "hypervolume"
         ax.scatter(x, [results["contexts"][c]["do_nothing"][key] for c in ctxs], marker="_", s=400, color="k",
                    zorder=3, label="do-nothing")
+        ax.scatter(x, [results["contexts"][c]["random"][key] for c in ctxs], marker="x", s=40, color="0.4",
+                   zorder=3, label="random actions")
         ax.set_xticks(x, ctxs)
         ax.set_ylabel("SAC's reward (return)" if metric == "scalar" else f"hypervolume at {results['ref'][0]:g}")
         ax.grid(alpha=0.3, axis="y")

@@ -69,7 +69,8 @@ def test_a_tiny_budget_runs_both_methods_and_resumes(tmp_path, capsys):
     results = json.loads((tmp_path / "results.json").read_text())
     assert "provenance" in results
     heavy = results["contexts"]["heavy"]
-    assert set(heavy) == {"do_nothing", "mo-mpo", "sac"}
+    assert set(heavy) == {"do_nothing", "random", "mo-mpo", "sac"}
+    assert heavy["random"]["hypervolume"] > 0 and "| random |" in (tmp_path / "results.md").read_text()
     for key in ("scalar_best", "hypervolume"):
         assert np.isfinite(heavy["sac"][key]["iqm"]) and np.isfinite(heavy["mo-mpo"][key]["iqm"])
     assert heavy["do_nothing"]["hypervolume"] > 0 and (tmp_path / "returns.png").stat().st_size > 0
@@ -77,6 +78,9 @@ def test_a_tiny_budget_runs_both_methods_and_resumes(tmp_path, capsys):
     assert len(run["contexts"]["heavy"]) == len(run["preferences"]) >= 2
     assert main(argv + ["--dry-run"]) == 0  # both runs kept: nothing left to train
     assert "2 runs, 2 done" in capsys.readouterr().out
+    # kept runs at another budget are refused, not summarised as this one
+    assert main([("48" if a == "64" else a) for a in argv]) == 2
+    assert "was trained for 64 steps, not --steps 48" in capsys.readouterr().err
     # the how-to's command (docs/howto/generalization.md): its plan
     docs = ["experiment", "hopper-dynamics", "--steps", "6000", "--seeds", "3", "--out", str(tmp_path / "full")]
     assert main(docs + ["--dry-run"]) == 0
