@@ -206,6 +206,8 @@ class VectorActorSettings(ManagedNodeSettings):
     policy: str = ""  # ONNX file to start with; default: wait for the learner's snapshots
     back_pressure: bool = True  # wait while the learner's experience_allowance is used up
     diagnostics_period: float = 1.0  # s
+    demonstrations: int = 0  # this actor's first episodes acted by the task's scripted demonstrator (learner YAML training.demonstrations)
+    demonstration_noise: float = 0.2  # σ of the demonstrator's Gaussian action noise (normalised action units)
 
     def validate(self) -> None:
         super().validate()
@@ -213,7 +215,10 @@ class VectorActorSettings(ManagedNodeSettings):
             fail("", "envs", f"must be a whole number >= 1, got {self.envs}")
         if self.chunk_size < 1:
             fail("", "chunk_size", f"must be >= 1, got {self.chunk_size}")
+        if self.demonstrations < 0:
+            fail("", "demonstrations", f"must be >= 0 episodes, got {self.demonstrations}")
         _positive(self, "diagnostics_period")
+        _positive(self, "demonstration_noise")
 
 
 #: The settings dataclass of each node executable.

@@ -23,7 +23,13 @@ policy once per step for all of them (the batched actors of Acme / Sample Factor
 4. each environment has its own :class:`~morl_robot.acting.experience.ExperienceWriter` with actor
    id ``actor_index·B + b``: its chunks are the per-step actors' format exactly (one actor per
    chunk, per-environment episode boundaries; a chunk boundary is a bootstrapped sequence break
-   on the learner's side); a reward-machine task's rows carry its machine columns.
+   on the learner's side); a reward-machine task's rows carry its machine columns;
+5. demonstrations (``demonstrations`` N > 0, learning from demonstrations): the actor's first N
+   episodes, over all its environments in the order they begin, are acted by the task's noisy
+   demonstrator (:class:`~morl_robot.acting.demonstrator.NoisyDemonstrator`, as the policy server
+   acts them) with ``policy_version`` :data:`~morl_robot.acting.experience.DEMONSTRATION_VERSION`;
+   an environment whose next episode is not a demonstration waits (not stepped) until a policy
+   newer than the one serving at that moment arrives: the learner's clone of the demonstrations.
 
 Back-pressure: :meth:`VectorActor.must_wait` against the learner's
 :class:`~morl_robot.acting.experience.Allowance` (the caller waits instead of stepping).
@@ -34,7 +40,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from morl_robot.acting.demonstrator import NoisyDemonstrator, task_demonstrator
 from morl_robot.acting.experience import (
+    DEMONSTRATION_VERSION,
     Allowance,
     Emit,
     ExperienceWriter,
@@ -65,6 +73,8 @@ class VectorActorConfig:
     safety: str = ""  # robot name or safety YAML path ("" = the task's robot)
     task_config: str = ""  # task YAML ("" = the registry's)
     reward_machine: str = ""  # reward-machine task spec ("" = none): the task in its product machine
+    demonstrations: int = 0  # this actor's first episodes (all environments) acted by the task's demonstrator
+    demonstration_noise: float = 0.2  # σ of the demonstrator's Gaussian action noise (normalised units)
 
     def validate(self) -> None:
         if self.envs < 1:
@@ -73,6 +83,10 @@ class VectorActorConfig:
             raise ConfigError(f"vector_actor.chunk_size: must be >= 1, got {self.chunk_size}")
         if self.actor_index < 0:
             raise ConfigError(f"vector_actor.actor_id: must be >= 0, got {self.actor_index}")
+        if self.demonstrations < 0:
+            raise ConfigError(f"vector_actor.demonstrations: must be >= 0 episodes, got {self.demonstrations}")
+        if self.demonstrations and not self.demonstration_noise > 0:
+            raise ConfigError(f"vector_actor.demonstration_noise: must be > 0, got {self.demonstration_noise}")
 
 
 class VectorActor:
@@ -98,7 +112,12 @@ class VectorActor:
         self.objectives = tuple(self.runners[0].objective_names)
         self.observation_labels = tuple(self.runners[0].observation_labels)
         self._preferences: np.ndarray | None = None  # (B, K) of an ε-conditioned policy
-        self.counters = {"steps": 0, "env_steps": 0, "held": 0, "safety_stops": 0, "episodes": 0}
+        self.demonstrator: NoisyDemonstrator | None = None  # built from the first demonstrating step's contract
+        self._demo = np.zeros(b, bool)  # environment b's episode is a demonstration
+        self._waiting = np.zeros(b, bool)  # environment b waits for the learner's clone
+        self.clone_after: int | None = None  # after the demonstrations: only a newer version acts
+        self.counters = {"steps": 0, "env_steps": 0, "held": 0, "safety_stops": 0, "episodes": 0,
+                         "demonstration_episodes": 0, "demonstration_steps": 0}
         self.records: list[StepRecord] = [self._begin(i) for i in range(b)]
 
     # --- policy ------------------------------------------------------------------------------
@@ -131,6 +150,17 @@ class VectorActor:
         """Of the learner's rows received per actor id, the ones from this actor's environments."""
         return sum(received.get(w.actor_id, 0) for w in self.writers)
 
+    def awaiting_clone(self) -> bool:
+        """Whether every environment waits for the learner's policy cloned from the demonstrations
+        (the version serving when the first one began waiting is noted; a newer one ends the waits)."""
+        policy = self.policy
+        if policy is not None and self._waiting.any():
+            if self.clone_after is None:
+                self.clone_after = policy.version
+            elif policy.version > self.clone_after:
+                self._waiting[:] = False
+        return bool(self._waiting.all())
+
     @property
     def sent(self) -> int:
         """Transitions emitted so far (all environments)."""
@@ -141,15 +171,25 @@ class VectorActor:
         policy = self.policy
         if policy is None:
             raise RuntimeError("no policy installed")
+        self.awaiting_clone()  # environments waiting for the clone: does it act now?
         obs = np.stack([r.observation for r in self.records])  # (B, O)
         prefs = self._preferences
-        actions, log_probs = policy.explore_batch(obs, self.rng, None if prefs is None else prefs)
+        if (self._demo | self._waiting).all():  # no environment acts the policy this step
+            actions, log_probs = np.zeros((len(obs), len(policy.contract.action_labels))), np.zeros(len(obs))
+        else:
+            actions, log_probs = policy.explore_batch(obs, self.rng, None if prefs is None else prefs)
         features = (np.stack([policy.preferences.features(e) for e in prefs]).astype(np.float64)
                     if prefs is not None and policy.preferences is not None else np.zeros((len(obs), 0)))
         taken = 0
         for i, (runner, shield, writer) in enumerate(zip(self.runners, self.shields, self.writers)):
+            if self._waiting[i]:
+                continue
             rec = self.records[i]
-            writer.acted(Pending(obs[i], actions[i], float(log_probs[i]), policy.version, rec.episode, rec.step,
+            version = policy.version
+            if self._demo[i]:
+                actions[i], log_probs[i] = self._demonstrate(obs[i], policy)
+                version = DEMONSTRATION_VERSION
+            writer.acted(Pending(obs[i], actions[i], float(log_probs[i]), version, rec.episode, rec.step,
                                  features[i]))
             command = shield.command(actions[i], rec.state.stamp)
             if shield.estopped:  # a latched stop ends the episode ('safety'); the robot did not move
@@ -173,14 +213,31 @@ class VectorActor:
         self.counters["env_steps"] += taken
         return taken
 
+    def _demonstrate(self, obs: np.ndarray, policy: OnnxPolicy) -> tuple[np.ndarray, float]:
+        """The noisy demonstrator's normalised action and log μ(a|s) at raw observation ``obs``."""
+        if self.demonstrator is None:  # the running contract's task (ConfigError without a demonstrator)
+            c = policy.contract
+            self.demonstrator = NoisyDemonstrator(task_demonstrator(c.task, c.action_mode),
+                                                  self.config.demonstration_noise, self.config.seed + 5)
+        a, log_mu = self.demonstrator.act(obs)
+        self.counters["demonstration_steps"] += 1
+        return a.astype(np.float64), log_mu
+
     def _begin(self, i: int) -> StepRecord:
-        """Environment i's next episode: reset (its next seed), a fresh released monitor, and (ε-
-        conditioned) a new preference."""
+        """Environment i's next episode: reset (its next seed), a fresh released monitor, (ε-
+        conditioned) a new preference, and whether the demonstrator acts it or it waits for the
+        learner's clone."""
         rec = self.runners[i].reset()
         self.shields[i].begin(rec.state)
         if self._preferences is not None and self.policy is not None and self.policy.preferences is not None:
             self._preferences[i] = self.policy.preferences.sample(self.rng)
         self.counters["episodes"] += 1
+        if self.config.demonstrations:
+            self._demo[i] = self.counters["demonstration_episodes"] < self.config.demonstrations
+            self.counters["demonstration_episodes"] += int(self._demo[i])
+            # the demonstrations are all begun: wait for the clone unless it is serving already
+            self._waiting[i] = not self._demo[i] and not (self.clone_after is not None and self.policy is not None
+                                                          and self.policy.version > self.clone_after)
         return rec
 
     def episode_seed(self, actor: int, episode: int) -> int:

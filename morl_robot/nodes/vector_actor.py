@@ -49,7 +49,9 @@ class VectorActorNode(ManagedNode):
         cfg = VectorActorConfig(task=self.settings.task, envs=self.settings.envs,
                                 actor_index=self.settings.actor_id, seed=self.settings.seed,
                                 chunk_size=self.settings.chunk_size, safety=self.settings.safety,
-                                task_config=self.settings.task_config, reward_machine=self.settings.reward_machine)
+                                task_config=self.settings.task_config, reward_machine=self.settings.reward_machine,
+                                demonstrations=self.settings.demonstrations,
+                                demonstration_noise=self.settings.demonstration_noise)
         experience = HeldUntilMatched(self.own(self.create_publisher(Float64MultiArray, "experience",
                                                                      wire.EXPERIENCE_QOS)))
         self._pub_events = self.own(self.create_publisher(DiagnosticStatus, "safety/violations", wire.EVENT_QOS))
@@ -98,7 +100,7 @@ class VectorActorNode(ManagedNode):
             os._exit(70)
 
     def _run_loop(self) -> None:
-        core, waiting = self.core, False
+        core, waiting, cloning = self.core, False, False
         assert core is not None
         back_pressure = self.settings.back_pressure
         while not self._stop.is_set():
@@ -109,10 +111,16 @@ class VectorActorNode(ManagedNode):
                     with self._lock:
                         self._install(loaded.policy, loaded.source)
             with self._lock:
-                idle = core.policy is None or (back_pressure and core.must_wait())
-                if idle and core.policy is not None and not waiting:
+                if core.awaiting_clone() != cloning:
+                    cloning = not cloning
+                    if cloning:
+                        self.get_logger().info(f"{core.counters['demonstration_episodes']} demonstration episodes "
+                                               "acted; waiting for the learner's cloned policy (newer than version "
+                                               f"{core.clone_after})")
+                idle = core.policy is None or cloning or (back_pressure and core.must_wait())
+                if idle and core.policy is not None and not cloning and not waiting:
                     self._counters["back_pressure_waits"] += 1
-                waiting = idle
+                waiting = idle and not cloning
                 if not idle:
                     core.step()
                     self._publish_violations(core)

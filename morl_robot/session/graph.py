@@ -8,8 +8,8 @@ One function per session kind, used by the CLI (as processes) and by the launch 
   or one ``vector_actor`` (``actors_kind: vectorized``: B simulated environments, their experience
   actor ids ``i·B + b``), with ``policy_snapshot``, ``experience`` and ``experience_allowance``
   remapped to the learner's ``/<ns>/…`` topics.  With ``training.demonstrations.episodes`` N > 0
-  in the learner YAML, a new run's policy servers act the first N episodes with the task's
-  demonstrator (:func:`demonstration_settings`: N shared among the actors).
+  in the learner YAML, a new run's policy servers or vector actors act the first N episodes with
+  the task's demonstrator (:func:`demonstration_settings`: N shared among the actors).
 * **deploy** — in ``/<ns>``: ``robot_node``, ``safety_monitor``, ``policy_server`` (mode deploy);
   :func:`policy_session` gives the session settings a policy's contract decides (task, robot,
   reward machine).
@@ -85,12 +85,11 @@ SESSION_SEED_STRIDE = 100_000
 
 
 def demonstration_settings(cfg: SessionConfig, session_index: int) -> list[dict[str, Any]]:
-    """Per actor, the policy server's ``demonstrations`` and ``demonstration_noise`` from the
-    learner YAML's ``training.demonstrations`` (its N episodes shared among the actors); none for
-    a resumed run (``session_index`` > 0: the learner clones what it has once actors act its policy)
-    or without demonstrations.  Vectorized actors cannot act them yet (a :class:`ConfigError`)."""
+    """Per actor, the policy server's or vector actor's ``demonstrations`` and
+    ``demonstration_noise`` from the learner YAML's ``training.demonstrations`` (its N episodes
+    shared among the actors); none for a resumed run (``session_index`` > 0: the learner clones
+    what it has once actors act its policy) or without demonstrations."""
     from morl_robot.acting.demonstrator import demonstration_shares
-    from morl_robot.errors import ConfigError
     from morl_robot.learning.config import load_learner_config
     from morl_robot.resources import resolve_config
 
@@ -98,9 +97,6 @@ def demonstration_settings(cfg: SessionConfig, session_index: int) -> list[dict[
     demos = load_learner_config(path).training.demonstrations
     if not demos.episodes or session_index > 0:
         return [{} for _ in range(cfg.actors)]
-    if cfg.actors_kind == "vectorized":
-        raise ConfigError(f"{path}: training.demonstrations: vectorized actors do not act demonstrations yet; "
-                          "use actors_kind: per-step (policy servers act them)")
     return [{"demonstrations": n, "demonstration_noise": demos.action_noise}
             for n in demonstration_shares(demos.episodes, cfg.actors)]
 
@@ -110,7 +106,7 @@ def per_step_reason(cfg: SessionConfig, session_index: int = 0, record: bool = F
     actor) rather than with vector actors; "" when nothing needs it.  A hardware backend always
     does; otherwise what only the per-step graph has: ``/clock`` (use_sim_time), the robot node's
     topics for a recording or a live view, videos, a real-time loop, a robot other than the
-    task's, and demonstrations (policy servers act them; none in a resumed run)."""
+    task's (demonstrations do not: vector actors act them too)."""
     if cfg.backend != "sim":
         return f"backend {cfg.backend}"
     if cfg.use_sim_time:
@@ -126,13 +122,6 @@ def per_step_reason(cfg: SessionConfig, session_index: int = 0, record: bool = F
             return f"robot_node.{name} ({what}: the robot node's)"
     if rn.timing != "lockstep" or rn.model != "builtin":
         return f"robot_node.{'timing' if rn.timing != 'lockstep' else 'model'} (the robot node's)"
-    if session_index == 0 and cfg.task:
-        from morl_robot.learning.config import load_learner_config
-        from morl_robot.resources import resolve_config
-
-        path = resolve_config("learner", cfg.learner_node.config)
-        if load_learner_config(path).training.demonstrations.episodes:
-            return f"training.demonstrations in {path.name} (policy servers act them)"
     return ""
 
 
@@ -169,7 +158,7 @@ def train_nodes(cfg: SessionConfig, out_dir: str | os.PathLike[str], session_ind
                                                             "task_config": (cfg.robot_node.task_config
                                                                             or cfg.learner_node.task_config),
                                                             "safety": cfg.safety_monitor.config}),
-                      "actor_id": i, "seed": base + 1000 * (i + 1)}
+                      **demonstrations[i], "actor_id": i, "seed": base + 1000 * (i + 1)}
             nodes.append(NodeSpec("vector_actor", "vector_actor", actor_ns, params, remap))
             continue
         nodes += [

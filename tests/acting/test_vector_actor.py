@@ -191,3 +191,58 @@ def test_a_reward_machine_task_sends_the_machine_columns_the_learner_expects(tmp
     assert learner.counters["env_steps"] == sum(len(t) for t, _ in tables) > 0
     assert np.all(learner.replay._label[learner.replay._valid] >= 0)
     actor.close()
+
+
+def test_demonstrations_are_acted_in_the_environments_and_the_clone_acts_after_them(tmp_path, short_task):
+    """``demonstrations`` N: the first N episodes (all environments, in the order they begin) are
+    acted by the task's noisy demonstrator, written with policy_version 0; an environment whose
+    next episode is no demonstration waits until the learner's clone (a newer version) arrives.
+    The learner receives exactly those episodes as demonstrations and clones them."""
+    from morl_robot.acting.demonstrator import task_demonstrator
+    from morl_robot.acting.experience import experience_columns
+    from morl_robot.training.session import session_for_task
+    from tests.conftest import tiny_learner_yaml
+
+    yaml_path, policy = tmp_path / "demos.yaml", tmp_path / "policy.onnx"
+    yaml_path.write_text(tiny_learner_yaml(1.0, demonstrations="{episodes: 3, action_noise: 0.05, "
+                                                               "pretrain_updates: 20, critic_warmup_updates: 0}"))
+    learner = session_for_task(TASK, str(short_task), str(yaml_path),
+                               on_snapshot=lambda version, data: policy.write_bytes(data))
+    learner.publish_policy()
+    c = learner.contract
+    learner.accept_experience(experience_columns(c.input_labels, c.action_labels, c.objective_names))
+    learner.start()
+    tables = []
+    cfg = VectorActorConfig(TASK, envs=2, chunk_size=8, task_config=str(short_task), demonstrations=3,
+                            demonstration_noise=0.05)
+    actor = VectorActor(cfg, lambda table, columns: tables.append((table, columns)))
+    try:
+        assert actor.install(OnnxPolicy.from_file(policy)) == ""
+        first = actor.policy.version
+        steps = 0
+        while not actor.awaiting_clone():  # env 0 acts episodes 1 and 2, env 1 episode 1, then waits
+            actor.step()
+            steps += 1
+            assert steps <= 25
+        assert steps == 20 and actor.clone_after == first and actor.step() == 0  # nobody acts the old policy
+        chunks = [split_experience(t, cols) for t, cols in tables]
+        assert {int(v) for ch in chunks for v in ch.policy_version} == {0}
+        assert sorted({(ch.actor, int(e)) for ch in chunks for e in ch.episode}) == [(0, 1), (0, 2), (1, 1)]
+        demonstrator = task_demonstrator(TASK)  # the noise-free controller: the rows are it plus 0.05 noise
+        for ch in chunks:
+            mean = np.stack([np.clip(demonstrator(o), -1, 1) for o in ch.obs])
+            assert np.abs(ch.action - mean).max() < 0.3 and np.abs(ch.action - mean).mean() < 0.06
+        assert actor.counters["demonstration_episodes"] == 3 and actor.counters["demonstration_steps"] == 30
+
+        assert all(learner.receive(lambda t=t: t, split_experience) for t in tables)
+        assert learner.demonstrations_complete and learner.counters["demonstration_episodes"] == 3
+        learner.tick(deadline=0.0)  # clones the 30 demonstration steps, publishes the next version
+        assert not learner.demonstrating
+        assert actor.install(OnnxPolicy.from_file(policy)) == "" and actor.policy.version > first
+        assert not actor.awaiting_clone() and actor.step() == 2
+        tables.clear()
+        run(actor, 9)
+        versions = {int(v) for t, cols in tables for v in split_experience(t, cols).policy_version}
+        assert versions == {actor.policy.version}
+    finally:
+        actor.close()

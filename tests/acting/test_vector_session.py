@@ -40,7 +40,6 @@ def test_auto_is_vectorized_for_simulated_training_by_default(tmp_path):
     ({}, True, False, "--record"),
     ({}, False, True, "--foxglove"),
     ({"robot_node": {"video_dir": "videos"}}, False, False, "robot_node.video_dir"),
-    ({"learner_node": {"config": "demo_demos"}}, False, False, "training.demonstrations in demo_demos.yaml"),
 ])
 def test_auto_keeps_per_step_when_the_session_needs_it_and_says_why(tmp_path, overrides, record, live_view, reason):
     from morl_robot.session.graph import resolve_actors_kind
@@ -52,13 +51,17 @@ def test_auto_keeps_per_step_when_the_session_needs_it_and_says_why(tmp_path, ov
 
 
 def test_auto_in_the_demo_session_and_a_resumed_demo_run(tmp_path):
-    """demo.yaml acts its demonstrations per step; its resumed sessions act no demonstrations."""
+    """demo.yaml (the Sawyer recipe, learning from 50 demonstrations) runs a vector actor that acts
+    the demonstrations; its resumed sessions act none."""
     from morl_robot.session.graph import resolve_actors_kind
 
     demo = load_session_config("demo")
-    assert "training.demonstrations" in resolve_actors_kind(demo) and demo.actors_kind == "per-step"
+    assert resolve_actors_kind(demo) == "" and demo.actors_kind == "vectorized"
+    (actor,) = [s for s in train_nodes(demo, tmp_path) if s.executable == "vector_actor"]
+    assert actor.parameters["demonstrations"] == 50 and actor.parameters["demonstration_noise"] > 0
     resumed = load_session_config("demo")
-    assert resolve_actors_kind(resumed, session_index=1) == "" and resumed.actors_kind == "vectorized"
+    (actor,) = [s for s in train_nodes(resumed, tmp_path, session_index=1) if s.executable == "vector_actor"]
+    assert resumed.actors_kind == "vectorized" and actor.parameters["demonstrations"] == 0
 
 
 def test_a_shadow_recipe_session_gives_vector_actors_its_task_config(tmp_path):

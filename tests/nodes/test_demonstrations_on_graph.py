@@ -1,7 +1,8 @@
 """Learning from demonstrations through the ROS graph (`morl-robot train` with a learner YAML whose
-`training.demonstrations.episodes` > 0): the policy server acts the first episodes with the task's
-scripted demonstrator (through the safety monitor), the learner node receives them as experience,
-clones them and only then publishes the policy that acts next."""
+`training.demonstrations.episodes` > 0): the actors act the first episodes with the task's
+scripted demonstrator through the safety rules — the default (auto) vector actor in its
+environments, a per-step actor's policy server through the safety monitor — the learner node
+receives them as experience, clones them and only then publishes the policy that acts next."""
 import csv
 import os
 import re
@@ -18,14 +19,18 @@ TINY_DEMOS = tiny_learner_yaml(2.0, demonstrations="{episodes: 2, action_noise: 
                                                   "critic_warmup_updates: 5}")
 
 
-def test_demonstrator_acts_the_first_episodes_and_the_clone_acts_after_them(tmp_path, domain_id):
+@pytest.mark.parametrize("actors", [
+    ["--envs", "2", "--steps", "700"],  # auto: a vector actor (2 environments: one demonstration each)
+    ["--actors-kind", "per-step", "--steps", "500"],
+], ids=["vectorized", "per-step"])
+def test_demonstrator_acts_the_first_episodes_and_the_clone_acts_after_them(tmp_path, domain_id, actors):
     pytest.importorskip("rclpy")
     from morl_robot.session.processes import ros_env
 
     learner = tmp_path / "tiny_demos.yaml"
     learner.write_text(TINY_DEMOS)
     out = tmp_path / "run"
-    cmd = [sys.executable, "-m", "morl_robot.cli", "train", "--task", "sawyer_peg_in_hole", "--steps", "500",
+    cmd = [sys.executable, "-m", "morl_robot.cli", "train", "--task", "sawyer_peg_in_hole", *actors,
            "--learner", str(learner), "--out", str(out), "--no-progress", "--domain-id", str(domain_id)]
     done = subprocess.run(cmd, env={**ros_env(domain_id), **{k: v for k, v in os.environ.items() if k == "PYTHONPATH"}},
                           capture_output=True, text=True, timeout=600, check=False)
@@ -50,8 +55,8 @@ def test_demonstrator_acts_the_first_episodes_and_the_clone_acts_after_them(tmp_
     assert cloned is not None and int(cloned.group(1)) == demo_steps, logs["learner_node"][-2000:]
     assert "critic warm-up: 5 policy-evaluation updates" in logs["learner_node"]
 
-    # the policy server: demonstrations first, then it waited for the clone (no version > 1 served before)
-    server = logs["policy_server"]
+    # the actor: demonstrations first, then it waited for the clone (no version > 1 served before)
+    server = logs["policy_server" if "per-step" in actors else "vector_actor"]
     waiting = server.index("2 demonstration episodes acted; waiting for the learner's cloned policy (newer than version 1)")
     served = [(m.start(), int(m.group(1))) for m in re.finditer(r"policy version (\d+) from policy_snapshot", server)]
     assert [v for at, v in served if at < waiting] == [1], served
@@ -60,12 +65,12 @@ def test_demonstrator_acts_the_first_episodes_and_the_clone_acts_after_them(tmp_
 
 def test_demonstrations_are_shared_among_actors_and_not_repeated_on_resume(tmp_path):
     from morl_robot.errors import ConfigError
-    from morl_robot.session.config import load_session_config
+    from morl_robot.session.config import VectorActorSettings, load_session_config
     from morl_robot.session.graph import train_nodes
 
     learner = tmp_path / "tiny_demos.yaml"
     learner.write_text(TINY_DEMOS.replace("episodes: 2,", "episodes: 5,"))
-    cfg = load_session_config("train", {"task": "sawyer_peg_in_hole", "actors": 2,
+    cfg = load_session_config("train", {"task": "sawyer_peg_in_hole", "actors": 2, "actors_kind": "per-step",
                                         "learner_node": {"config": str(learner)}})
 
     def shares(session_index: int) -> list[tuple[int, float]]:
@@ -74,10 +79,12 @@ def test_demonstrations_are_shared_among_actors_and_not_repeated_on_resume(tmp_p
 
     assert shares(0) == [(3, 0.05), (2, 0.05)]  # 5 episodes across two actors, with the YAML's noise
     assert [n for n, _ in shares(1)] == [0, 0]  # a resumed run: the learner clones what it has
-    vectorized = load_session_config("train", {"task": "sawyer_peg_in_hole", "actors_kind": "vectorized",
+    vectorized = load_session_config("train", {"task": "sawyer_peg_in_hole", "actors": 2, "actors_kind": "auto",
                                                "learner_node": {"config": str(learner)}})
-    with pytest.raises(ConfigError, match="vectorized actors do not act demonstrations"):
-        train_nodes(vectorized, tmp_path / "run")
+    assert [(n.parameters["demonstrations"], n.parameters["demonstration_noise"])
+            for n in train_nodes(vectorized, tmp_path / "run") if n.executable == "vector_actor"] == [(3, 0.05), (2, 0.05)]
+    with pytest.raises(ConfigError, match="demonstrations"):
+        VectorActorSettings(demonstrations=-1).validate()
 
 
 def test_a_policy_server_refuses_demonstrations_outside_training():
