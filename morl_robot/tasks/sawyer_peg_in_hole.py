@@ -182,12 +182,17 @@ class SawyerPegInHole(Task):
         v_max = np.asarray(task._twist_hi[:3], dtype=np.float64)
         labels = list(env.observation_labels)
         index = [labels.index(f"t-0/ee_{axis}") for axis in "xyz"]
+        # issue 37: with the hole's offset observed, aim at this episode's hole, not the one read above (a
+        # context's hole_offset moves it per episode; a demonstrator aiming at the first draw's hole missed it)
+        seen = [f"t-0/hole_offset_{axis}" for axis in "xyz"]
+        offset = [labels.index(n) for n in seen] if all(n in labels for n in seen) else None
 
         def act(obs: np.ndarray) -> np.ndarray:
             p = np.asarray(obs, dtype=np.float64)[index]
-            target = hole.copy()
-            aligned = math.hypot(p[0] - hole[0], p[1] - hole[1]) <= 0.002
-            target[2] = hole[2] - depth + clearance if aligned else hole[2] + 0.01
+            h = hole if offset is None else p - np.asarray(obs, dtype=np.float64)[offset] * 1e-3
+            target = h.copy()
+            aligned = math.hypot(p[0] - h[0], p[1] - h[1]) <= 0.002
+            target[2] = h[2] - depth + clearance if aligned else h[2] + 0.01
             return np.clip(gain * (target - p) / v_max, -1.0, 1.0)
 
         return act, f"scripted insertion controller (gain {gain:g}/s)"
