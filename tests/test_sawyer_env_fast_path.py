@@ -14,9 +14,11 @@ STEPS = 800
 
 def reference_advance(robot) -> None:
     """The per-tick loop as it was (MujocoRobot.advance before run_period): the F/T reading rotated
-    and tared, one CartesianController.tick, the targets to the actuators, one mj_step."""
+    and tared, one CartesianController.tick, the targets to the actuators, one mj_step; every tick
+    through the admittance (in free motion too, over the speed limit or not)."""
     m, d, cart = robot.model, robot.data, robot._cartesian
     sensordata, qpos = d.sensordata, d.qpos
+    cart._free_qdot = None  # no free-motion shortcut (begin_period's): the admittance's own step at every tick
     for _ in range(robot.substeps):
         force = cart.contact_force(cart.sensor_rotation(d), sensordata[robot._force])
         robot._target = cart.tick(robot._target, qpos[robot._qadr], force, m.opt.timestep)

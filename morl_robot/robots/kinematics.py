@@ -33,6 +33,13 @@ import math
 import mujoco
 import numpy as np
 
+# numpy's clip ufunc, min(max(x, lo), hi) in one call: np.clip's Python-level checks cost more than
+# its arithmetic on 7 joints (run_period, per physics tick)
+try:
+    from numpy._core.umath import clip as _CLIP
+except ImportError:  # numpy 1.x
+    from numpy.core.umath import clip as _CLIP
+
 from morl_robot.robots.compliance import ForceLimitedAdmittance
 from morl_robot.robots.config import CartesianConfig, WrenchConfig
 from morl_robot.robots.spec import RobotSpec
@@ -154,6 +161,7 @@ class CartesianController:
         self._pinv_lin = np.zeros((len(spec.joints), 3))  # (J, 3) DLS pseudo-inverse, linear columns
         self._v_ref = np.zeros(3)  # (3,) this period's commanded linear velocity (limited)
         self.period_peak = 0.0  # N: the largest contact force ‖f‖ of the ticks since begin_period
+        self._period_index: tuple | None = None  # run_period: (actuators, qpos index, ctrl index), kept
         self._free_qdot: np.ndarray | None = None  # this period's q̇ while in free motion (begin_period)
 
     def joint_velocities(self, data: mujoco.MjData, twist: np.ndarray) -> np.ndarray:
@@ -213,12 +221,17 @@ class CartesianController:
         self._pinv_lin = jac.T @ np.linalg.solve(jjt, _LINEAR_UNITS)
         self._v_ref = np.minimum(np.maximum(twist[:3], self._twist_floor[:3]), self.twist_limit[:3])
         self.period_peak = 0.0
-        # free motion (no force past the dead band, no stiffness, v_ref within the speed limit) leaves
-        # v = v_ref, so q̇ is this period's q̇_ref at every tick: limited once here, not per tick
+        # free motion (no force past the dead band, no stiffness) leaves the admittance's offset alone
+        # and gives v = v_ref, scaled to the speed limit if faster (ForceLimitedAdmittance.step's
+        # arithmetic), so q̇ is the same at every free tick: computed and limited once here
         self._free_qdot = None
         adm = self.admittance
-        if adm is not None and adm.config.stiffness == 0.0 and math.sqrt(float(self._v_ref.dot(self._v_ref))) <= adm.max_speed:
-            qdot = self._qdot_ref + self._pinv_lin @ (np.array(self._v_ref, dtype=np.float64) - self._v_ref)
+        if adm is not None and adm.config.stiffness == 0.0:
+            v = np.array(self._v_ref, dtype=np.float64)
+            speed = math.sqrt(float(v.dot(v)))
+            if speed > adm.max_speed:
+                v *= adm.max_speed / speed
+            qdot = self._qdot_ref + self._pinv_lin @ (v - self._v_ref)
             ratio = float((np.abs(qdot) / self.velocity_limit).max())
             self._free_qdot = qdot / ratio if ratio > 1.0 else qdot
         return self._qdot_ref
@@ -257,8 +270,10 @@ class CartesianController:
         rotation = data.site_xmat[self.sensor_site].reshape(3, 3)  # views: MuJoCo updates them in place
         reading, qpos, ctrl = data.sensordata[force_slice], data.qpos, data.ctrl
         mask, idx = self.actuator_mask, self.actuator_joint
-        q_index = _as_slice(self.qadr[idx])  # qpos address of each target's joint
-        ctrl_index = _as_slice(actuators[mask])
+        cached = self._period_index
+        if cached is None or cached[0] is not actuators:  # the robot passes the same array every period
+            cached = self._period_index = (actuators, _as_slice(self.qadr[idx]), _as_slice(actuators[mask]))
+        _, q_index, ctrl_index = cached  # qpos address of each target's joint, its actuator's ctrl
         out = target.copy()
         ctrl[actuators] = out
         moved = out[mask]  # (A',) the targets the ticks move
@@ -266,7 +281,7 @@ class CartesianController:
         bias, deadband, adm = self._bias, self.admittance.config.force_deadband, self.admittance
         free_step = None if self._free_qdot is None else self._free_qdot[idx] * dt
         peak = self.period_peak
-        mj_step, maximum, minimum = mujoco.mj_step, np.maximum, np.minimum
+        mj_step, clip = mujoco.mj_step, _CLIP
         for _ in range(substeps):
             force = bias - rotation @ reading
             fx, fy, fz = force.tolist()
@@ -282,10 +297,8 @@ class CartesianController:
                     qdot = qdot / ratio
                 new = moved + qdot[idx] * dt
             q = qpos[q_index]
-            maximum(new, q - lead, out=new)  # integrate_position_targets, in place
-            minimum(new, q + lead, out=new)
-            maximum(new, lower, out=new)
-            minimum(new, upper, out=new)
+            clip(new, q - lead, q + lead, out=new)  # integrate_position_targets (max, then min), in place
+            clip(new, lower, upper, out=new)
             moved = new
             ctrl[ctrl_index] = new
             mj_step(model, data)
