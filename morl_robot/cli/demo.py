@@ -1,9 +1,9 @@
 """``morl-robot demo``: the main job on the embedded defaults (what ``make demo`` runs).
 
-1. A training session through the ROS graph (``morl-robot train``: robot node in lockstep, safety
-   monitor, an exploring policy server, the MO-MPO learner node) on the Sawyer peg-in-hole task
+1. A training session through the ROS graph (``morl-robot train``: on the sim backend a vector
+   actor, simulated environments with the safety rules in the loop, and the MO-MPO learner node) on the Sawyer peg-in-hole task
    with the task's recipe (its task YAML's ``recipe:``; for the Sawyer the demo session,
-   ``config/sessions/demo.yaml``, and learner profile ``config/learner/demo_demos.yaml``: learning from demonstrations; the policy server acts the
+   ``config/sessions/demo.yaml``, and learner profile ``config/learner/demo_demos.yaml``: learning from demonstrations; the actors act the
    first episodes with the scripted insertion controller, the learner clones them, MO-MPO fine-tunes).
 2. The evaluation protocol (:mod:`morl_robot.evaluation.protocol`) on the initial policy and on
    the final one, same fixed seeds: a before/after table (each objective with its CI, success

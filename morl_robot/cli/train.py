@@ -79,7 +79,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--actors-kind", choices=("auto", "per-step", "vectorized"), default=None,
                    help="per-step: robot + monitor + policy server per actor (hardware, sim-to-sim); "
                         "vectorized: one process per actor stepping --envs simulated environments; auto: "
-                        "vectorized on backend sim unless the session needs per-step (hardware, demonstrations, "
+                        "vectorized on backend sim unless the session needs per-step (hardware, "
                         "--record, --foxglove, --use-sim-time, videos: the reason is logged) (default: the "
                         "session YAML's, auto in config/sessions/train.yaml)")
     p.add_argument("--envs", type=int, default=None,
