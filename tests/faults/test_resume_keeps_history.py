@@ -32,7 +32,7 @@ def test_a_resumed_session_gives_its_actors_new_seeds(tmp_path):
     seeds = [{(s.name, s.namespace): s.parameters.get("seed") for s in train_nodes(cfg, tmp_path, session_index=k)}
              for k in (0, 1)]
     for key, seed in seeds[0].items():
-        if key[0] in ("robot_node", "policy_server"):
+        if key[0] in ("robot_node", "policy_server", "vector_actor"):
             assert seeds[1][key] == seed + SESSION_SEED_STRIDE
 
 
