@@ -230,20 +230,26 @@ def solve_log_temperatures(q: Tensor, epsilons: Tensor, state_weights: Tensor | 
         prior_var = torch.sum(prior * (q64 - torch.sum(prior * q64, dim=1, keepdim=True)) ** 2, dim=1)  # [G, M]
         guess = 0.5 * torch.log(((prior_var * m).sum(-1) / count).clamp(min=1e-300) / (2.0 * eps))
         u = torch.where((guess > lo) & (guess < hi), guess, 0.5 * (lo + hi))
+        # the bracket's bookkeeping on [G] in numpy (the same float64 arithmetic, element for element,
+        # without torch's per-op dispatch: ~25 small ops per iteration); the KL and its slope in torch
+        u_np, lo_np, hi_np, eps_np = u.numpy(), lo.numpy(), hi.numpy(), eps.numpy()
+        done_np = unreachable.numpy()
         for _ in range(max_iter):
-            f, slope = kl_and_slope(u)
-            f = f - eps
+            f_t, slope_t = kl_and_slope(torch.from_numpy(u_np))
+            f, slope = f_t.numpy() - eps_np, slope_t.numpy()
             over = f > 0  # KL too large: η must grow
-            lo = torch.where(over, u, lo)
-            hi = torch.where(over, hi, u)
-            newton = u - f / torch.where(slope < 0, slope, torch.full_like(slope, -1e-300))
+            lo_np = np.where(over, u_np, lo_np)
+            hi_np = np.where(over, hi_np, u_np)
+            with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+                newton = u_np - f / np.where(slope < 0, slope, -1e-300)
             # a converged group's Newton step (< tol) may sit on its bracket's edge: keep it (bisecting
             # would throw it away from the root while other groups are still converging)
-            inside = ((newton > lo) & (newton < hi) | ((newton - u).abs() < tol)) & torch.isfinite(newton)
-            step = torch.where(inside, newton, 0.5 * (lo + hi)) - u
-            u = u + step
-            if bool((step.abs() < tol).logical_or(unreachable).all()):
+            inside = ((newton > lo_np) & (newton < hi_np) | (np.abs(newton - u_np) < tol)) & np.isfinite(newton)
+            step = np.where(inside, newton, 0.5 * (lo_np + hi_np)) - u_np
+            u_np = u_np + step
+            if ((np.abs(step) < tol) | done_np).all():
                 break
+        u, lo = torch.from_numpy(u_np), torch.from_numpy(lo_np)
         u = torch.where(unreachable, lo, u)
         return torch.where(flat, torch.zeros_like(u), u)
 

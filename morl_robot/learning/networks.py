@@ -187,6 +187,12 @@ class EnsembleLayerNorm(nn.Module):
         return torch.addcmul(self.bias, F.layer_norm(x, (self.dim,)), self.weight)
 
 
+#: states per action block from which the ReLU critic's inference goes block by block (below it a
+#: block is too small to gain, and MKL's kernel for a 1-wide output layer may change with the row
+#: count: e.g. 20 rows of an 8-wide last layer sum in another order than 120)
+_BLOCK_ROWS = 256
+
+
 class Critic(nn.Module):
     """K action-value functions: ``(obs [..., O], action features [..., A_in]) → Q [..., K]``.
 
@@ -223,6 +229,34 @@ class Critic(nn.Module):
             buf = self._scratch[slot] = torch.empty(shape, dtype=dtype)
         return buf
 
+    def _relu_inference(self, h_obs: Tensor, action: Tensor, obs_dim: int) -> Tensor:
+        """The ReLU torso's inference: ``h_obs [M, S, h]`` (the first layer's observation part with
+        its bias) and ``action [P, S, A_in]`` to Q ``[P*S, K]``, one action block of S rows at a
+        time, so a block's activations stay in the core's cache from layer to layer where the whole
+        ``[M, P·S, h]`` made a pass through memory per layer and per in-place op.  Per row the same
+        arithmetic as the autograd path (tests/learning/test_critic_inference.py)."""
+        p, s = action.shape[:2]
+        w = self.first.weight[:, obs_dim:]  # [M, A_in, h]: the action part
+        m, width = w.shape[0], w.shape[-1]
+        outputs = self.out.weight.shape[-1]
+        q = self._buffer(3, (p, m, s, outputs), h_obs.dtype)
+        for j in range(p):
+            a = action[j]
+            h = torch.bmm(a.expand(m, *a.shape), w, out=self._buffer(0, (m, s, width), w.dtype)).add_(h_obs).relu_()
+            for i, layer in enumerate(self.hidden):
+                h = torch.baddbmm(layer.bias, h, layer.weight,
+                                  out=self._buffer(1 + i % 2, (m, s, layer.weight.shape[-1]), h.dtype)).relu_()
+            torch.baddbmm(self.out.bias, h, self.out.weight, out=q[j])
+        # not a view of the scratch; laid out as the unblocked path's output (member-major for
+        # separate critics), so later reductions over it sum in the same order
+        if self.architecture == "separate":
+            result = torch.empty((m, p, s), dtype=q.dtype)
+            result.copy_(q.squeeze(-1).permute(1, 0, 2))
+            return result.view(m, p * s).t()
+        result = torch.empty((p, s, outputs), dtype=q.dtype)
+        result.copy_(q.squeeze(1))
+        return result.view(p * s, outputs)
+
     def forward(self, obs: Tensor, action: Tensor) -> Tensor:
         """Q-values ``[..., K]``.
 
@@ -240,6 +274,9 @@ class Critic(nn.Module):
         m = w.shape[0]
         h_obs = torch.matmul(obs.reshape(s, obs_dim), w[:, :obs_dim])  # [M, S, h]
         inference = not torch.is_grad_enabled()
+        if self.torso == "relu" and inference and s >= _BLOCK_ROWS:  # block by block, same arithmetic
+            q = self._relu_inference(h_obs + self.first.bias, action.reshape(p, s, -1), obs_dim)
+            return q.reshape(*extra, *state_shape, self.num_objectives)
         if inference:  # into reused storage (same arithmetic as the broadcast matmul)
             a = action.reshape(p * s, -1)
             h_act = torch.bmm(a.expand(m, *a.shape), w[:, obs_dim:], out=self._buffer(0, (m, p * s, w.shape[-1]), w.dtype))
