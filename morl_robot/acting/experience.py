@@ -34,6 +34,7 @@ once what it sent reaches what the learner accepts.
 """
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -134,11 +135,12 @@ class ExperienceChunk:
     released_objectives: tuple[str, ...] = ()
 
 
-def split_experience(table: np.ndarray, columns: Sequence[str]) -> ExperienceChunk:
-    """Decode an experience table (see :func:`experience_columns`)."""
-    cols = list(columns)
-    if tuple(cols[:4]) != EXPERIENCE_COLUMNS:
-        raise WireError(f"experience must start with columns {EXPERIENCE_COLUMNS}, got {tuple(cols[:4])}")
+@functools.lru_cache(maxsize=32)
+def _layout(cols: tuple[str, ...]) -> tuple[Any, ...]:
+    """Where :func:`split_experience` finds each field in a table of these columns (checked once
+    per column layout: a run sends the same columns with every chunk)."""
+    if cols[:4] != EXPERIENCE_COLUMNS:
+        raise WireError(f"experience must start with columns {EXPERIENCE_COLUMNS}, got {cols[:4]}")
 
     def block(prefix: str) -> list[int]:
         return [i for i, c in enumerate(cols) if c.startswith(prefix)]
@@ -150,31 +152,39 @@ def split_experience(table: np.ndarray, columns: Sequence[str]) -> ExperienceChu
     o, a, r, n = block("obs/"), block("action/"), block("reward/"), block("next_obs/")
     if len(o) != len(n) or not o or not r:
         raise WireError(f"experience chunk has {len(o)} obs, {len(n)} next_obs and {len(r)} reward columns")
+    lab = block(LABEL_PREFIX)
+    if (ENV_TERMINATED in cols or lab) and (ENV_TERMINATED not in cols or not lab):
+        raise WireError(f"experience chunk has {len(lab)} label columns and "
+                        f"{'an' if ENV_TERMINATED in cols else 'no'} '{ENV_TERMINATED}' column: a "
+                        "reward-machine task sends both")
+    machine = cols.index(ENV_TERMINATED) if lab else None
+    rel = block(RELEASED_PREFIX)
+    objectives = tuple(cols[i][len("reward/"):] for i in r)
+    released_names = tuple(cols[i][len(RELEASED_PREFIX):] for i in rel)
+    if any(name not in objectives for name in released_names):
+        raise WireError(f"experience chunk has released columns for {released_names}, not all objectives of {objectives}")
+    context = cols.index(CONTEXT) if CONTEXT in cols else None
+    return lp, te, tr, o, a, r, n, lab, machine, rel, objectives, released_names, context
+
+
+def split_experience(table: np.ndarray, columns: Sequence[str]) -> ExperienceChunk:
+    """Decode an experience table (see :func:`experience_columns`)."""
+    lp, te, tr, o, a, r, n, lab, machine, rel, objectives, released_names, context = _layout(tuple(columns))
     if not table.size:
         raise WireError("empty experience chunk")
     actors = np.unique(table[:, 0])
     if actors.size != 1:
         raise WireError(f"one chunk must come from one actor, got actors {actors.tolist()}")
     env_terminated = label = None
-    lab = block(LABEL_PREFIX)
-    if ENV_TERMINATED in cols or lab:
-        if ENV_TERMINATED not in cols or not lab:
-            raise WireError(f"experience chunk has {len(lab)} label columns and "
-                            f"{'an' if ENV_TERMINATED in cols else 'no'} '{ENV_TERMINATED}' column: a "
-                            "reward-machine task sends both")
-        env_terminated = table[:, cols.index(ENV_TERMINATED)] > 0.5
+    if machine is not None:
+        env_terminated = table[:, machine] > 0.5
         label = ((table[:, lab] > 0.5).astype(np.int64) << np.arange(len(lab), dtype=np.int64)).sum(axis=1)
-    rel = block(RELEASED_PREFIX)
-    objectives = tuple(cols[i][len("reward/"):] for i in r)
-    released_names = tuple(cols[i][len(RELEASED_PREFIX):] for i in rel)
-    if any(name not in objectives for name in released_names):
-        raise WireError(f"experience chunk has released columns for {released_names}, not all objectives of {objectives}")
     return ExperienceChunk(
         actor=int(actors[0]), policy_version=table[:, 1], episode=table[:, 2], step=table[:, 3],
         obs=table[:, o], action=table[:, a], log_prob=table[:, lp], reward=table[:, r], next_obs=table[:, n],
         terminated=table[:, te] > 0.5, truncated=table[:, tr] > 0.5,
         objectives=objectives, env_terminated=env_terminated, label=label,
-        context=table[:, cols.index(CONTEXT)] if CONTEXT in cols else None,
+        context=table[:, context] if context is not None else None,
         released=table[:, rel] > 0.5 if rel else None, released_objectives=released_names,
     )
 
