@@ -31,14 +31,16 @@ from morl_robot.errors import UsageError
 ENV_ID = "mo-hopper-v5"
 OBJECTIVES = ("velocity", "height", "energy")  # MO-Gymnasium's reward vector, each + 1 alive
 METHODS = ("mo-mpo", "sac")
-#: the paper's numbers (Hopper Heavy, SAC's own reward, MORL's best vs SAC, ~10^6 steps, 5 seeds)
-PAPER = {"context": "heavy", "morl": 2109.0, "sac": 474.0}
+#: the paper's numbers (Hopper Heavy, SAC's own reward, MORL's best vs SAC; its Table 3: 3·10^6 environment
+#: steps for MO-Hopper, trained with domain randomisation and a 2-step state-action history, 5 seeds)
+PAPER = {"context": "heavy", "morl": 2109.0, "sac": 474.0, "steps": 3_000_000, "seeds": 5,
+         "training": "domain randomisation over masses, damping and friction; 2-step state-action history"}
 #: hypervolume reference per objective (experiment conditioned's for the MuJoCo tasks)
 REF = -100.0
-#: wall seconds per training step on the shared 2-core machine: mo-mpo the peer comparison's measured
-#: 1455 s / 30 000 steps on mo-hopper-v5 (conditioned_spi64, load 4-16; peer_comparison.SECONDS_PER_STEP),
-#: sac a 1 200-step SB3 probe under nice 15 at load 17 (3.5 steps/s, so an upper bound)
-SECONDS_PER_STEP = {"mo-mpo": 1455.0 / 30_000, "sac": 0.29}
+#: wall seconds per training step on the shared 2-core machine under nice 15 at load 13-19, measured by the
+#: committed 6 000-step runs (results/generalization/hopper_dynamics: mo-mpo ≈ 600 s of training per run with
+#: its 2 000 warm-up steps, ≈ 0.3 s per update after them; sac ≈ 580 s, SB3's one update per step)
+SECONDS_PER_STEP = {"mo-mpo": 0.10, "sac": 0.10}
 #: wall seconds per evaluation step (policy + MuJoCo, same machine)
 SECONDS_PER_EVAL_STEP = 0.004
 
@@ -370,7 +372,8 @@ def format_table(results: dict[str, Any]) -> str:
             f"{mo['hypervolume']['iqm']:.3g}" if mo else "—", f"{sac['hypervolume']['iqm']:.3g}" if sac else "—",
             f"{row['do_nothing']['hypervolume']:.3g}", f"{row['random']['hypervolume']:.3g} |"]))
     p = results["paper"]
-    lines += ["", (f"The paper (Hopper {p['context'].capitalize()}, ~10^6 steps, 5 seeds): MORL {p['morl']:.0f} vs "
+    lines += ["", (f"The paper (Hopper {p['context'].capitalize()}, 3·10^6 steps with domain randomisation, 5 seeds): "
+              f"MORL {p['morl']:.0f} vs "
               f"SAC {p['sac']:.0f}. HV at {results['ref']}.")]
     return "\n".join(lines)
 
@@ -400,8 +403,11 @@ def _plot(results: dict[str, Any], path: Path) -> None:
                 continue
             y = np.array([v["iqm"] for v in vals])
             err = np.array([[v["iqm"] - v["ci_low"] for v in vals], [v["ci_high"] - v["iqm"] for v in vals]])
-            ax.bar(x + (i - (len(todo) - 1) / 2) * width, y, width, yerr=err, capsize=3, label=label,
-                   color=colour[label])
+            at = x + (i - (len(todo) - 1) / 2) * width
+            ax.bar(at, y, width, yerr=err, capsize=3, label=label, color=colour[label])
+            for xi, c in zip(at, ctxs):  # the seeds themselves: with 3 the bootstrap CI says little
+                per_seed = results["contexts"][c][m].get(f"{key}_per_seed", [])
+                ax.scatter([xi] * len(per_seed), per_seed, s=8, color="k", alpha=0.6, zorder=4)
         key = "scalar_return" if metric == "scalar" else "hypervolume"
         ax.scatter(x, [results["contexts"][c]["do_nothing"][key] for c in ctxs], marker="_", s=400, color="k",
                    zorder=3, label="do-nothing")
