@@ -106,7 +106,8 @@ def per_step_reason(cfg: SessionConfig, session_index: int = 0, record: bool = F
     actor) rather than with vector actors; "" when nothing needs it.  A hardware backend always
     does; otherwise what only the per-step graph has: ``/clock`` (use_sim_time), the robot node's
     topics for a recording or a live view, videos, a real-time loop, a robot other than the
-    task's (demonstrations do not: vector actors act them too)."""
+    task's (demonstrations do not: vector actors act them too; ``session_index`` no longer
+    decides anything and is kept for the callers)."""
     if cfg.backend != "sim":
         return f"backend {cfg.backend}"
     if cfg.use_sim_time:
