@@ -56,6 +56,10 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="--backend hardware without a robot: start the MuJoCo driver emulator, with faults "
                         "'latency=0.02,jitter=0.01,drop=0.05,reorder=0.1' (s, probabilities) or 'none' "
                         "(default: no emulator)")
+    p.add_argument("--realtime-priority", type=int, default=0, metavar="N",
+                   help="run the robot node, safety monitor, policy server and driver emulator SCHED_FIFO at "
+                        "priority N (1-99; needs CAP_SYS_NICE or an rtprio limit, else each says so and runs "
+                        "normally), so a busy host cannot starve the real-time loops (default 0: normal priority)")
     p.add_argument("--use-sim-time", action="store_true",
                    help="every node follows /clock from the simulated robot (ROS use_sim_time; the launch argument use_sim_time:=true)")
     p.add_argument("--stall-timeout", type=float, default=120.0, metavar="S",
@@ -187,6 +191,8 @@ def run(args: argparse.Namespace) -> int:
         preference = contract.preferences.centre
     if args.episodes < 0:
         raise UsageError(f"--episodes must be >= 0, got {args.episodes}")
+    if not 0 <= args.realtime_priority <= 99:
+        raise UsageError(f"--realtime-priority must be 0 (off) or a SCHED_FIFO priority 1-99, got {args.realtime_priority}")
     if not args.stall_timeout > 0:
         raise UsageError(f"--stall-timeout must be > 0 seconds, got {args.stall_timeout}")
     timing = args.timing or ("lockstep" if args.episodes and args.backend == "sim" else "realtime")
@@ -215,6 +221,11 @@ def run(args: argparse.Namespace) -> int:
             raise UsageError("--emulate stands in for the robot's driver: use it with --backend hardware")
         emulator = node_parameters(cfg.driver_emulator, {"robot": contract.robot})  # the session YAML's section
         specs.insert(0, NodeSpec("driver_emulator", "driver_emulator", "/", {**emulator, **_faults(args.emulate)}))
+    if args.realtime_priority:
+        from morl_robot.nodes.base import RT_PRIORITY_ENV
+
+        for spec in specs:  # the loops a real robot's cycle runs through (not the observers)
+            spec.env[RT_PRIORITY_ENV] = str(args.realtime_priority)
     specs = observer_specs(ns, out, args.record, args.foxglove) + specs  # first up, last down
     runner = SessionRunner(specs, out / "logs", args.domain_id)
     print(f"deploying {policy_path.name} (task {contract.task}, robot {contract.robot}, version "
@@ -326,7 +337,7 @@ def run(args: argparse.Namespace) -> int:
                                            contract, seeds, preference, context_by_reference(context) if context else None)
     report = {
         "policy": str(policy_path), "task": contract.task, "timing": timing, "episodes": args.episodes,
-        "backend": args.backend, "context": context or None,
+        "backend": args.backend, "context": context or None, "realtime_priority": args.realtime_priority,
         "seeds": seeds, "objectives": list(contract.objective_names),
         "preference": None if preference is None else [float(x) for x in preference],
         "graph_returns": graph.tolist(), "in_process_returns": reference.tolist(), "in_process_source": source,

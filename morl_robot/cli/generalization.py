@@ -49,6 +49,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--emulate", default="none", metavar="FAULTS",
                    help="--backend hardware: the emulator's link faults on top of the context's, as deploy's "
                         "--emulate (default: none)")
+    p.add_argument("--realtime-priority", type=int, default=0, metavar="N",
+                   help="--backend hardware: deploy's --realtime-priority for each cell's graph (default 0: normal)")
     p.add_argument("--out", type=Path, required=True, help="output directory (required)")
     p.set_defaults(func=run)
 
@@ -251,7 +253,7 @@ def _hardware_cell(args: argparse.Namespace, policy: str, pref: tuple[float, ...
     where = args.context_file or ctx.task
     cmd = [sys.executable, "-m", "morl_robot.cli", "deploy", policy, "--backend", "hardware", "--emulate", args.emulate,
            "--set", f"session.driver_emulator.context={where}:{ctx.name}", "--episodes", str(args.episodes),
-           "--seed", str(seed), "--out", str(out)]
+           "--seed", str(seed), "--out", str(out), "--realtime-priority", str(args.realtime_priority)]
     if pref is not None:
         cmd += ["--preference", *(f"{v:g}" for v in pref)]
     out.mkdir(parents=True, exist_ok=True)

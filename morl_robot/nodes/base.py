@@ -5,6 +5,7 @@ Lifecycle, autostart and failed starts (exit status 2): docs/explanation/nodes.m
 """
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import functools
 import json
@@ -545,6 +546,31 @@ def stop_with_parent() -> None:
         os.kill(os.getpid(), signal.SIGINT)
 
 
+#: Environment variable: SCHED_FIFO priority (1-99) for a node process; unset or 0 = normal.
+RT_PRIORITY_ENV = "MORL_ROBOT_RT_PRIORITY"
+
+
+def apply_realtime_priority() -> str:
+    """``$MORL_ROBOT_RT_PRIORITY=N``: run this process ``SCHED_FIFO`` at priority N, as a
+    ros2_control real-time loop runs, so a busy host cannot starve the robot's control, safety and
+    policy loops.  Called before ``rclpy.init`` starts the DDS threads, so every thread inherits
+    it.  Returns what happened (for the node's log); refused (no ``CAP_SYS_NICE``, no ``rtprio``
+    limit), the node runs at normal priority and says how to allow it."""
+    text = os.environ.get(RT_PRIORITY_ENV, "").strip()
+    if not text or text == "0":
+        return ""
+    if not text.isdigit() or not 1 <= int(text) <= 99:
+        raise ConfigError(f"${RT_PRIORITY_ENV}: expected a SCHED_FIFO priority 1-99 (or 0: off), got {text!r}")
+    try:  # the threads there already (numpy's BLAS pool), by thread id; the ones to come inherit it
+        for tid in sorted(int(t) for t in os.listdir("/proc/self/task")):
+            with contextlib.suppress(ProcessLookupError):  # a thread that ended meanwhile
+                os.sched_setscheduler(tid, os.SCHED_FIFO, os.sched_param(int(text)))
+    except PermissionError:
+        return (f"warning: real-time priority {text} refused (SCHED_FIFO needs CAP_SYS_NICE or an 'rtprio' "
+                "limit in /etc/security/limits.conf for this user): running at normal priority")
+    return f"real-time scheduling: SCHED_FIFO priority {text}"
+
+
 def node_help(make: Callable[[], Node], program: str) -> str:
     """``<node> --help``: how to run it, the node module's docstring and its parameters with their
     defaults (the settings dataclass in the module; meanings: docs/reference/topics.md)."""
@@ -579,6 +605,13 @@ def run_node(make: Callable[[], Node], args: list[str] | None = None) -> int:
         return 0
     # We handle SIGINT/SIGTERM ourselves (rclpy's handler would shut the context down first, and
     # then close() could no longer publish the robot's hold command or log).
+    try:
+        said = apply_realtime_priority()
+    except ConfigError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    if said:
+        print(said, file=sys.stderr, flush=True)
     rclpy.init(args=args if args is not None else sys.argv, signal_handler_options=SignalHandlerOptions.NO)
     node: Node | None = None
     stop = {"flag": False}

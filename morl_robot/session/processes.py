@@ -98,6 +98,7 @@ class NodeSpec:
     namespace: str = "/"
     parameters: dict[str, Any] = field(default_factory=dict)
     remappings: dict[str, str] = field(default_factory=dict)
+    env: dict[str, str] = field(default_factory=dict)  # on top of the session's environment
 
     def argv(self) -> list[str]:
         if self.executable not in EXECUTABLES:
@@ -123,7 +124,7 @@ class NodeProcess:
     def start(self) -> NodeProcess:
         log = open(self.log_path, "ab")  # noqa: SIM115 - handed to the child process
         try:
-            self.proc = subprocess.Popen(self.spec.argv(), env=self.env, stdout=log, stderr=subprocess.STDOUT,
+            self.proc = subprocess.Popen(self.spec.argv(), env={**self.env, **self.spec.env}, stdout=log, stderr=subprocess.STDOUT,
                                          stdin=subprocess.DEVNULL, start_new_session=True)
         finally:
             log.close()
