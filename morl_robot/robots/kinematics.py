@@ -281,26 +281,32 @@ class CartesianController:
         bias, deadband, adm = self._bias, self.admittance.config.force_deadband, self.admittance
         free_step = None if self._free_qdot is None else self._free_qdot[idx] * dt
         peak = self.period_peak
-        mj_step, clip = mujoco.mj_step, _CLIP
+        # every tick's arrays written in place (the same arithmetic, no allocations); a contiguous
+        # joint range is a view of qpos, which mj_step updates in place
+        rotated, force, low, high = np.empty(3), np.empty(3), np.empty(len(moved)), np.empty(len(moved))
+        q_view = qpos[q_index] if isinstance(q_index, slice) else None
+        mj_step, clip, matmul, subtract, add = mujoco.mj_step, _CLIP, np.matmul, np.subtract, np.add
         for _ in range(substeps):
-            force = bias - rotation @ reading
+            matmul(rotation, reading, out=rotated)
+            subtract(bias, rotated, out=force)
             fx, fy, fz = force.tolist()
             f_norm = math.sqrt(fx * fx + fy * fy + fz * fz)
             peak = max(peak, f_norm)
             if free_step is not None and f_norm <= deadband:
-                new = moved + free_step
+                add(moved, free_step, out=moved)
             else:
                 v = adm.step(self._v_ref, force, dt)
                 qdot = self._qdot_ref + self._pinv_lin @ (v - self._v_ref)  # (J,)
                 ratio = float((np.abs(qdot) / self.velocity_limit).max())
                 if ratio > 1.0:
                     qdot = qdot / ratio
-                new = moved + qdot[idx] * dt
-            q = qpos[q_index]
-            clip(new, q - lead, q + lead, out=new)  # integrate_position_targets (max, then min), in place
-            clip(new, lower, upper, out=new)
-            moved = new
-            ctrl[ctrl_index] = new
+                add(moved, qdot[idx] * dt, out=moved)
+            q = q_view if q_view is not None else qpos[q_index]
+            subtract(q, lead, out=low)
+            add(q, lead, out=high)
+            clip(moved, low, high, out=moved)  # integrate_position_targets (max, then min), in place
+            clip(moved, lower, upper, out=moved)
+            ctrl[ctrl_index] = moved
             mj_step(model, data)
         self.period_peak = peak
         out[mask] = moved
