@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import functools
 import io
 import os
 import re
@@ -172,7 +173,9 @@ def all_commands() -> list[DocCommand]:
     return [c for page in doc_pages() for c in collect(page)]
 
 
+@functools.lru_cache(maxsize=1)
 def _parser() -> argparse.ArgumentParser:
+    """The CLI's parser (built once per process: parsing does not change it)."""
     from morl_robot.cli import build_parser
 
     return build_parser()
@@ -297,7 +300,6 @@ def test_commands_run_by_a_test_are_that_tests_commands() -> None:
     assert not problems, "\n".join(problems)
 
 
-_PAGES = sorted({c.page for c in COMMANDS if c.parse_only is None})
 #: effective command (parsed, outputs left out) -> (work folder, argv as written) of its run: a command
 #: another page already ran with the same effect is not run again; what it wrote is linked instead.
 _DONE: dict[str, tuple[Path, list[str]]] = {}
@@ -314,12 +316,15 @@ def _final_parser(parser: argparse.ArgumentParser, argv: list[str]) -> argparse.
 
 
 def effect_key(parser: argparse.ArgumentParser, argv: list[str]) -> str:
-    """What a command does, independent of option order and of where it writes."""
+    """What a command does, independent of option order and of where it writes (an output option
+    other than ``--out``, e.g. ``--video``, counts by its presence: it makes the command do more)."""
     final = _final_parser(parser, argv)
     outputs = {a.dest for a in final._actions if set(a.option_strings) & OUTPUT_OPTIONS}
+    out_dests = {a.dest for a in final._actions if "--out" in a.option_strings}
     with contextlib.redirect_stderr(io.StringIO()):
         ns = parser.parse_args(argv)
-    return repr(sorted((k, repr(v)) for k, v in vars(ns).items() if k not in outputs and not callable(v)))
+    return repr(sorted((k, repr(v) if k not in outputs else repr(v is not None and v is not False))
+                       for k, v in vars(ns).items() if k not in out_dests and not callable(v)))
 
 
 def _out_value(argv: list[str]) -> str | None:
@@ -352,74 +357,174 @@ def _run_in_process(argv: list[str]) -> tuple[int, str, str]:
     return rc, out.getvalue(), err.getvalue()
 
 
-#: The pages' runs are split over SHARDS test files (this one and test_doc_commands_shard*.py) so that
-#: pytest-xdist's --dist loadfile puts them on different workers; a page's weight is its runnable
-#: commands, the graph-starting ones counted heavier.
-SHARDS = 3
-_HEAVY = {"train": 4, "demo": 6, "safety-test": 4, "deploy": 3, "bench": 2, "experiment": 3}
+def _outputs(cmd: DocCommand) -> list[str]:
+    """The values of ``cmd``'s output options (paths it writes, as written)."""
+    out = []
+    for i, token in enumerate(cmd.argv):
+        if token in OUTPUT_OPTIONS and i + 1 < len(cmd.argv):
+            out.append(cmd.argv[i + 1])
+        elif token.startswith("--") and token.split("=", 1)[0] in OUTPUT_OPTIONS and "=" in token:
+            out.append(token.split("=", 1)[1])
+    return out
 
 
-def _weight(page: str) -> int:
-    return sum(_HEAVY.get(c.argv[0] if c.argv else "", 1) for c in COMMANDS if c.page == page and c.parse_only is None)
+def _inputs(cmd: DocCommand) -> list[str]:
+    """The path-like arguments of ``cmd`` that are not its outputs (what it may read)."""
+    outs = _outputs(cmd)
+    return [t for t in cmd.argv if _is_pathlike(t) and t not in outs]
+
+
+def _touches(a: str, b: str) -> bool:
+    a, b = a.strip("/").removeprefix("./"), b.strip("/").removeprefix("./")
+    return a == b or a.startswith(b + "/") or b.startswith(a + "/")
+
+
+def page_parts(page: str) -> list[list[DocCommand]]:
+    """The runnable commands of ``page`` in page order, split into independent parts: a command is in
+    the part of every earlier command whose output it reads or writes again (``runs/peg/policy.onnx``
+    after ``--out runs/peg``), or that has its text; a relative path neither in the repository nor
+    written by an earlier command ties it to every earlier command (what wrote it is not known)."""
+    cmds = [c for c in COMMANDS if c.page == page and c.parse_only is None]
+    parent = list(range(len(cmds)))
+
+    def root(i: int) -> int:
+        while parent[i] != i:
+            i = parent[i]
+        return i
+
+    for j, cmd in enumerate(cmds):
+        paths = _inputs(cmd) + _outputs(cmd)
+        for i in range(j):
+            if cmds[i].text == cmd.text or any(_touches(p, o) for p in paths for o in _outputs(cmds[i])):
+                parent[root(j)] = root(i)
+        unknown = [p for p in _inputs(cmd) if not os.path.isabs(p) and not (ROOT / p).exists()
+                   and not any(_touches(p, o) for i in range(j) for o in _outputs(cmds[i]))]
+        if unknown:
+            for i in range(j):
+                parent[root(j)] = root(i)
+    parts: dict[int, list[DocCommand]] = {}
+    for i, cmd in enumerate(cmds):
+        parts.setdefault(root(i), []).append(cmd)
+    return list(parts.values())
+
+
+#: part id (``PAGE``, or ``PAGE#K`` for the K-th part of a page of several) -> its commands
+PARTS: dict[str, list[DocCommand]] = {}
+for _page in sorted({c.page for c in COMMANDS if c.parse_only is None}):
+    _parts = page_parts(_page)
+    for _k, _cmds in enumerate(_parts):
+        PARTS[_page if len(_parts) == 1 else f"{_page}#{_k}"] = _cmds
+
+#: The parts' runs are split over SHARDS test files (this one and test_doc_commands_shard*.py) so that
+#: pytest-xdist's --dist loadfile puts them on different workers.  A part's weight is a rough cost of
+#: its commands in seconds on the 2-core CI machine (graph start-ups dominate; scheduling only, no test
+#: depends on it): :data:`_COST` per subcommand, else 3 s in process and 25 s as a process.
+SHARDS = 4
+_COST: dict[str, int] = {"train": 90, "demo": 120, "safety-test": 60, "deploy": 30, "bench preference-live": 40,
+                         "experiment dst-exact": 15, "prism run": 40, "generalization": 10, "rollout": 10}
+
+
+def _key(parser: argparse.ArgumentParser, cmd: DocCommand) -> str:
+    """:func:`effect_key` of ``cmd`` on its tiny budget (its text if it has none or does not parse)."""
+    sub = command_path(parser, cmd.argv)
+    try:
+        return effect_key(parser, cmd.argv + budget_for(sub, cmd.argv)) if sub in BUDGETS else cmd.text
+    except SystemExit:  # does not parse: test_doc_commands_parse names it
+        return cmd.text
+
+
+def _weight(parts: list[str]) -> int:
+    """The cost of running ``parts`` in one shard: a command with the same effect counted once."""
+    parser = _parser()
+    costs: dict[str, int] = {}
+    for part in parts:
+        for c in PARTS[part]:
+            sub = command_path(parser, c.argv)
+            costs[_key(parser, c)] = _COST.get(sub, _COST.get(sub.split(" ")[0], 3 if sub in IN_PROCESS else 25))
+    return sum(costs.values())
 
 
 def _page_groups() -> list[list[str]]:
-    """The pages, grouped so that pages running a command with the same effect share a group (and
-    so a shard: the second page links what the first wrote instead of running it again)."""
+    """The parts, grouped so that parts running a command with the same effect share a group (and
+    so a shard: the second part links what the first wrote instead of running it again)."""
     parser = _parser()
-    owner: dict[str, str] = {}  # effect key -> the first page that runs it
-    parent = {p: p for p in _PAGES}
+    owner: dict[str, str] = {}  # effect key -> the first part that runs it
+    parent = {p: p for p in PARTS}
 
     def root(p: str) -> str:
         while parent[p] != p:
             p = parent[p]
         return p
 
-    for c in COMMANDS:
-        if c.parse_only is not None:
-            continue
-        sub = command_path(parser, c.argv)
-        try:
-            key = effect_key(parser, c.argv + budget_for(sub, c.argv)) if sub in BUDGETS else c.text
-        except SystemExit:  # does not parse: test_doc_commands_parse names it
-            key = c.text
-        first = owner.setdefault(key, c.page)
-        parent[root(c.page)] = root(first)
+    for part, cmds in PARTS.items():
+        for c in cmds:
+            first = owner.setdefault(_key(parser, c), part)
+            parent[root(part)] = root(first)
     groups: dict[str, list[str]] = {}
-    for p in _PAGES:
+    for p in PARTS:
         groups.setdefault(root(p), []).append(p)
     return list(groups.values())
 
 
 def shard(index: int) -> list[str]:
-    """The pages shard ``index`` runs: groups of pages (:func:`_page_groups`) greedy by weight onto
+    """The parts shard ``index`` runs: groups of parts (:func:`_page_groups`) greedy by weight onto
     the lightest shard (deterministic)."""
+    return _shards()[index]
+
+
+@functools.lru_cache(maxsize=1)
+def _shards() -> list[list[str]]:
     loads = [0] * SHARDS
-    pages: list[list[str]] = [[] for _ in range(SHARDS)]
-    weight = {tuple(g): sum(_weight(p) for p in g) for g in _page_groups()}
+    parts: list[list[str]] = [[] for _ in range(SHARDS)]
+    weight = {tuple(g): _weight(g) for g in _page_groups()}
     for group in sorted(weight, key=lambda g: (-weight[g], g)):
         i = loads.index(min(loads))
         loads[i] += weight[group]
-        pages[i].extend(group)
-    return sorted(pages[index])
+        parts[i].extend(group)
+    return [sorted(p) for p in parts]
 
 
 def test_every_page_is_in_one_shard() -> None:
     shards = [shard(i) for i in range(SHARDS)]
-    assert sorted(p for s in shards for p in s) == _PAGES
+    assert sorted(p for s in shards for p in s) == sorted(PARTS)
+    runnable = [c for c in COMMANDS if c.parse_only is None]
+    assert sorted((c.page, c.line) for cmds in PARTS.values() for c in cmds) == sorted((c.page, c.line) for c in runnable)
     files = sorted(Path(__file__).parent.glob("test_doc_commands_shard*.py"))
     assert len(files) == SHARDS - 1, files
 
 
+def test_a_page_splits_where_no_command_reads_what_another_wrote(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A command reading an earlier one's output (or writing into it) runs after it in one part;
+    unrelated commands are parts of their own; an unknown relative path keeps the page together."""
+    page = tmp_path / "page.md"
+    page.write_text(textwrap.dedent("""\
+        ```bash
+        morl-robot train --task sawyer_peg_in_hole --out runs/peg
+        morl-robot safety-test --robot sawyer --out runs/safety
+        morl-robot deploy runs/peg/policy.onnx --episodes 2
+        morl-robot train --task sawyer_peg_in_hole --steps 600 --out runs/peg
+        morl-robot evaluate results/demo/seed0/policy.onnx
+        morl-robot evaluate runs/nowhere/policy.onnx
+        ```
+        """), encoding="utf-8")
+    monkeypatch.setattr(sys.modules[__name__], "COMMANDS", collect(page))
+    parts = [[c.line for c in part] for part in page_parts(collect(page)[0].page)]
+    assert parts == [[2, 3, 4, 5, 6, 7]]  # the unknown path (line 7) ties the page together
+    monkeypatch.setattr(sys.modules[__name__], "COMMANDS", collect(page)[:-1])
+    parts = [[c.line for c in part] for part in page_parts(collect(page)[0].page)]
+    assert parts == [[2, 4, 5], [3], [6]]
+
+
 @pytest.mark.parametrize("page", shard(0))
 def test_doc_commands_run(page: str, tmp_path: Path, domain_id: int, monkeypatch: pytest.MonkeyPatch) -> None:
-    """Each runnable command of ``page``, in page order, on a tiny budget; fails naming the first
-    command that did not end with an expected exit code."""
+    """Each runnable command of a part of a page (``page``), in page order, on a tiny budget; fails
+    naming the first command that did not end with an expected exit code."""
     run_page(page, tmp_path, domain_id, monkeypatch)
 
 
-def run_page(page: str, tmp_path: Path, domain_id: int, monkeypatch: pytest.MonkeyPatch) -> None:
-    """The body of every shard's test (commands another page of the same shard ran are linked)."""
+def run_page(part: str, tmp_path: Path, domain_id: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The body of every shard's test: the commands of ``part`` (a :data:`PARTS` id) in page order
+    (commands another part of the same shard ran are linked)."""
     from morl_robot.session.processes import ros_env
 
     parser = _parser()
@@ -430,7 +535,11 @@ def run_page(page: str, tmp_path: Path, domain_id: int, monkeypatch: pytest.Monk
     monkeypatch.chdir(work)  # in-process commands: relative outputs land in the work folder too
     seen: set[str] = set()
     timings = []
+    page = PARTS[part][0].page
+    lines = {c.line for c in PARTS[part]}
     for n, cmd in enumerate(c for c in COMMANDS if c.page == page and c.parse_only is None):
+        if cmd.line not in lines:
+            continue
         if cmd.text in seen:
             continue
         seen.add(cmd.text)
@@ -473,7 +582,7 @@ def run_page(page: str, tmp_path: Path, domain_id: int, monkeypatch: pytest.Monk
             pytest.fail(f"{cmd.where}: `{cmd.text}` exited {rc} (ran as `morl-robot {shlex.join(argv)}` "
                         f"in {work}):\n--- stderr ---\n{stderr[-4000:]}\n--- stdout ---\n{stdout[-2000:]}")
         _DONE[key] = (work, cmd.argv)
-    print(f"{page}: " + ", ".join(f"{t:.1f} s `{text[:60]}`" for t, text in timings))
+    print(f"{part}: " + ", ".join(f"{t:.1f} s `{text[:60]}`" for t, text in timings))
 
 
 def test_collector_reads_the_convention(tmp_path: Path) -> None:
