@@ -14,14 +14,18 @@ from tests.conftest import run_cli
 
 TASK = "sawyer_peg_in_hole"
 STEPS = 330  # two 160-step demonstration episodes and the start of a third
+#: the recipe clones its demonstrations (3 000 minibatches) when the run ends inside its demonstration
+#: phase, as these short graph runs do: what is recorded, and the replay seeded, come before the
+#: cloning, so a tiny one keeps its path without the minutes of CPU on a shared host
+TINY_CLONE = ["--set", "learner.training.demonstrations.pretrain_updates=10"]
 
 
 @pytest.fixture(scope="module")
 def recorded(tmp_path_factory: pytest.TempPathFactory) -> Path:
     pytest.importorskip("rclpy")
     out = tmp_path_factory.mktemp("from_recording") / "train"
-    proc = run_cli(["train", "--task", TASK, "--steps", str(STEPS), "--record", "--no-progress", "--out", str(out)],
-                   timeout=240, out=out)
+    proc = run_cli(["train", "--task", TASK, "--steps", str(STEPS), "--record", "--no-progress", *TINY_CLONE,
+                    "--out", str(out)], timeout=240, out=out)
     assert proc.returncode == 0, proc.stderr[-3000:]
     return out
 
@@ -147,7 +151,7 @@ def test_online_session_seeded_with_the_recording(recorded: Path, frame, tmp_pat
     n = len(frame.read([recorded]))
     out = tmp_path / "online"
     proc = run_cli(["train", "--task", TASK, "--from-recording", str(recorded / "session.mcap"), "--online",
-                    "--steps", "64", "--no-progress", "--out", str(out)], timeout=240, out=out)
+                    "--steps", "64", "--no-progress", *TINY_CLONE, "--out", str(out)], timeout=240, out=out)
     assert proc.returncode == 0, proc.stderr[-3000:]
     log = (out / "logs" / "learner_node.log").read_text()
     assert f"replay seeded with {n} recorded transitions" in log, log[-2000:]
