@@ -420,8 +420,10 @@ for _page in sorted({c.page for c in COMMANDS if c.parse_only is None}):
 #: its commands in seconds on the 2-core CI machine (graph start-ups dominate; scheduling only, no test
 #: depends on it): :data:`_COST` per subcommand, else 3 s in process and 25 s as a process.
 SHARDS = 4
-_COST: dict[str, int] = {"train": 90, "demo": 120, "safety-test": 60, "deploy": 30, "bench preference-live": 40,
-                         "experiment dst-exact": 15, "prism run": 40, "generalization": 10, "rollout": 10}
+#: (From a full run's per-page times, 2026-11-27: prism run and bench preference-live are heavy.)
+_COST: dict[str, int] = {"train": 75, "demo": 120, "safety-test": 60, "deploy": 30, "bench preference-live": 60,
+                         "bench scale-invariance": 45, "experiment dst-exact": 30, "prism run": 120,
+                         "generalization": 20, "rollout": 10}
 
 
 def _key(parser: argparse.ArgumentParser, cmd: DocCommand) -> str:
