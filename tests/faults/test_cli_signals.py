@@ -48,7 +48,8 @@ def test_ending_the_train_cli_ends_its_nodes(tmp_path, domain_id, sig):
            "--out", str(out), "--no-progress", "--namespace", marker, "--domain-id", str(domain_id)]
     cli = subprocess.Popen(cmd, env=ros_env(domain_id), stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
     try:
-        assert _wait(lambda: len(_processes_with(marker)) >= 4, 60), "the session's nodes did not start"
+        # the recipe trains on the vectorized actor (actors_kind auto): learner + vector actor
+        assert _wait(lambda: len(_processes_with(marker)) >= 2, 60), "the session's nodes did not start"
         assert _wait(lambda: (out / "metrics.csv").exists() or (out / "episodes.csv").exists(), 90), \
             "the session did not get going"
         cli.send_signal(sig)
