@@ -272,7 +272,7 @@ def _run_locked(args: argparse.Namespace, cfg: Any, out: Path) -> int:
     history = read_json(out / "sessions.json") if (out / "sessions.json").is_file() else []
     index = len(history)  # 0: a new run; k: the k-th resumption (the actors' seeds move on)
     if cfg.actors_kind == "auto":  # concrete before session.yaml records it
-        why = resolve_actors_kind(cfg, index, record=args.record, live_view=args.foxglove is not None)
+        why = resolve_actors_kind(cfg, record=args.record, live_view=args.foxglove is not None)
         print(f"actors: {cfg.actors_kind}" + (f", needed by {why}" if why else ", actors_kind auto on backend sim"),
               file=sys.stderr)
     with writing(out / "session.yaml"):

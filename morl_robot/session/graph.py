@@ -101,13 +101,12 @@ def demonstration_settings(cfg: SessionConfig, session_index: int) -> list[dict[
             for n in demonstration_shares(demos.episodes, cfg.actors)]
 
 
-def per_step_reason(cfg: SessionConfig, session_index: int = 0, record: bool = False, live_view: bool = False) -> str:
+def per_step_reason(cfg: SessionConfig, record: bool = False, live_view: bool = False) -> str:
     """Why a training session must act per step (robot_node + safety_monitor + policy_server per
     actor) rather than with vector actors; "" when nothing needs it.  A hardware backend always
     does; otherwise what only the per-step graph has: ``/clock`` (use_sim_time), the robot node's
     topics for a recording or a live view, videos, a real-time loop, a robot other than the
-    task's (demonstrations do not: vector actors act them too; ``session_index`` no longer
-    decides anything and is kept for the callers)."""
+    task's (demonstrations do not: vector actors act them too)."""
     if cfg.backend != "sim":
         return f"backend {cfg.backend}"
     if cfg.use_sim_time:
@@ -126,14 +125,13 @@ def per_step_reason(cfg: SessionConfig, session_index: int = 0, record: bool = F
     return ""
 
 
-def resolve_actors_kind(cfg: SessionConfig, session_index: int = 0, record: bool = False,
-                        live_view: bool = False) -> str:
+def resolve_actors_kind(cfg: SessionConfig, record: bool = False, live_view: bool = False) -> str:
     """Make ``actors_kind: auto`` concrete in ``cfg``: ``vectorized`` unless :func:`per_step_reason`
     names a reason, then ``per-step``; returns that reason ("" for vectorized or a kind the
     session chose itself)."""
     if cfg.actors_kind != "auto":
         return ""
-    why = per_step_reason(cfg, session_index, record, live_view)
+    why = per_step_reason(cfg, record, live_view)
     cfg.actors_kind = "per-step" if why else "vectorized"
     return why
 
@@ -142,7 +140,7 @@ def train_nodes(cfg: SessionConfig, out_dir: str | os.PathLike[str], session_ind
     """The training graph; ``session_index`` (0 for a new run, k for its k-th resumption) shifts
     the actors' seeds by ``k · SESSION_SEED_STRIDE``.  ``actors_kind: auto`` is resolved here
     (:func:`resolve_actors_kind`) unless the caller did."""
-    resolve_actors_kind(cfg, session_index)
+    resolve_actors_kind(cfg)
     ns, robot = _ns(cfg), robot_of(cfg)
     base = cfg.seed + SESSION_SEED_STRIDE * int(session_index)
     demonstrations = demonstration_settings(cfg, session_index)
