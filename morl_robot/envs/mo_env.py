@@ -23,6 +23,7 @@ from morl_robot.envs.sparse import ReleaseSchedule, release_probabilities
 from morl_robot.robots.base import Robot
 from morl_robot.robots.config import load_robot_config
 from morl_robot.robots.mujoco_robot import MujocoRobot
+from morl_robot.robots.spec import ControlMode
 from morl_robot.tasks.base import Task
 from morl_robot.tasks.registry import load_task
 
@@ -131,6 +132,7 @@ def set_contact_control(env: Any, control: str) -> None:
     if not isinstance(base, MORobotEnv):
         raise UsageError(f"contact control 'stiff' needs a MuJoCo task environment, got {type(env).__name__}")
     robot = base.robot
+    base.approach_at_arrival = False  # no approach limit in 'stiff' (SafetyShield(approach=False))
     if isinstance(robot, MujocoRobot):
         import mujoco
 
@@ -214,6 +216,9 @@ class MORobotEnv(gym.Env[np.ndarray, np.ndarray]):
         self.context: Any = None  # this episode's Context (None: the robot as built)
         self._link: Any = None  # the context's command delay (FaultyLink on the simulated clock)
         self._held: np.ndarray | None = None
+        # the robot's own approach-speed limit on a command that arrives late (issue 37; _arrival_limit)
+        self.approach_at_arrival = True
+        self._arrival: Any = None
         self._draw: int | None = None  # a domain-randomised episode's draw seed (its context: train#<seed>)
         if self.task.config.contexts:
             self.set_contexts(task_contexts(self.task))
@@ -309,6 +314,7 @@ class MORobotEnv(gym.Env[np.ndarray, np.ndarray]):
             if arrived:
                 self._held = arrived[-1]
             command = self._held if self._held is not None else self.robot.hold_command()
+            command = self._arrival_limit(command)
         state = self.robot.step(command)
         self._steps += 1
         outcome = self.task.evaluate(state, action)
@@ -317,6 +323,23 @@ class MORobotEnv(gym.Env[np.ndarray, np.ndarray]):
         truncated = not terminated and self._steps >= self.task.max_steps
         reason = outcome.termination or ("time_limit" if truncated else None)
         return self._observe(state), outcome.reward, terminated, truncated, self._info(state, reason, outcome.info)
+
+    def _arrival_limit(self, command: np.ndarray) -> np.ndarray:
+        """A command that arrived through the context's link, limited by the safety YAML's approach
+        rule at the robot's newest reading, as the robot node's inner layer limits what it receives
+        (:meth:`~morl_robot.safety.inner.InnerSafety.limit_approach`): the link sits between the
+        monitor and the robot, so the monitor's limit was decided on a reading up to 3 periods old and
+        a late command hit the fixture at 0.07-0.15 m/s (docs/explanation/contact_control.md)."""
+        if not self.approach_at_arrival or self.robot.control_mode != ControlMode.CARTESIAN_VELOCITY:
+            return command
+        if self._arrival is None:
+            from morl_robot.safety.inner import InnerSafety
+
+            robot_yaml = getattr(self.robot, "config", None)
+            rules = InnerSafety.load(getattr(robot_yaml, "safety", "") or self.robot.spec.name)
+            self._arrival = (rules, tuple(self.robot.spec.command_labels(ControlMode.CARTESIAN_VELOCITY)))
+        inner, labels = self._arrival
+        return inner.limit_approach(command, labels, self._state.position)
 
     def _info(self, state: Any, reason: str | None, extra: dict[str, Any]) -> dict[str, Any]:
         info: dict[str, Any] = {"stamp": state.stamp, "termination": reason, **extra}
