@@ -66,7 +66,8 @@ def test_pip_only_requirements_are_pinned_and_installed_by_setup():
              if ln.strip() and not ln.startswith("#")]
     names = {re.split("==", ln)[0] for ln in lines}
     assert names == {"torch", "onnx", "onnxruntime", "mujoco", "gymnasium", "tensorboard",
-                     "imageio", "imageio-ffmpeg", "mcap", "mcap-ros2-support", "foxglove-sdk"}
+                     "imageio", "imageio-ffmpeg", "mcap", "mcap-ros2-support", "foxglove-sdk",
+                     "numba", "llvmlite"}
     assert all(re.fullmatch(r"[\w.-]+==[\w.]+", ln) for ln in lines), lines
     assert "torch==2.13.0" in lines
     setup = (ROOT / "setup.py").read_text()

@@ -163,6 +163,8 @@ class CartesianController:
         self.period_peak = 0.0  # N: the largest contact force ‖f‖ of the ticks since begin_period
         self._period_index: tuple | None = None  # run_period: (actuators, qpos index, ctrl index), kept
         self._free_qdot: np.ndarray | None = None  # this period's q̇ while in free motion (begin_period)
+        self._compiled_views: tuple | None = None  # run_period: MjData views and index arrays, kept
+        self._no_free = np.zeros(int(self.actuator_mask.sum()))  # run_period's free_step when there is none
 
     def joint_velocities(self, data: mujoco.MjData, twist: np.ndarray) -> np.ndarray:
         """q̇ (J,) realising ``twist`` (limited to the Cartesian limits) at ``data``'s joint positions;
@@ -261,10 +263,47 @@ class CartesianController:
     def run_period(self, model: mujoco.MjModel, data: mujoco.MjData, target: np.ndarray, actuators: np.ndarray,
                    force_slice: slice, substeps: int) -> np.ndarray:
         """``substeps`` physics steps of one control period with a compliance tick before each
-        (simulation): per tick, the F/T reading MuJoCo computed for the step just taken
-        (:meth:`contact_force`), :meth:`tick`, the targets to ``actuators``' ``ctrl``, one ``mj_step``.
-        The same arithmetic as that loop, with what does not change within the period (sensor and
-        joint views, index arrays, the free-motion q̇·dt) taken once.  Returns the targets (A,)."""
+        (simulation), in compiled code (:mod:`morl_robot.robots.compiled_period`): per tick, the F/T
+        reading MuJoCo computed for the step just taken (:meth:`contact_force`), :meth:`tick`, the
+        targets to ``actuators``' ``ctrl``, one ``mj_step``.  :meth:`run_period_reference` is the same
+        period in Python.  Returns the targets (A,)."""
+        adm = self.admittance
+        assert adm is not None, "run_period() needs cartesian.compliance"
+        # numba and the compiled code: loaded on first use
+        from morl_robot.robots.compiled_period import compliant_period
+
+        cached = self._compiled_views
+        if cached is None or cached[0] is not actuators or cached[1] is not data:  # the robot passes the same ones
+            mask = self.actuator_mask
+            cached = self._compiled_views = (
+                actuators, data, model._address, data._address,
+                data.site_xmat[self.sensor_site], data.sensordata[force_slice], data.qpos, data.ctrl,
+                np.ascontiguousarray(self.qadr[self.actuator_joint], dtype=np.int64),
+                np.ascontiguousarray(actuators[mask], dtype=np.int64),
+                np.ascontiguousarray(self.actuator_joint, dtype=np.int64))
+        _, _, model_ptr, data_ptr, xmat, reading, qpos, ctrl, q_adr, ctrl_adr, joint_of = cached
+        mask = self.actuator_mask
+        dt = model.opt.timestep
+        out = target.copy()
+        ctrl[actuators] = out
+        moved = np.ascontiguousarray(out[mask])  # (A',) the targets the ticks move
+        free = self._free_qdot
+        free_step = self._no_free if free is None else free[self.actuator_joint] * dt
+        c = adm.config
+        self.period_peak = compliant_period(
+            model_ptr, data_ptr, substeps, dt, xmat, reading, qpos, q_adr, ctrl, ctrl_adr, moved, joint_of,
+            self._bias, self._v_ref, self._qdot_ref, self._pinv_lin, self.velocity_limit, free_step, free is not None,
+            adm.offset, float(c.stiffness), float(c.damping), float(c.force_limit), float(c.force_deadband),
+            adm.max_speed, float(self.config.max_tracking_error), self.target_lower, self.target_upper,
+            self.period_peak)
+        out[mask] = moved
+        return out
+
+    def run_period_reference(self, model: mujoco.MjModel, data: mujoco.MjData, target: np.ndarray,
+                             actuators: np.ndarray, force_slice: slice, substeps: int) -> np.ndarray:
+        """:meth:`run_period` in Python (the reference the compiled period is tested against): the
+        per-tick loop's arithmetic, with what does not change within the period (sensor and joint
+        views, index arrays, the free-motion q̇·dt) taken once.  Returns the targets (A,)."""
         assert self.admittance is not None, "run_period() needs cartesian.compliance"
         dt = model.opt.timestep
         rotation = data.site_xmat[self.sensor_site].reshape(3, 3)  # views: MuJoCo updates them in place
