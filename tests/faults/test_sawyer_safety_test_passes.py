@@ -43,9 +43,11 @@ def test_bad_press_settings_are_usage_errors(tmp_path, capsys, flags, says):
 
 
 @pytest.mark.ros
+@pytest.mark.extended(reason="the same judgement of the README's two-press run (--record added) is made in the "
+                             "default suite by tests/safety/test_replay.py::test_the_recorded_sawyer_safety_test_passes")
 def test_sawyer_safety_test_passes_with_compliance_and_the_approach_rule(tmp_path, domain_id):
     """The real CLI and graph, the deployed Sawyer configuration (one press, at the robot's full
-    0.2 m/s, to keep the test short; the README's two-press command runs in the docs test): every
+    0.2 m/s; the README's two-press command is judged the same way by tests/safety/test_replay.py): every
     rule trips, none is 'not reached', the run passes."""
     from morl_robot.session.processes import ros_env
 

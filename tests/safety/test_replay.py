@@ -10,6 +10,7 @@ from __future__ import annotations
 import copy
 import json
 import math
+import subprocess
 from pathlib import Path
 
 import numpy as np
@@ -37,9 +38,11 @@ def _json(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, dict]:
 
 
 @pytest.fixture(scope="module")
-def recorded(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict]:
-    """(session.mcap, report.json) of one recorded simulated Sawyer safety test: the command of
-    docs/howto/post_mortem.md, whose fences this module runs instead of the docs harness."""
+def recorded_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, subprocess.CompletedProcess]:
+    """(out folder, finished process) of one recorded simulated Sawyer safety test at the deployed
+    configuration's two presses: the command of docs/howto/post_mortem.md and, with ``--record``, of
+    README.md and docs/tutorials/safety_test.md, whose fences this module runs instead of the docs
+    harness (one Sawyer safety-test graph per suite run, ~45 s under load)."""
     pytest.importorskip("rclpy")
     for attempt in range(2):  # a probe aborted by a sensor-stream watchdog the loaded host tripped (exit 5): once more
         out = tmp_path_factory.mktemp("replay") / "safety_sawyer"
@@ -47,10 +50,59 @@ def recorded(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict]:
                        timeout=240, out=out)
         if proc.returncode != 5:
             break
-    assert proc.returncode in (0, 3, 4), proc.stderr[-3000:]
+    return out, proc
+
+
+@pytest.fixture(scope="module")
+def recorded(recorded_run: tuple[Path, subprocess.CompletedProcess]) -> tuple[Path, dict]:
+    """(session.mcap, report.json) of :func:`recorded_run`."""
+    out, proc = recorded_run
+    if proc.returncode == 1 and (out / "report.json").is_file():  # failed: only latencies a loaded host may miss
+        failed = [c for c in json.loads((out / "report.json").read_text())["checks"] if c["status"] == "FAIL"]
+        assert all(c["detail"].startswith("latency ") for c in failed), failed  # (the recording is still whole)
+    else:
+        assert proc.returncode in (0, 3, 4), proc.stderr[-3000:]
     path = out / "session.mcap"
     assert path.is_file(), f"no recording in {out}: {sorted(p.name for p in out.iterdir())}"
     return path, json.loads((out / "report.json").read_text())
+
+
+def test_the_recorded_sawyer_safety_test_passes(recorded_run: tuple[Path, subprocess.CompletedProcess]) -> None:
+    """README.md's and docs/tutorials/safety_test.md's ``morl-robot safety-test --robot sawyer``
+    (here with ``--record``), judged as tests/faults/test_sawyer_safety_test_passes.py judges its
+    one-press run (kept there for make test-extended): every rule trips at both default press
+    speeds, none is 'not reached', the exit code is the result's."""
+    from morl_robot.safety.testing import EXIT_CODES
+    from tests.faults.test_sawyer_safety_test_passes import SAWYER_RULES
+
+    out, proc = recorded_run
+    assert "Traceback" not in proc.stderr, proc.stderr[-3000:]
+    assert (out / "report.json").is_file(), f"exit {proc.returncode}: {proc.stderr[-3000:]}"
+    report = json.loads((out / "report.json").read_text())
+    checks = report["checks"]
+    assert {(c["rule"], c["level"]) for c in checks} == SAWYER_RULES, checks
+    assert all(c["tripped"] and c["status"] != "not reached" for c in checks), checks
+    approach = [c for c in checks if (c["rule"], c["level"]) == ("approach", "near")]
+    assert len(approach) == 2, approach  # one per press speed
+    for c in approach:
+        assert c["threshold"] == pytest.approx(0.005) and c["tripped_value"] <= 0.005 + 1e-6, c
+        assert "slowed near" in c["detail"] and "fixture" in c["detail"], c
+    for rule in ("wrench.force_norm", "wrench.force_axis"):
+        for level, threshold in (("contact", 20.0), ("collision", 40.0)):
+            trips = [c for c in checks if (c["rule"], c["level"]) == (rule, level)]
+            assert len(trips) == 2, trips
+            for c in trips:
+                assert threshold <= c["tripped_value"] <= threshold + c["threshold_tolerance"] + 1e-9, c
+                assert "force gauge" in c["detail"], c
+    assert report["approach_speeds_m_s"] == [0.02, 0.2] and report["gauge_rate_n_s"] == 20.0
+    assert (out / "tool_press_0.02.png").is_file() and (out / "tool_press_0.2.png").is_file()
+    # a check may fail only for a latency beyond its tolerance on this shared 2-core machine (the tool
+    # is right to fail such a run); anything else is a real failure
+    # (a latency the host's measured scheduling delay explains is 'not judged (machine)', exit 4)
+    failed = [c for c in checks if c["status"] == "FAIL"]
+    assert all(c["detail"].startswith("latency ") for c in failed), failed
+    assert proc.returncode == EXIT_CODES[report["result"]], (proc.returncode, report["result"])
+    assert report["result"] == ("fail" if failed else "not_judged" if any(c["machine"] for c in checks) else "pass")
 
 
 def _first(events: list[dict], rule: str, level: str) -> dict:
