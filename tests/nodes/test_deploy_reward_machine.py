@@ -170,7 +170,9 @@ def test_the_hardware_backend_runs_the_machine_too(policy, tmp_path, domain_id):
 
 
 # --- the committed Sawyer MORM policy (results/sawyer_rm/conservative_no_crm) ---------------------
-COMMITTED = Path(__file__).resolve().parents[2] / "results" / "sawyer_rm" / "conservative_no_crm"
+ROOT = Path(__file__).resolve().parents[2]
+COMMITTED = ROOT / "results" / "sawyer_rm" / "conservative_no_crm"
+COMMITTED_POLICY = ROOT / "results/sawyer_rm/conservative_no_crm/policy.onnx"  # as the docs write it
 #: two of its evaluation episodes: 10004 crosses the force limit twice (force_budget −2, the machine
 #: ends it after the insertion), 10005 inserts after a light touch and runs to the time limit
 SEEDS = (10004, 10005)
@@ -220,11 +222,13 @@ def test_the_committed_scaled_crm_policy_stops_short_as_the_readme_says(capsys):
 
 @pytest.mark.ros
 def test_the_committed_sawyer_morm_policy_deploys_through_the_graph(tmp_path, domain_id):
-    """`morl-robot deploy --policy results/sawyer_rm/conservative_no_crm/policy.onnx --episodes 1
-    --seed 10004`: the robot node runs the machine; the graph's episode is the in-process one.  (The
+    """`morl-robot deploy results/sawyer_rm/conservative_no_crm/policy.onnx --episodes 1 --seed 10004`
+    (docs/tutorials/reward_machines.md's, there on 2 episodes): the robot node runs the machine; the graph's episode is the in-process one.  (The
     committed episode was measured before the compliant controller; the evaluate test above re-checks
     it with --contact-control stiff; deploy runs the robot as it is now.)"""
-    done = cli(["deploy", str(COMMITTED / "policy.onnx"), "--episodes", "1", "--seed", str(SEEDS[0]),
+    # docs/tutorials/reward_machines.md's deploy (its fence is parse-only, run here) on one of its episodes
+    assert SEEDS[0] == 10004
+    done = cli(["deploy", str(COMMITTED_POLICY), "--episodes", "1", "--seed", "10004",
                 "--out", str(tmp_path), "--domain-id", str(domain_id)], domain_id)
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-3000:]
     report = json.loads((tmp_path / "deploy_report.json").read_text())

@@ -15,7 +15,7 @@ import pytest
 from tests.conftest import run_cli
 from tests.test_launch_files import ROOT, _nodes, fake_launch  # noqa: F401 - fake_launch is a fixture
 
-POLICY = ROOT / "results" / "demo" / "seed0" / "policy.onnx"
+POLICY = ROOT / "results/demo/seed0/policy.onnx"  # as docs/howto/record.md writes it
 NS = "/morl"
 #: The topics a deployed sim session must have in its recording (wire.TOPICS names).
 EXPECTED = ("joint_states", "wrench", "task_step", "command", "command_safe", "safety/estop", "safety/violations",
@@ -26,7 +26,8 @@ EXPECTED = ("joint_states", "wrench", "task_step", "command", "command_safe", "s
 def recorded(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
     pytest.importorskip("rclpy")
     out = tmp_path_factory.mktemp("record") / "deploy"
-    # in a named context (issue 37: the recording says which; the same context in process)
+    # docs/howto/record.md's command (its fence is parse-only, run here), in a named context (issue 37:
+    # the recording says which; the same context in process)
     proc = run_cli(["deploy", str(POLICY), "--backend", "sim", "--episodes", "2", "--record", "--out", str(out),
                     "--set", "task.contexts=heavy_tool"], timeout=240, out=out)
     assert proc.returncode == 0, proc.stderr[-3000:]
