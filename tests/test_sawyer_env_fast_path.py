@@ -6,12 +6,17 @@
   peak within 1e-9 (every host: the compiled sums are rounded like OpenBLAS's AVX2 kernels,
   elsewhere numpy's may differ in the last bits); random actions that also press into the block,
   free motion and contact, terminations; once with a stiffness (the admittance's other branch);
+* compiled once per machine: a cold process compiles and caches the object code, a warm one loads
+  it without numba;
 * 800 seeded env steps bit-identical to the per-tick reference on hosts whose numpy rounds small
   dot products as the compiled code does (this machine and CI): observations, rewards,
   terminations, force peaks."""
 from __future__ import annotations
 
 import dataclasses
+import os
+import subprocess
+import sys
 
 import mujoco
 import numpy as np
@@ -76,13 +81,13 @@ def python_period(robot) -> None:
 def host_rounds_like_the_compiled_code() -> bool:
     """numpy's 3-vector dot and (n, 3) @ (3,) round as the compiled period's fused sums (OpenBLAS's
     AVX2 kernels): then the compiled period is bit-identical to the Python one."""
-    from morl_robot.robots.compiled_period import probe_dot3, probe_rows3
+    from morl_robot.robots.compiled_period_kernel import probe_dot3, probe_rows3
 
     rng = np.random.default_rng(0)
     a, b, m = rng.normal(size=(200, 3)), rng.normal(size=(200, 3)), rng.normal(size=(200, 7, 3))
     dots = np.array([a[i] @ b[i] for i in range(200)])
     rows = np.stack([m[i] @ a[i] for i in range(200)])
-    return np.array_equal(dots, probe_dot3(a, b)) and np.array_equal(rows, probe_rows3(m, a))
+    return np.array_equal(dots, probe_dot3(a, b)) and np.array_equal(rows.ravel(), probe_rows3(m, a))
 
 
 def lockstep(env: MORobotEnv, steps: int) -> tuple[int, int]:
@@ -143,3 +148,26 @@ def test_compiled_period_is_bit_identical_to_the_per_tick_reference():
     for key in ref:
         assert fast[key].shape == ref[key].shape, key
         assert np.array_equal(fast[key], ref[key], equal_nan=True), key
+
+
+def test_the_kernel_and_its_loader_agree_on_the_layout():
+    from morl_robot.robots import compiled_period, compiled_period_kernel
+
+    assert compiled_period.IX_HEADER == compiled_period_kernel.IX_HEADER
+    assert compiled_period.F_HEADER == compiled_period_kernel.F_HEADER
+    assert compiled_period.ENTRY == compiled_period_kernel.ENTRY
+
+
+STEP_ONCE = ("import sys, numpy as np; from morl_robot.envs.mo_env import MORobotEnv; env = MORobotEnv('sawyer_peg_in_hole'); "
+             "env.reset(seed=0); env.step(np.zeros(env.action_space.shape)); print('numba' in sys.modules)")
+
+
+def test_compiled_once_per_machine_then_loaded_without_numba(tmp_path):
+    env = {**os.environ, "MORL_ROBOT_CACHE_DIR": str(tmp_path)}
+    cold = subprocess.run([sys.executable, "-c", STEP_ONCE], check=False, env=env, capture_output=True, text=True, timeout=900)
+    assert cold.returncode == 0, cold.stderr
+    assert cold.stdout.split() == ["True"]  # compiled here
+    assert len(list((tmp_path / "compiled").glob("period-*.o"))) == 1
+    warm = subprocess.run([sys.executable, "-c", STEP_ONCE], check=False, env=env, capture_output=True, text=True, timeout=900)
+    assert warm.returncode == 0, warm.stderr
+    assert warm.stdout.split() == ["False"]  # loaded: numba not imported

@@ -40,6 +40,7 @@ try:
 except ImportError:  # numpy 1.x
     from numpy.core.umath import clip as _CLIP
 
+from morl_robot.robots.compiled_period import PeriodBlocks
 from morl_robot.robots.compliance import ForceLimitedAdmittance
 from morl_robot.robots.config import CartesianConfig, WrenchConfig
 from morl_robot.robots.spec import RobotSpec
@@ -163,8 +164,8 @@ class CartesianController:
         self.period_peak = 0.0  # N: the largest contact force ‖f‖ of the ticks since begin_period
         self._period_index: tuple | None = None  # run_period: (actuators, qpos index, ctrl index), kept
         self._free_qdot: np.ndarray | None = None  # this period's q̇ while in free motion (begin_period)
-        self._compiled_views: tuple | None = None  # run_period: MjData views and index arrays, kept
-        self._no_free = np.zeros(int(self.actuator_mask.sum()))  # run_period's free_step when there is none
+        self._blocks = None  # run_period: the compiled period's arrays (compiled_period.PeriodBlocks), kept
+        self._blocks_actuators: np.ndarray | None = None
 
     def joint_velocities(self, data: mujoco.MjData, twist: np.ndarray) -> np.ndarray:
         """q̇ (J,) realising ``twist`` (limited to the Cartesian limits) at ``data``'s joint positions;
@@ -269,34 +270,27 @@ class CartesianController:
         period in Python.  Returns the targets (A,)."""
         adm = self.admittance
         assert adm is not None, "run_period() needs cartesian.compliance"
-        # numba and the compiled code: loaded on first use
-        from morl_robot.robots.compiled_period import compliant_period
-
-        cached = self._compiled_views
-        if cached is None or cached[0] is not actuators or cached[1] is not data:  # the robot passes the same ones
-            mask = self.actuator_mask
-            cached = self._compiled_views = (
-                actuators, data, model._address, data._address,
-                data.site_xmat[self.sensor_site], data.sensordata[force_slice], data.qpos, data.ctrl,
-                np.ascontiguousarray(self.qadr[self.actuator_joint], dtype=np.int64),
-                np.ascontiguousarray(actuators[mask], dtype=np.int64),
-                np.ascontiguousarray(self.actuator_joint, dtype=np.int64))
-        _, _, model_ptr, data_ptr, xmat, reading, qpos, ctrl, q_adr, ctrl_adr, joint_of = cached
-        mask = self.actuator_mask
+        blocks, mask, idx = self._blocks, self.actuator_mask, self.actuator_joint
+        if blocks is None or blocks.data is not data or self._blocks_actuators is not actuators:  # once per robot
+            blocks = self._blocks = PeriodBlocks(model, data, data.site_xmat[self.sensor_site], data.sensordata[force_slice],
+                                                 self.qadr[idx], actuators[mask], idx, len(self.velocity_limit))
+            self._blocks_actuators = actuators
+        c, f = adm.config, blocks.f
         dt = model.opt.timestep
-        out = target.copy()
-        ctrl[actuators] = out
-        moved = np.ascontiguousarray(out[mask])  # (A',) the targets the ticks move
+        f[:8] = (dt, c.stiffness, c.damping, c.force_limit, c.force_deadband, adm.max_speed,
+                 self.config.max_tracking_error, self.period_peak)
+        f[8:11], f[11:14], f[14:17] = self._bias, self._v_ref, adm.offset
+        blocks.qdot_ref[:], blocks.pinv_lin[:], blocks.velocity_limit[:] = self._qdot_ref, self._pinv_lin, self.velocity_limit
+        blocks.lower[:], blocks.upper[:] = self.target_lower, self.target_upper
         free = self._free_qdot
-        free_step = self._no_free if free is None else free[self.actuator_joint] * dt
-        c = adm.config
-        self.period_peak = compliant_period(
-            model_ptr, data_ptr, substeps, dt, xmat, reading, qpos, q_adr, ctrl, ctrl_adr, moved, joint_of,
-            self._bias, self._v_ref, self._qdot_ref, self._pinv_lin, self.velocity_limit, free_step, free is not None,
-            adm.offset, float(c.stiffness), float(c.damping), float(c.force_limit), float(c.force_deadband),
-            adm.max_speed, float(self.config.max_tracking_error), self.target_lower, self.target_upper,
-            self.period_peak)
-        out[mask] = moved
+        if free is not None:
+            blocks.free_step[:] = free[idx] * dt
+        out = target.copy()
+        blocks.ctrl[actuators] = out
+        blocks.moved[:] = out[mask]
+        self.period_peak = blocks.run(substeps, free is not None)
+        adm.offset = f[14:17].copy()
+        out[mask] = blocks.moved
         return out
 
     def run_period_reference(self, model: mujoco.MjModel, data: mujoco.MjData, target: np.ndarray,
