@@ -14,7 +14,8 @@ actuators in place (their gain/bias/ctrlrange), so no Python runs inside the sub
   ``cartesian.compliance`` in the robot YAML the twist is executed through the force-limited
   admittance (:mod:`morl_robot.robots.compliance`) at every physics substep: ``advance`` then steps
   the physics one timestep at a time, reading the wrist F/T sensor and moving the targets between
-  steps (the reading is the one MuJoCo computed for the step just taken: one timestep of latency).
+  steps (the reading is the one MuJoCo computed for the step just taken: one timestep of latency),
+  the whole period in one compiled call (:mod:`morl_robot.robots.compiled_period`).
 
 Determinism: the same model, seed and command sequence give the same trajectory.
 """
@@ -182,7 +183,7 @@ class MujocoRobot(Robot):
             return
         cart = self._cartesian
         assert cart is not None and self._force is not None
-        # per physics step: the F/T reading, one compliance tick, the targets, one mj_step
+        # per physics step: the F/T reading, one compliance tick, the targets, one mj_step (compiled)
         self._target = cart.run_period(self.model, self.data, self._target, self._act, self._force, self.substeps)
 
     def set_compliant(self, enabled: bool) -> None:
