@@ -113,6 +113,9 @@ def _as_slice(index: np.ndarray) -> np.ndarray | slice:
     return index
 
 
+#: np.linalg.solve's own LAPACK gufunc (gesv), without its Python checks (J Jᵀ + λ² I is positive definite)
+_SOLVE = np.linalg._umath_linalg.solve
+
 #: The three unit linear velocities as twists (6, 3): the DLS pseudo-inverse's linear columns.
 _LINEAR_UNITS = np.eye(6)[:, :3]
 
@@ -171,13 +174,19 @@ class CartesianController:
         """q̇ (J,) realising ``twist`` (limited to the Cartesian limits) at ``data``'s joint positions;
         ``data``'s kinematics must be current (after ``mj_step``/``mj_forward``, or ``mj_kinematics``
         and ``mj_comPos``)."""
+        return self._solve(data, twist)[0]
+
+    def _solve(self, data: mujoco.MjData, twist: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """:meth:`joint_velocities`, also returning the limited twist (6,) and the Jacobian's joint
+        columns (6, J) it used."""
         c = self.config
-        twist = np.minimum(np.maximum(twist, self._twist_floor), self.twist_limit)
+        twist = _CLIP(twist, self._twist_floor, self.twist_limit)  # np.minimum(np.maximum(...)) in one call
         mujoco.mj_jacSite(self.model, data, self._jacp, self._jacr, self.site)
         jac = self._jac[:, self.dadr]
         q = data.qpos[self.qadr]
-        return resolved_rate(jac, twist, q, self.lower, self.upper, self.velocity_limit, self.dt, c.damping,
+        qdot = resolved_rate(jac, twist, q, self.lower, self.upper, self.velocity_limit, self.dt, c.damping,
                              c.joint_limit_margin)
+        return qdot, twist, jac
 
     def position_targets(self, target: np.ndarray, qdot: np.ndarray, q: np.ndarray) -> np.ndarray:
         """The actuators' position targets (A,) after one period of ``qdot`` (J,) from ``target`` (A,)
@@ -216,13 +225,12 @@ class CartesianController:
         """Solve this control period's resolved-rate step for ``twist`` (6,) at ``data``'s kinematics
         (as :meth:`joint_velocities`) and keep it, with the DLS pseudo-inverse's linear columns
         (J, 3), for :meth:`tick`.  Returns the reference joint velocities (J,)."""
-        self._qdot_ref = self.joint_velocities(data, twist)  # fills self._jac at data's kinematics
-        jac = self._jac[:, self.dadr]  # (6, J)
+        self._qdot_ref, twist, jac = self._solve(data, twist)  # jac (6, J) at data's kinematics, twist limited
         # Jᵀ (J Jᵀ + λ² I)⁻¹ applied to the three unit linear velocities: (J, 3)
         jjt = jac @ jac.T
         jjt.flat[:: jjt.shape[0] + 1] += self.config.damping**2
-        self._pinv_lin = jac.T @ np.linalg.solve(jjt, _LINEAR_UNITS)
-        self._v_ref = np.minimum(np.maximum(twist[:3], self._twist_floor[:3]), self.twist_limit[:3])
+        self._pinv_lin = jac.T @ _SOLVE(jjt, _LINEAR_UNITS, signature="dd->d")  # np.linalg.solve's LAPACK call
+        self._v_ref = twist[:3].copy()
         self.period_peak = 0.0
         # free motion (no force past the dead band, no stiffness) leaves the admittance's offset alone
         # and gives v = v_ref, scaled to the speed limit if faster (ForceLimitedAdmittance.step's
