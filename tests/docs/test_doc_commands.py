@@ -80,7 +80,10 @@ OUTPUT_OPTIONS = {"--out", "--png", "--dot", "--save-coverage", "--video"}
 DEFAULT_OUT: dict[str, str] = {"deploy": "_deploy_out", "export": "_exported.onnx"}
 #: Subcommands run in this process (``morl_robot.cli.main``): no ROS graph, and no interpreter
 #: start-up per command; the others run as ``python -m morl_robot.cli`` on the page's DDS domain.
-IN_PROCESS = {"tasks", "inspect", "evaluate", "rm inspect", "export", "experiment conditioned-report", "replay"}
+IN_PROCESS = {"tasks", "inspect", "evaluate", "rm inspect", "export", "experiment conditioned-report", "replay",
+              # no graph and no process pool either: a process each cost seconds of imports (torch's _dynamo …)
+              "bench scale-invariance", "experiment epic-gridworld", "epic", "generalization", "prism mirror-check",
+              "prism report"}
 TIMEOUT = 300.0
 
 
