@@ -32,7 +32,7 @@ from morl_robot.errors import CommandError, ConfigError, UnknownNameError
 from morl_robot.robots.base import Robot
 from morl_robot.robots.config import RobotConfig
 from morl_robot.robots.context import NOMINAL, RobotContext, scale_model
-from morl_robot.robots.kinematics import CartesianController
+from morl_robot.robots.kinematics import CartesianController, _as_slice
 from morl_robot.robots.model import build_spec, load_model, model_path, site_id
 from morl_robot.robots.spec import ControlMode, RobotState
 
@@ -105,9 +105,14 @@ class MujocoRobot(Robot):
             return slice(adr, adr + int(m.sensor_dim[sid]))
 
         self._force = self._torque = None
+        self._wrench: slice | None = None  # force and torque as one slice when adjacent (read_state)
         if config.wrench is not None:
             self._force = sensor_slice(config.wrench.force_sensor)
             self._torque = sensor_slice(config.wrench.torque_sensor)
+            if self._force.stop == self._torque.start:
+                self._wrench = slice(self._force.start, self._torque.stop)
+        # read_state's joint reads: a slice copy when the addresses are a contiguous range (cheaper than fancy indexing)
+        self._qsel, self._dsel = _as_slice(self._qadr), _as_slice(self._dadr)
         self._tactile = None
         if config.tactile is not None:
             self._tactile = np.concatenate([np.arange(sensor_slice(s).start, sensor_slice(s).stop) for s in config.tactile.sensors])
@@ -245,21 +250,24 @@ class MujocoRobot(Robot):
         # views of d's arrays, made once (each attribute read of MjData builds a new array object)
         sensordata, qpos, qvel, qfrc_actuator, site_xmat, site_xpos = self._data_views
         wrench = None
-        if self._force is not None:
+        if self._wrench is not None:
+            wrench = sensordata[self._wrench].copy()
+        elif self._force is not None:
             wrench = np.concatenate([sensordata[self._force], sensordata[self._torque]])
         tactile = sensordata[self._tactile].copy() if self._tactile is not None else None
         if self.context.sensor_faults:
             self._sensor_faults(wrench, tactile)
         ee = None
         if self._site is not None:
-            quat = np.empty(4)
-            mujoco.mju_mat2Quat(quat, site_xmat[self._site])
-            ee = np.concatenate([site_xpos[self._site], quat])
+            ee = np.empty(7)
+            ee[:3] = site_xpos[self._site]
+            mujoco.mju_mat2Quat(ee[3:], site_xmat[self._site])
+        qsel, dsel = self._qsel, self._dsel
         return RobotState(
             stamp=float(d.time),
-            position=qpos[self._qadr],  # (fancy indexing copies)
-            velocity=qvel[self._dadr],
-            effort=qfrc_actuator[self._dadr],
+            position=qpos[qsel].copy() if isinstance(qsel, slice) else qpos[qsel],  # copies, never views
+            velocity=qvel[dsel].copy() if isinstance(dsel, slice) else qvel[dsel],
+            effort=qfrc_actuator[dsel].copy() if isinstance(dsel, slice) else qfrc_actuator[dsel],
             wrench=wrench,
             tactile=tactile,
             ee_pose=ee,
