@@ -351,8 +351,11 @@ def run_sweep_exact(out_dir: str | Path, eps_time: tuple[float, ...] = (0.01, 0.
     check_horizon(distribution, horizon)
     jobs = [(float(e), float(c), gamma, distribution, horizon) for e in eps_time for c in c_grid(c_values)]
     start = time.monotonic()
-    with mp.get_context("spawn").Pool(max(1, processes)) as pool:
-        rows = list(tqdm(pool.imap(_sweep_job, jobs), total=len(jobs), disable=not progress, desc="exact MO-MPO"))
+    if processes <= 1:  # here: a spawned worker's start-up (an interpreter and its imports) costs seconds
+        rows = [_sweep_job(job) for job in tqdm(jobs, disable=not progress, desc="exact MO-MPO")]
+    else:
+        with mp.get_context("spawn").Pool(processes) as pool:
+            rows = list(tqdm(pool.imap(_sweep_job, jobs), total=len(jobs), disable=not progress, desc="exact MO-MPO"))
     front = true_pareto_front(1.0)
     greedy = np.array([r["greedy_return"] for r in rows])
     stochastic = np.array([r["stochastic_return"] for r in rows])
