@@ -288,7 +288,8 @@ RUN_BY = re.compile(r"^run by (?P<path>tests/[\w/.-]+\.py)::(?P<test>\w+)$")
 
 def test_commands_run_by_a_test_are_that_tests_commands() -> None:
     """A fence marked ``parse-only (run by tests/F.py::test_x)`` names a test that exists and
-    whose file holds every argument of the command (its output folder aside) as a string."""
+    whose file holds every argument of the command as a string (its output folder aside, and the
+    values of the options :func:`budget_for` replaces: the harness would not run those either)."""
     problems = []
     for cmd in COMMANDS:
         m = RUN_BY.match(cmd.parse_only or "")
@@ -299,7 +300,12 @@ def test_commands_run_by_a_test_are_that_tests_commands() -> None:
         if f"def {m.group('test')}(" not in text:
             problems.append(f"{cmd.where}: no test {m.group('test')} in {m.group('path')}")
             continue
-        skip = {i + 1 for i, tok in enumerate(cmd.argv) if tok in OUTPUT_OPTIONS}
+        # the values the harness would not run as written either: output folders, and the options its
+        # tiny budget replaces (e.g. a timed deploy's --duration)
+        parser = _parser()
+        sub = command_path(parser, cmd.argv)
+        budgeted = {t for t in budget_for(sub, cmd.argv) if t.startswith("--")} if sub in BUDGETS else set()
+        skip = {i + 1 for i, tok in enumerate(cmd.argv) if tok in OUTPUT_OPTIONS or tok in budgeted}
         missing = [tok for i, tok in enumerate(cmd.argv) if i not in skip and f'"{tok}"' not in text]
         if missing:
             problems.append(f"{cmd.where}: {m.group('path')} does not run `{cmd.text}` (no {missing})")
