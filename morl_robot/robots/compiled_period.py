@@ -11,9 +11,10 @@ reference (``tests/test_sawyer_env_fast_path.py`` holds them together); the para
 the same dataclasses, copied into two flat arrays per period (:class:`PeriodBlocks`).
 
 The source is :mod:`morl_robot.robots.compiled_period_kernel`, compiled by numba once per machine
-(a few seconds, the first process) into an object file cached under ``$MORL_ROBOT_CACHE_DIR`` (default
-``~/.cache/morl_robot/compiled``; keyed by the kernel's source, llvmlite, MuJoCo and the CPU).  Every
-other process loads that with llvmlite alone (milliseconds; numba is not imported).  Floating point:
+(a few seconds, the first process) into an object file cached under ``$MORL_ROBOT_CACHE_DIR``
+(default ``~/.cache/morl_robot/compiled``, :func:`cache_dir`; keyed by the kernel's source,
+llvmlite, MuJoCo and the CPU).  Every other process loads that with llvmlite alone (milliseconds;
+numba is not imported).  Floating point:
 the small dot products are rounded as OpenBLAS's x86-64 AVX2 kernels round numpy's (fused
 multiply-adds, in their order), so the period is bit-identical to the Python one there; elsewhere
 they differ in the last bits.  See docs/explanation/contact_control.md.
@@ -54,16 +55,23 @@ def _libmujoco() -> ctypes.CDLL:
 
 
 def cache_dir() -> Path | None:
-    """Where the compiled period is kept (None: nowhere writable, compile in every process)."""
-    root = os.environ.get("MORL_ROBOT_CACHE_DIR") or os.path.join(
-        os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache"), "morl_robot")
-    path = Path(root) / "compiled"
-    try:
-        path.mkdir(parents=True, exist_ok=True)
-        tempfile.TemporaryFile(dir=path).close()
-    except OSError:
-        return None
-    return path
+    """Where the compiled period is kept: ``$MORL_ROBOT_CACHE_DIR/compiled``, else the user's cache
+    (``$XDG_CACHE_HOME`` or ``~/.cache``) ``/morl_robot/compiled``, else this package's ``__pycache__``
+    (numba's own order, reversed); None: nowhere writable, compile in every process."""
+    env = os.environ.get("MORL_ROBOT_CACHE_DIR")
+    if env:
+        candidates = [Path(env) / "compiled"]
+    else:
+        user = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+        candidates = [Path(user) / "morl_robot" / "compiled", _KERNEL.parent / "__pycache__"]
+    for path in candidates:
+        try:
+            path.mkdir(parents=True, exist_ok=True)
+            tempfile.TemporaryFile(dir=path).close()
+        except OSError:
+            continue
+        return path
+    return None
 
 
 def _cache_key(llvm) -> str:
