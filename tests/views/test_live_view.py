@@ -20,7 +20,8 @@ from morl_robot.views.foxglove import CHANNELS, Objectives, SceneConverter
 from morl_robot.views.foxglove_client import decode_protobuf, read_live_view
 from tests.conftest import _next_domain
 
-POLICY = Path(__file__).resolve().parents[2] / "results" / "demo" / "seed0" / "policy.onnx"
+#: docs/howto/rviz_foxglove.md's command deploys it (its fence is parse-only, run by this module's session)
+POLICY = Path(__file__).resolve().parents[2] / "results/demo/seed0/policy.onnx"
 JOINTS = [f"right_j{i}" for i in range(7)]
 
 

@@ -17,7 +17,8 @@ from morl_robot.nodes import wire
 from morl_robot.session.processes import ros_env
 from tests.conftest import _next_domain
 
-POLICY = Path(__file__).resolve().parents[2] / "results" / "demo" / "seed0" / "policy.onnx"
+#: docs/tutorials/deploy_sim.md's command deploys it (its fence is parse-only, run by this module's session)
+POLICY = Path(__file__).resolve().parents[2] / "results/demo/seed0/policy.onnx"
 TOPICS = ("scene", "view/observation", "view/reward/task", "view/return/task", "view/command")
 
 
