@@ -16,16 +16,16 @@ RECENT_EPISODES = 200
 def write_end_of_run_plots(run_dir: Path, objective_names: Sequence[str], log: Log) -> None:
     """``plots/learning_curves.png`` (returns of the finished training episodes, ``episodes.csv``)
     and, with 2+ objectives, ``plots/pareto_front.png`` of the newest :data:`RECENT_EPISODES`."""
-    from morl_robot.evaluation.plots import (
+    episodes_csv = run_dir / "episodes.csv"
+    if not episodes_csv.exists():
+        log("info", "no finished episode yet: no learning-curve plot")
+        return
+    from morl_robot.evaluation.plots import (  # matplotlib (a second of CPU): only with a plot to draw
         plot_learning_curves,
         plot_pareto_fronts,
         read_metrics_csv,
     )
 
-    episodes_csv = run_dir / "episodes.csv"
-    if not episodes_csv.exists():
-        log("info", "no finished episode yet: no learning-curve plot")
-        return
     names = list(objective_names)
     columns = [f"return/{n}" for n in names]
     plots = run_dir / "plots"
