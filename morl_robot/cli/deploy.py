@@ -140,8 +140,10 @@ def _faults(text: str) -> dict[str, float | int]:
 def _recalibrate_for_context(cfg: Any, robot: str, out: Path) -> None:
     """Hardware through the emulator in a context that moves a fixture (e.g. ``hole_offset``):
     the robot node reads the cell's landmarks as an operator re-measuring the moved cell would
-    (``out/robot.yaml``, extending the robot's YAML), so the context means a placement on this
-    path as it does in process — not a calibration error (issue 37)."""
+    (``out/robot.yaml``, extending the robot's YAML), and the safety monitor and the robot node's
+    inner layer read the approach boxes moved with their bodies (``out/safety.yaml``, extending the
+    safety YAML; :meth:`~morl_robot.safety.compiled.CompiledRules.placed`), so the context means a
+    placement on this path as it does in process — not a calibration error (issue 37)."""
     import yaml
 
     from morl_robot.contexts.schema import context_by_reference
@@ -149,18 +151,40 @@ def _recalibrate_for_context(cfg: Any, robot: str, out: Path) -> None:
     from morl_robot.resources import resolve_config
     from morl_robot.robots.config import load_robot_config, resolve_robot
     from morl_robot.robots.emulation import recalibrated_landmarks
+    from morl_robot.safety.compiled import load_rules
 
     source = cfg.driver_emulator.config or cfg.robot_node.robot or robot
     context = context_by_reference(cfg.driver_emulator.context).robot_context(cfg.driver_emulator.seed)
-    landmarks = recalibrated_landmarks(load_robot_config(source), context, cfg.driver_emulator.scene or None)
-    if not landmarks:
+    robot_config = load_robot_config(source)
+    landmarks = recalibrated_landmarks(robot_config, context, cfg.driver_emulator.scene or None)
+    safety_source = str(resolve_config("safety", cfg.safety_monitor.config or robot_config.safety or robot_config.name))
+    rules = load_rules(safety_source)
+    placed = rules.placed(context)
+    extra: dict[str, Any] = {}
+    if placed is not rules and placed.approach is not None and rules.config.approach is not None:
+        from morl_robot.safety.config import to_si
+
+        per_unit = to_si(1.0, rules.config.approach.unit, ("length",))  # m per YAML length unit
+        boxes = rules.config.approach.obstacles
+        moved = {n: {"lower": [float(x) / per_unit for x in placed.approach.lower[i]],
+                     "upper": [float(x) / per_unit for x in placed.approach.upper[i]], "body": boxes[n].body}
+                 for i, n in enumerate(placed.approach.names) if boxes[n].body in context.body_offset}
+        path = out / "safety.yaml"
+        write_bytes_atomic(path, yaml.safe_dump({"extends": safety_source, "approach": {"obstacles": moved}},
+                                                sort_keys=False).encode())
+        cfg.safety_monitor.config = extra["safety"] = str(path)
+        print(f"context {cfg.driver_emulator.context} moves the cell: approach boxes "
+              f"{', '.join(moved)} moved with their bodies in {path}", file=sys.stderr)
+    if not landmarks and not extra:
         return
     path = out / "robot.yaml"
     write_bytes_atomic(path, yaml.safe_dump({"extends": str(resolve_config("robots", resolve_robot(source))),
-                                             "hardware": {"landmarks": landmarks}}, sort_keys=False).encode())
+                                             **({"hardware": {"landmarks": landmarks}} if landmarks else {}),
+                                             **extra}, sort_keys=False).encode())
     cfg.robot_node.robot = str(path)
-    print(f"context {cfg.driver_emulator.context} moves the cell: landmarks re-measured on the emulated cell "
-          f"({', '.join(f'{k} {v[:3]}' for k, v in landmarks.items())}) in {path}", file=sys.stderr)
+    if landmarks:
+        print(f"context {cfg.driver_emulator.context} moves the cell: landmarks re-measured on the emulated cell "
+              f"({', '.join(f'{k} {v[:3]}' for k, v in landmarks.items())}) in {path}", file=sys.stderr)
 
 
 def run(args: argparse.Namespace) -> int:

@@ -237,6 +237,8 @@ class MORobotEnv(gym.Env[np.ndarray, np.ndarray]):
         if src is None:
             if self.context is not None:  # back to the robot as built
                 self.robot.apply_context(None)
+                if self._arrival is not None:
+                    self._arrival[0].place(None)
             self.context = self._link = None
             return
         self._draw = None
@@ -251,6 +253,8 @@ class MORobotEnv(gym.Env[np.ndarray, np.ndarray]):
         noise_seed = int(seed) if seed is not None else int(self.np_random.integers(2**31))
         rc = ctx.robot_context(noise_seed)
         self.robot.apply_context(rc)
+        if self._arrival is not None:  # the approach boxes move with the fixtures the context moves
+            self._arrival[0].place(rc)
         self.context = ctx
         self._link = None
         if rc.link_faults:
@@ -337,6 +341,7 @@ class MORobotEnv(gym.Env[np.ndarray, np.ndarray]):
 
             robot_yaml = getattr(self.robot, "config", None)
             rules = InnerSafety.load(getattr(robot_yaml, "safety", "") or self.robot.spec.name)
+            rules.place(getattr(self.robot, "context", None))  # this episode's placement (_begin_context after)
             self._arrival = (rules, tuple(self.robot.spec.command_labels(ControlMode.CARTESIAN_VELOCITY)))
         inner, labels = self._arrival
         return inner.limit_approach(command, labels, self._state.position)

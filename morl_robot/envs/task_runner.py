@@ -171,6 +171,8 @@ class TaskRunner:
             self.last = StepRecord(self.episode, 0, state)
             return self.last
         obs, info = self.env.reset(seed=self.episode_seed(self.episode))
+        if self.inner is not None:  # the approach boxes where this episode's context put their bodies
+            self.inner.place(getattr(self.robot, "context", None))
         k = self.env.reward_dim
         self._returns = np.zeros(k)
         self.last = StepRecord(self.episode, 0, self.env.state, observation=np.asarray(obs, np.float64),

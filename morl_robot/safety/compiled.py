@@ -19,16 +19,19 @@ Shapes: J joints, A actuators, n components of one rule or command.
 """
 from __future__ import annotations
 
+import dataclasses
 import math
 import os
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
 from morl_robot.configuration import fail
 from morl_robot.errors import UnknownNameError
+from morl_robot.robots.context import RobotContext
 from morl_robot.robots.spec import CARTESIAN_LABELS, ControlMode, RobotSpec
 from morl_robot.safety.config import (
     SafetyConfig,
@@ -84,6 +87,17 @@ class ApproachRule:
     braking_time: float  # s
     sliding_gap: float = 0.0  # m
     sliding_speed: float = math.inf  # m/s
+    bodies: tuple[str, ...] = ()  # (B,) the static body each box belongs to ("" none; config ``body``)
+
+    def placed(self, body_offset: Mapping[str, Sequence[float]]) -> ApproachRule:
+        """The rule with each box moved by its body's offset (m, base frame; a context's
+        ``body_offset``, the mapping the MuJoCo model and the hardware landmarks move by); self when
+        the offset moves none of its boxes."""
+        shift = np.array([body_offset.get(b, (0.0, 0.0, 0.0)) if b else (0.0, 0.0, 0.0)
+                          for b in (self.bodies or ("",) * len(self.names))], np.float64).reshape(-1, 3)
+        if not shift.any():
+            return self
+        return dataclasses.replace(self, lower=self.lower + shift, upper=self.upper + shift)
 
     def limit(self, velocity: np.ndarray, tip: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """(limited linear velocity (3,), allowed approach speed per obstacle (B,), inf: not limited)."""
@@ -117,6 +131,16 @@ class CompiledRules:
     approach: ApproachRule | None = None  # speed toward the cell's known obstacles (config ``approach``)
     _tactile: dict[tuple[str, ...], MagnitudeRule] = field(default_factory=dict, repr=False)
     _plans: dict[tuple[tuple[str, ...], ControlMode], CommandPlan] = field(default_factory=dict, repr=False)
+
+    def placed(self, context: RobotContext | None) -> CompiledRules:
+        """These rules in the cell as ``context`` placed it: the approach boxes of a body the context
+        moves (``body_offset``) moved with it, as re-measuring the moved cell would; self when
+        nothing moves.  Every layer that builds the approach rule for an episode or a cell calls this
+        (the shield, the arrival limit, ``deploy`` through the emulator)."""
+        if context is None or not context.body_offset or self.approach is None:
+            return self
+        approach = self.approach.placed(context.body_offset)
+        return self if approach is self.approach else dataclasses.replace(self, approach=approach)
 
     def tactile_rule(self, labels: Sequence[str]) -> MagnitudeRule | None:
         """The touch-force rule for a reading labelled ``labels`` (T,) (cached per label set);
@@ -244,7 +268,8 @@ def compile_rules(config: SafetyConfig, spec: RobotSpec, kinematics: SiteKinemat
             np.array([a.obstacles[n].upper for n in names], np.float64) * length, a.tool_radius * length,
             a.tool_length * length, a.margin * length, to_si(a.contact_speed.value, a.contact_speed.unit, ("linear_velocity",)),
             to_si(a.braking_time.value, a.braking_time.unit, ("time",)), a.sliding_gap * length,
-            to_si(a.sliding_speed.value, a.sliding_speed.unit, ("linear_velocity",)) if a.sliding_speed else math.inf)
+            to_si(a.sliding_speed.value, a.sliding_speed.unit, ("linear_velocity",)) if a.sliding_speed else math.inf,
+            tuple(a.obstacles[n].body for n in names))
 
     wd = config.watchdogs or Watchdogs()
     deadlines: dict[str, tuple[float, Response]] = {}
@@ -353,6 +378,28 @@ def load_rules(robot_or_config: str | os.PathLike[str]) -> CompiledRules:
         except KeyError:
             fail(source, "workspace.site", f"the model of robot '{config.robot}' has no site "
                                            f"'{config.workspace.site}'")
+    _check_bodies(config, robot_config, source)
     check_required_rules(config, robot.spec, source)  # no rule its sensors allow may be missing silently
     check_weakenings(config, robot.spec, source)  # nor weakened past its limits without a reason
     return compile_rules(config, robot.spec, kin, source)
+
+
+def _check_bodies(config: SafetyConfig, robot_config: Any, source: str) -> None:
+    """Each approach box's ``body`` names a static body of the world in the robot's cell (its YAML's
+    ``model.scene``, else its own MJCF): what a context can move (``body_offset``)."""
+    a = config.approach
+    named = {n: b.body for n, b in (a.obstacles.items() if a is not None else ()) if b.body}
+    if not named:
+        return
+    import mujoco
+
+    from morl_robot.robots.model import load_model, model_path
+
+    path = model_path(robot_config, robot_config.model.scene or None)
+    m = load_model(path)
+    static = sorted(mujoco.mj_id2name(m, mujoco.mjtObj.mjOBJ_BODY, i) or "" for i in range(1, m.nbody)
+                    if m.body_parentid[i] == 0 and not m.body_jntnum[i])
+    for name, body in named.items():
+        if body not in static:
+            fail(source, f"approach.obstacles.{name}.body", f"'{body}' is not a static body of the world in "
+                                                            f"{path} (those a context can move: {', '.join(static)})")

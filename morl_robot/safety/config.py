@@ -176,10 +176,14 @@ class Workspace:
 
 @dataclass
 class ApproachBox:
-    """One known obstacle of the cell: an axis-aligned box in the robot base frame."""
+    """One known obstacle of the cell: an axis-aligned box in the robot base frame.  ``body``: the
+    scene's static body the box belongs to ("" = none); a context that moves that body
+    (``body_offset``, e.g. ``hole_offset`` moves ``fixture``) moves the box with it, as re-measuring
+    the moved cell would (:meth:`~morl_robot.safety.compiled.CompiledRules.placed`)."""
 
     lower: list[float]
     upper: list[float]
+    body: str = ""
 
 
 @dataclass
@@ -468,6 +472,9 @@ def _approach(a: Approach, workspace: Workspace | None) -> None:
         for i, (lo, hi) in enumerate(zip(box.lower, box.upper)):
             if lo >= hi:
                 fail("", f"approach.obstacles.{name}.lower[{i}]", f"must be below upper[{i}] ({hi}), got {lo}")
+        if not isinstance(box.body, str) or box.body != box.body.strip():
+            fail("", f"approach.obstacles.{name}.body", f"must be the name of a static body of the cell's scene, "
+                                                        f"got {box.body!r}")
 
 
 def load_safety_config(name_or_path: str | os.PathLike[str]) -> tuple[SafetyConfig, str]:

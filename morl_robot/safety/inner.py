@@ -15,6 +15,7 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 
+from morl_robot.robots.context import RobotContext
 from morl_robot.robots.spec import CARTESIAN_LABELS, ControlMode, RobotState
 from morl_robot.safety.compiled import CompiledRules, load_rules
 from morl_robot.safety.rules import (
@@ -106,6 +107,7 @@ class InnerSafety:
 
     def __init__(self, rules: CompiledRules) -> None:
         self.rules, spec = rules, rules.spec
+        self._unplaced = rules  # the YAML's cell; place() moves its approach boxes per context
         nj = len(spec.joints)
         self.joint_names = spec.joint_names
         self._q_lo, self._q_hi = _range_limits(rules.position, nj)  # (J,) rad
@@ -136,6 +138,12 @@ class InnerSafety:
     def load(cls, robot_or_config: str | os.PathLike[str]) -> InnerSafety:
         """The inner layer for a robot name (``config/safety/<robot>.yaml``) or a safety YAML path."""
         return cls(load_rules(robot_or_config))
+
+    def place(self, context: RobotContext | None) -> None:
+        """From now on, the approach boxes of the cell as ``context`` placed it (a body it moves
+        carries its boxes: :meth:`~morl_robot.safety.compiled.CompiledRules.placed`); None: as the
+        YAML measured them."""
+        self.rules = self._unplaced.placed(context)
 
     # --- the fast path ----------------------------------------------------------------------
     def check(self, position: np.ndarray, velocity: np.ndarray, effort: np.ndarray,

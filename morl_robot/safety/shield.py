@@ -56,7 +56,9 @@ class SafetyShield:
     def begin(self, state: Any) -> None:
         """A new episode from ``state``: a fresh monitor, fed the start readings, then released."""
         self._fold_counters()
-        self.monitor = SafetyMonitor(self.rules, None, watchdogs=False, now=state.stamp, action_labels=self.labels)
+        # the approach boxes where this episode's context put their bodies (a moved fixture: hole_offset)
+        rules = self.rules.placed(getattr(self.env.robot, "context", None))
+        self.monitor = SafetyMonitor(rules, None, watchdogs=False, now=state.stamp, action_labels=self.labels)
         spec = self.env.robot.spec
         self._tactile_labels = tuple(spec.sensor("tactile").labels) if spec.has_sensor("tactile") else ()
         self.observe(state)

@@ -39,6 +39,9 @@ def test_a_hardware_cell_runs_the_context_on_the_emulator(tmp_path: Path) -> Non
     (robot_yaml,) = out.glob("deploys/*/robot.yaml")
     assert "hole_top" in robot_yaml.read_text()
     assert "landmarks re-measured" in (robot_yaml.parent / "deploy.log").read_text()
+    # and its fixture's approach boxes moved with it, for the safety monitor and the inner layer
+    assert "approach boxes fixture_base" in (robot_yaml.parent / "deploy.log").read_text()
+    assert "safety.yaml" in robot_yaml.read_text() and (robot_yaml.parent / "safety.yaml").is_file()
     assert set(data["in_process"]) >= {"objectives", "success_rate", "terminations"}
     report = json.loads(Path(data["deploy_report"]).read_text())
     assert report["backend"] == "hardware" and report["context"] == "sawyer_peg_in_hole:inside_mix"
@@ -61,3 +64,36 @@ def test_a_context_that_moves_the_hole_moves_its_calibrated_landmarks_too() -> N
         assert moved[name][:3] == pytest.approx([p + o for p, o in zip(pose[:3], offset)], abs=1e-9)
         assert moved[name][3:] == pose[3:]
     assert recalibrated_landmarks(config, context_by_reference("sawyer_peg_in_hole:heavy_tool").robot_context(0)) == {}
+
+
+def test_a_context_that_moves_the_fixture_moves_the_graphs_approach_boxes_too(tmp_path: Path) -> None:
+    """deploy through the emulator playing a context that moves the fixture: the safety monitor and the
+    robot node's inner layer read out/safety.yaml, the approach boxes moved with the fixture (as
+    in process), the robot node's YAML pointing at it beside its re-measured landmarks."""
+    import numpy as np
+
+    from morl_robot.cli.deploy import _recalibrate_for_context
+    from morl_robot.contexts.schema import context_by_reference
+    from morl_robot.robots.config import load_robot_config
+    from morl_robot.safety.compiled import load_rules
+    from morl_robot.safety.inner import InnerSafety
+    from morl_robot.session.config import load_session_config
+
+    cfg = load_session_config("deploy", {"backend": "hardware",
+                                         "driver_emulator": {"context": "sawyer_peg_in_hole:inside_mix"}})
+    _recalibrate_for_context(cfg, "sawyer", tmp_path)
+    moved = load_rules("sawyer").placed(context_by_reference("sawyer_peg_in_hole:inside_mix").robot_context(0))
+    assert cfg.safety_monitor.config == str(tmp_path / "safety.yaml")
+    monitor_rules = load_rules(cfg.safety_monitor.config)  # what the safety monitor node loads
+    robot_yaml = load_robot_config(cfg.robot_node.robot)  # the robot node's inner layer: its YAML's safety
+    inner = InnerSafety.load(robot_yaml.safety)
+    for rules in (monitor_rules, inner.rules):
+        assert rules.approach.names == moved.approach.names
+        np.testing.assert_allclose(rules.approach.lower, moved.approach.lower, atol=1e-12)
+        np.testing.assert_allclose(rules.approach.upper, moved.approach.upper, atol=1e-12)
+    assert "hole_top" in robot_yaml.hardware.landmarks
+    # a context that moves nothing writes neither
+    cfg = load_session_config("deploy", {"backend": "hardware",
+                                         "driver_emulator": {"context": "sawyer_peg_in_hole:laggy_link"}})
+    _recalibrate_for_context(cfg, "sawyer", tmp_path / "laggy")
+    assert not cfg.safety_monitor.config and not (tmp_path / "laggy" / "safety.yaml").exists()
