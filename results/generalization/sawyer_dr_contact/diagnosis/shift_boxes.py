@@ -1,4 +1,8 @@
-"""Hypothesis: inside_mix's residual (stalls, rim hits) comes from the approach boxes not moving with hole_offset."""
+"""Hypothesis: inside_mix's residual (stalls, rim hits) comes from the approach boxes not moving with hole_offset.
+
+Ran on the code before 0092a4c. From 0092a4c on the product moves the boxes itself (CompiledRules.placed, in
+SafetyShield.begin and the arrival limit): there 'nominal' already gives the moved boxes and 'shift' moves them twice.
+"""
 import sys, dataclasses
 import numpy as np
 from morl_robot.envs.mo_env import MORobotEnv
