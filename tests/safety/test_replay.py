@@ -72,37 +72,10 @@ def test_the_recorded_sawyer_safety_test_passes(recorded_run: tuple[Path, subpro
     (here with ``--record``), judged as tests/faults/test_sawyer_safety_test_passes.py judges its
     one-press run (kept there for make test-extended): every rule trips at both default press
     speeds, none is 'not reached', the exit code is the result's."""
-    from morl_robot.safety.testing import EXIT_CODES
-    from tests.faults.test_sawyer_safety_test_passes import SAWYER_RULES
+    from tests.faults.test_sawyer_safety_test_passes import judge_sawyer_run
 
     out, proc = recorded_run
-    assert "Traceback" not in proc.stderr, proc.stderr[-3000:]
-    assert (out / "report.json").is_file(), f"exit {proc.returncode}: {proc.stderr[-3000:]}"
-    report = json.loads((out / "report.json").read_text())
-    checks = report["checks"]
-    assert {(c["rule"], c["level"]) for c in checks} == SAWYER_RULES, checks
-    assert all(c["tripped"] and c["status"] != "not reached" for c in checks), checks
-    approach = [c for c in checks if (c["rule"], c["level"]) == ("approach", "near")]
-    assert len(approach) == 2, approach  # one per press speed
-    for c in approach:
-        assert c["threshold"] == pytest.approx(0.005) and c["tripped_value"] <= 0.005 + 1e-6, c
-        assert "slowed near" in c["detail"] and "fixture" in c["detail"], c
-    for rule in ("wrench.force_norm", "wrench.force_axis"):
-        for level, threshold in (("contact", 20.0), ("collision", 40.0)):
-            trips = [c for c in checks if (c["rule"], c["level"]) == (rule, level)]
-            assert len(trips) == 2, trips
-            for c in trips:
-                assert threshold <= c["tripped_value"] <= threshold + c["threshold_tolerance"] + 1e-9, c
-                assert "force gauge" in c["detail"], c
-    assert report["approach_speeds_m_s"] == [0.02, 0.2] and report["gauge_rate_n_s"] == 20.0
-    assert (out / "tool_press_0.02.png").is_file() and (out / "tool_press_0.2.png").is_file()
-    # a check may fail only for a latency beyond its tolerance on this shared 2-core machine (the tool
-    # is right to fail such a run); anything else is a real failure
-    # (a latency the host's measured scheduling delay explains is 'not judged (machine)', exit 4)
-    failed = [c for c in checks if c["status"] == "FAIL"]
-    assert all(c["detail"].startswith("latency ") for c in failed), failed
-    assert proc.returncode == EXIT_CODES[report["result"]], (proc.returncode, report["result"])
-    assert report["result"] == ("fail" if failed else "not_judged" if any(c["machine"] for c in checks) else "pass")
+    judge_sawyer_run(out, proc, [0.02, 0.2])
 
 
 def _first(events: list[dict], rule: str, level: str) -> dict:
