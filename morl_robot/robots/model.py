@@ -180,6 +180,12 @@ def load_model(path: str | os.PathLike[str]) -> mujoco.MjModel:
         raise ConfigError(f"{path}: MJCF does not compile: {exc}") from None
 
 
+def is_static_world_body(m: mujoco.MjModel, body: int) -> bool:
+    """Whether body id ``body`` is a fixed fixture: a child of the world with no joint — what a
+    context may move (``body_offset``) and what a safety box may belong to (``approach ... body``)."""
+    return m.body_parentid[body] == 0 and not m.body_jntnum[body]
+
+
 @dataclass(frozen=True)
 class RobotModel:
     """A robot's YAML, its compiled robot-only MJCF (never stepped) and the spec built from both."""

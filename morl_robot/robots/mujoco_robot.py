@@ -33,7 +33,13 @@ from morl_robot.robots.base import Robot
 from morl_robot.robots.config import RobotConfig
 from morl_robot.robots.context import NOMINAL, RobotContext, scale_model
 from morl_robot.robots.kinematics import CartesianController, _as_slice
-from morl_robot.robots.model import build_spec, load_model, model_path, site_id
+from morl_robot.robots.model import (
+    build_spec,
+    is_static_world_body,
+    load_model,
+    model_path,
+    site_id,
+)
 from morl_robot.robots.spec import ControlMode, RobotState
 
 
@@ -224,7 +230,7 @@ class MujocoRobot(Robot):
 
         for body, off in ctx.body_offset.items():
             b = ident(mujoco.mjtObj.mjOBJ_BODY, body, "body")
-            if m.body_jntnum[b] or m.body_parentid[b] != 0:
+            if not is_static_world_body(m, b):
                 raise ConfigError(f"context '{ctx.name}': body '{body}' is not a static body of the world "
                                   "(only fixed fixtures can be moved by a context)")
             m.body_pos[b] = nom["body_pos"][b] + np.asarray(off, dtype=float)

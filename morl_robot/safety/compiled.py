@@ -393,12 +393,12 @@ def _check_bodies(config: SafetyConfig, robot_config: Any, source: str) -> None:
         return
     import mujoco
 
-    from morl_robot.robots.model import load_model, model_path
+    from morl_robot.robots.model import is_static_world_body, load_model, model_path
 
     path = model_path(robot_config, robot_config.model.scene or None)
     m = load_model(path)
     static = sorted(mujoco.mj_id2name(m, mujoco.mjtObj.mjOBJ_BODY, i) or "" for i in range(1, m.nbody)
-                    if m.body_parentid[i] == 0 and not m.body_jntnum[i])
+                    if is_static_world_body(m, i))
     for name, body in named.items():
         if body not in static:
             fail(source, f"approach.obstacles.{name}.body", f"'{body}' is not a static body of the world in "

@@ -159,3 +159,14 @@ def test_every_shipped_context_applies_to_its_task(task):
             assert info["context"] == ctx.name
     finally:
         e.close()
+
+
+def test_a_context_moves_only_fixed_fixtures(env):
+    """``body_offset`` may move a static body of the world (the fixture), never a body with joints or
+    one attached to another (the arm's links): what the safety boxes' ``body`` key may name too."""
+    from morl_robot.robots.context import RobotContext
+
+    env.robot.apply_context(RobotContext(name="moved", body_offset={"fixture": (0.001, 0.0, 0.0)}))
+    with pytest.raises(ConfigError, match="body 'right_l6' is not a static body of the world"):
+        env.robot.apply_context(RobotContext(name="bad", body_offset={"right_l6": (0.001, 0.0, 0.0)}))
+    env.robot.apply_context(None)
