@@ -17,13 +17,26 @@ from morl_robot.configuration import fail
 MAX_STEPS = 2**53
 
 
+def looks_numeric(text: str) -> bool:
+    """Whether a C number reader (``strtod``, ``strtol`` base 0) could read all of ``text``, as ROS's
+    parameter parser does; errs on the side of yes (Python also reads ``1_0``), which only quotes."""
+    for read in (float, lambda t: int(t, 0)):
+        try:
+            read(text)
+            return True
+        except ValueError:
+            pass
+    return False
+
+
 def new_session_id() -> str:
     """A fresh session id (``ManagedNodeSettings.session``): 12 random hex digits, 48 bits, so its
-    wire value (``nodes.wire.session_token``) is exact as a float; never decimal digits only, so
-    every YAML reader of node parameters (``-p``, a launch file's parameter file) keeps it a string."""
+    wire value (``nodes.wire.session_token``) is exact as a float; never one a number reader takes
+    (decimal digits only, or ``0e5123``: ROS's parameter parser reads that as the float 0.0 even from
+    a launch file's parameter file, where PyYAML writes it unquoted), so every node gets it as a string."""
     import secrets
 
-    while (session := secrets.token_hex(6)).isdigit():
+    while looks_numeric(session := secrets.token_hex(6)):
         pass
     return session
 

@@ -63,7 +63,11 @@ def test_node_parameters_give_the_session_values_unless_the_section_changes_them
     assert node_parameters(PolicyServerSettings(preference=[0.1, 1.0]))["preference"] == [0.1, 1.0]
 
 
-@pytest.mark.parametrize("text", ["792757145550", "0123", "true", "1e5", "null", "[a]", "", "a: b", "x y", "plain"])
+STRING_PARAMETERS = ["792757145550", "0123", "true", "1e5", "0e5123", "12e4", ".5", "0x1f", "nan", "null", "[a]", "",
+                     "a: b", "x y", "plain", "abc1e5"]
+
+
+@pytest.mark.parametrize("text", STRING_PARAMETERS)
 def test_a_string_parameter_arrives_as_that_string(text):
     """``-p name:=value`` is YAML: a string that reads as a number or a boolean (a session id of
     decimal digits only, seen once in `make test`) is quoted, so the node gets the string."""
@@ -72,3 +76,39 @@ def test_a_string_parameter_arrives_as_that_string(text):
     from morl_robot.session.processes import format_parameter
 
     assert yaml.safe_load(format_parameter(text)) == text
+
+
+def test_ros_own_parameter_reader_gets_each_string_as_that_string():
+    """The same through rcl's parser, the one a node reads ``-p`` with: it takes ``0e5123`` (a hex
+    session id; PyYAML keeps it a string) as the float 0.0 unless quoted — a CI run failed so."""
+    rclpy = pytest.importorskip("rclpy")
+    from rclpy.context import Context
+    from rclpy.node import Node
+
+    from morl_robot.session.processes import format_parameter
+
+    args = ["x", "--ros-args"]
+    for i, text in enumerate(STRING_PARAMETERS):
+        args += ["-p", f"p{i}:={format_parameter(text)}"]
+    ctx = Context()
+    rclpy.init(args=args, context=ctx)
+    try:
+        node = Node("parameter_reader", context=ctx, automatically_declare_parameters_from_overrides=True)
+        got = [node.get_parameter(f"p{i}").value for i in range(len(STRING_PARAMETERS))]
+        node.destroy_node()
+    finally:
+        rclpy.shutdown(context=ctx)
+    assert got == STRING_PARAMETERS
+
+
+def test_a_session_id_is_never_one_a_number_reader_takes(monkeypatch):
+    """``new_session_id`` draws again when the hex digits read as a number (``0e5123``, ``123456789012``),
+    so a launch file's parameter file, which PyYAML writes unquoted, gives every node a string."""
+    import secrets
+
+    from morl_robot.node_settings import looks_numeric, new_session_id
+
+    draws = iter(["0e5123000000", "123456789012", "00ff00aa11bb"])
+    monkeypatch.setattr(secrets, "token_hex", lambda n: next(draws))
+    assert new_session_id() == "00ff00aa11bb"
+    assert looks_numeric("0e5123000000") and looks_numeric("12e4") and not looks_numeric("00ff00aa11bb")

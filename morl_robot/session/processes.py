@@ -20,6 +20,7 @@ from typing import Any, Self
 import yaml
 
 from morl_robot.errors import ConfigError
+from morl_robot.node_settings import looks_numeric
 
 #: Executables (console scripts in setup.py, modules in morl_robot.nodes).
 EXECUTABLES = ("robot_node", "learner_node", "policy_server", "safety_monitor", "driver_emulator", "vector_actor",
@@ -82,13 +83,16 @@ def format_parameter(value: Any) -> str:
 
 
 def _reads_back(text: str) -> bool:
-    """Whether ``text`` unquoted is read by YAML (as ROS reads ``-p``) as the same string."""
-    if text == "" or ":" in text or " " in text:
+    """Whether ``text`` unquoted is read as the same string both by YAML and by ROS's own parameter
+    parser (rcl_yaml_param_parser), which takes anything ``strtod``/``strtol`` reads in full as a
+    number: ``0e5123`` (a hex session id, 0.0 to rcl though PyYAML keeps it a string), ``.5``, ``0x1f``."""
+    if text == "" or ":" in text or " " in text or looks_numeric(text):
         return False
     try:
         return yaml.safe_load(text) == text
     except yaml.YAMLError:
         return False
+
 
 
 @dataclass
