@@ -188,6 +188,24 @@ def test_the_limit_is_continuous_in_the_tool_position(dx, dy, h, v):
     assert np.linalg.norm(a - b) < 0.01
 
 
+@given(st.floats(1e-3, 0.2), st.floats(-0.3, -1e-3), st.floats(0.0, 0.5), st.floats(0.0, 0.5))
+@settings(max_examples=200)
+def test_an_old_reading_adds_to_the_stopping_time(h, vz, age, older):
+    """A reading ``age`` s old (a slow driver link): the tool may already be closer by what it moved
+    since, so the bound is (d − margin) / (braking_time + age), ISO/TS 15066's reaction time — a
+    speed within it still stops before the surface; an older reading never allows a faster approach."""
+    tip, v = np.array([0.05, 0.05, h]), np.array([0.0, 0.0, vz])
+    out, _ = approach_limit(v, tip, BOX_LO, BOX_HI, 0.0, 0.1, 0.001, 0.01, 0.2, age=age)
+    allowed = max(0.01, (h - 0.001) / (0.2 + age))
+    assert out[2] == pytest.approx(max(vz, -allowed), abs=1e-9)
+    if -out[2] > 0.01 + 1e-9:  # above the contact speed: it stops within the gap the reading saw
+        assert -out[2] * (0.2 + age) <= h - 0.001 + 1e-9
+    slower, _ = approach_limit(v, tip, BOX_LO, BOX_HI, 0.0, 0.1, 0.001, 0.01, 0.2, age=age + older)
+    assert -slower[2] <= -out[2] + 1e-12
+    fresh, _ = approach_limit(v, tip, BOX_LO, BOX_HI, 0.0, 0.1, 0.001, 0.01, 0.2)
+    np.testing.assert_array_equal(fresh, approach_limit(v, tip, BOX_LO, BOX_HI, 0.0, 0.1, 0.001, 0.01, 0.2, age=0.0)[0])
+
+
 def test_moving_away_or_far_off_is_not_limited():
     v = np.array([0.1, 0.0, 0.2])  # up, away from the top face
     out, limited = approach_limit(v, np.array([0.05, 0.05, 0.001]), BOX_LO, BOX_HI, 0.0, 0.1, 0.001, 0.01, 0.2)

@@ -199,7 +199,7 @@ class TaskRunner:
                 self.last = replace(self.hold(), held=decision.violations)
                 return self.last
             if np.all(np.isfinite(values)):
-                values = self.inner.limit_approach(values, labels, state.position)
+                values = self.inner.limit_approach(values, labels, state.position, state.age, state.velocity)
         if not np.all(np.isfinite(values)):
             bad = [lab for lab, v in zip(labels, values) if not np.isfinite(v)]
             raise CommandError(f"non-finite command values for {bad}")

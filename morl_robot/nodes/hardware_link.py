@@ -106,6 +106,9 @@ class HardwareLink:
         self._thread = threading.Thread(target=self._spin, name="hardware_link", daemon=True)
         self._thread.start()
         robot.connect(self.send)
+        # a reading's age (RobotState.age, the approach limit's reaction time) from the driver's stamps
+        ros_clock = node.get_clock()  # the robot node's (use_sim_time follows the session)
+        robot.stamp_clock = lambda: ros_clock.now().nanoseconds * 1e-9
 
     # --- driver -> robot ------------------------------------------------------------------
     def _spin(self) -> None:

@@ -132,11 +132,14 @@ class HardwareRobot(Robot):
         sink: where :class:`DriverCommand` objects go (set later with :meth:`connect`).
         clock: monotonic seconds for freshness (injectable for tests).
         sleep: waits one reset period (injectable: tests step an emulated driver instead).
+        stamp_clock: now in the time base of the driver's header stamps (the node's ROS clock), for a
+            reading's :attr:`~RobotState.age`; None: ages count from receipt only (link latency unknown).
     """
 
     def __init__(self, config: RobotConfig, control_period: float, *, source: str = "",
                  sink: Callable[[DriverCommand], None] | None = None,
-                 clock: Callable[[], float] = time.monotonic, sleep: Callable[[float], None] = time.sleep) -> None:
+                 clock: Callable[[], float] = time.monotonic, sleep: Callable[[float], None] = time.sleep,
+                 stamp_clock: Callable[[], float] | None = None) -> None:
         if config.hardware is None:
             raise ConfigError(f"{source or config.name}: the robot YAML has no 'hardware:' section (driver topics)")
         self.config, self.hardware, self.source = config, config.hardware, source or config.name
@@ -161,6 +164,8 @@ class HardwareRobot(Robot):
         #: downstream do not see a silent robot).
         self.reset_progress: Callable[[RobotState], None] | None = None
         self._clock, self._sleep = clock, sleep
+        self.stamp_clock = stamp_clock
+        self._stamped = False  # the newest joint state carried the driver's header stamp
         self._lock = threading.Lock()  # the streams' buffers (driver thread writes, the node reads)
         # the Cartesian targets (_target, _ticking, _last_tick, the controller's period): moved by the
         # driver thread's compliance ticks and by the node's commands, resets and mode changes
@@ -236,6 +241,7 @@ class HardwareRobot(Robot):
             m_idx, j_idx = self.codec.state_index(names)
             if not j_idx.size:  # another device on a shared topic (e.g. a gripper): not ours
                 return False
+            self._stamped = stamp > 0
             stamp = float(stamp) if stamp > 0 else now
             fresh = (self._jstamp[j_idx] < stamp) | (now - self._jrecv[j_idx] > s.deadline)
             if not fresh.any():
@@ -383,10 +389,19 @@ class HardwareRobot(Robot):
                 raise StaleStateError(f"{self.spec.name}: stale driver state, not commanding: " + "; ".join(problems))
             q, qd, tau = self._q.copy(), self._qd.copy(), self._tau.copy()
             stamp = float(self._jstamp.min())
+            age = self._age(now, stamp)
             wrench = self._wrench.copy() if self._wrench_stream is not None else None
             tactile = self._tactile.copy() if self._tactile_stream is not None else None
         return RobotState(stamp=stamp, position=q, velocity=qd, effort=tau, wrench=wrench, tactile=tactile,
-                          ee_pose=self._ee_pose(q), contact_force_peak=self.contact_force_peak)
+                          ee_pose=self._ee_pose(q), contact_force_peak=self.contact_force_peak, age=age)
+
+    def _age(self, now: float, stamp: float) -> float:
+        """s since the oldest joint of the newest state was measured: by the driver's stamps on
+        :attr:`stamp_clock` (a clock offset between driver and host reads as age: the safe side,
+        slower approaches; ``joint_state/age`` in :meth:`status` shows it), else since receipt."""
+        if self._stamped and self.stamp_clock is not None:
+            return max(self.stamp_clock() - stamp, 0.0)
+        return max(now - float(self._jrecv.min()), 0.0)
 
     def _kinematics(self, q: np.ndarray) -> None:
         self.data.qpos[self._qadr] = q
@@ -410,6 +425,8 @@ class HardwareRobot(Robot):
                 key = s.what.replace(" ", "_")
                 out.update({f"{key}/accepted": s.accepted, f"{key}/out_of_order": s.out_of_order,
                             f"{key}/rejected": s.rejected, f"{key}/age": s.age(now)})
+            if self._joints.accepted and np.isfinite(self._jstamp).all():  # the reading's age (RobotState.age)
+                out["reading_age"] = self._age(now, float(self._jstamp.min()))
         return out
 
     # --- commands -------------------------------------------------------------------------

@@ -208,7 +208,10 @@ class RobotState:
     robot base frame or None · sensors: scene sensors by name (task objects) ·
     contact_force_peak: the largest contact force ‖f‖ (N, tared) the compliant Cartesian controller
     measured at its own rate (physics substeps, driver messages) during the last control period, or
-    None without one (:mod:`morl_robot.robots.compliance`): the peak a 20 Hz reading can miss.
+    None without one (:mod:`morl_robot.robots.compliance`): the peak a 20 Hz reading can miss ·
+    age: s between the joints' measurement and this reading (a driver link's latency plus the time since
+    it arrived: :meth:`~morl_robot.robots.hardware.HardwareRobot.read_state`; 0 in simulation, where the
+    reading is the physics' own): how far the robot may have moved since, for speed-and-separation limits.
     """
 
     stamp: float
@@ -220,6 +223,7 @@ class RobotState:
     ee_pose: np.ndarray | None = None
     sensors: dict[str, np.ndarray] = field(default_factory=dict)
     contact_force_peak: float | None = None
+    age: float = 0.0
 
     def non_finite_fields(self) -> list[str]:
         """Names of the fields that hold NaN or inf (a sensor fault)."""

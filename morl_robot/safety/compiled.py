@@ -99,10 +99,11 @@ class ApproachRule:
             return self
         return dataclasses.replace(self, lower=self.lower + shift, upper=self.upper + shift)
 
-    def limit(self, velocity: np.ndarray, tip: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """(limited linear velocity (3,), allowed approach speed per obstacle (B,), inf: not limited)."""
+    def limit(self, velocity: np.ndarray, tip: np.ndarray, age: float = 0.0) -> tuple[np.ndarray, np.ndarray]:
+        """(limited linear velocity (3,), allowed approach speed per obstacle (B,), inf: not limited);
+        ``age``: s since the reading ``tip`` was measured (:func:`approach_limit`)."""
         return approach_limit(velocity, tip, self.lower, self.upper, self.radius, self.length, self.margin,
-                              self.contact_speed, self.braking_time, self.sliding_gap, self.sliding_speed)
+                              self.contact_speed, self.braking_time, self.sliding_gap, self.sliding_speed, age)
 
 
 @dataclass

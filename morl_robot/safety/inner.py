@@ -177,12 +177,21 @@ class InnerSafety:
         return Decision(True, lambda: self._violations(q, qd, tau, wrench, tactile, stamp, command, labels, mode,
                                                        accelerating))
 
-    def limit_approach(self, command: np.ndarray, labels: Sequence[str], position: np.ndarray) -> np.ndarray:
+    def limit_approach(self, command: np.ndarray, labels: Sequence[str], position: np.ndarray,
+                       age: float = 0.0, velocity: np.ndarray | None = None) -> np.ndarray:
         """The approach-speed limit (safety YAML ``approach``, the monitor's rule) on a Cartesian
         command (n,) labelled ``labels`` at joint positions ``position`` (J,), applied again in the
         robot's own loop on its newest reading (the monitor decided on the reading before): the
         command unchanged where the rule is absent, the command is not a twist, or it is within
-        bounds."""
+        bounds.
+
+        A reading ``age`` s old (:attr:`~morl_robot.robots.spec.RobotState.age`: a slow driver link)
+        with joint ``velocity`` (J,) rad/s is first carried forward to now, position + velocity·age
+        (the arm keeps moving while the reading travels), and its age adds to the stopping time (the
+        next reading that could show an overshoot is as late: :func:`~morl_robot.safety.rules.approach_limit`).
+        Measured on the emulated Sawyer driver with 0.15 s state latency, a 0.2 m/s push onto the
+        fixture: 166 N without either, 133 N with the stopping time alone, 13 N with both
+        (docs/explanation/contact_control.md)."""
         rule, kin = self.rules.approach, self.rules.kinematics
         if rule is None or kin is None:
             return command
@@ -197,7 +206,10 @@ class InnerSafety:
             return command
         v = np.zeros(3)
         v[axes[lin]] = command[lin]
-        limited, allowed = rule.limit(v, kin.position(np.asarray(position, np.float64)))
+        q = np.asarray(position, np.float64)
+        if age > 0.0 and velocity is not None and np.isfinite(velocity).all():
+            q = q + np.asarray(velocity, np.float64) * age  # (J,) where the arm is now, by dead reckoning
+        limited, allowed = rule.limit(v, kin.position(q), age)
         if not np.isfinite(allowed).any():
             return command
         self.approach_limits += 1

@@ -400,7 +400,8 @@ def project_halfspaces(v: np.ndarray, normals: np.ndarray, bounds: np.ndarray) -
 
 def approach_limit(velocity: np.ndarray, tip: np.ndarray, lower: np.ndarray, upper: np.ndarray, radius: float,
                    length: float, margin: float, contact_speed: float, braking_time: float,
-                   sliding_gap: float = 0.0, sliding_speed: float = math.inf) -> tuple[np.ndarray, np.ndarray]:
+                   sliding_gap: float = 0.0, sliding_speed: float = math.inf, age: float = 0.0
+                   ) -> tuple[np.ndarray, np.ndarray]:
     """Speed and separation: the linear velocity nearest ``velocity`` (3,) m/s whose speed toward
     each obstacle box ``lower``/``upper`` (B, 3) is at most max(contact_speed, (d − margin) /
     braking_time), d the vertical cylindrical tool's signed distance to the box
@@ -412,16 +413,22 @@ def approach_limit(velocity: np.ndarray, tip: np.ndarray, lower: np.ndarray, upp
     an impact on its rim); that cap scales the velocity.  Every bound changes continuously with the
     tool's position, so readings that differ in the last bit do not switch a limit on or off.
 
+    ``age`` (s): how old the reading ``tip`` is (a driver link's latency: :attr:`RobotState.age`).  The tool
+    keeps moving for that long before a limit decided on the reading can act, so it adds to the
+    stopping time as the reaction time does in ISO/TS 15066's protective separation distance: speeds
+    bounded by (d − margin) / (braking_time + age) still stop within d − margin of where the reading put it.
+
     Returns (limited velocity (3,), the allowed speed of each box that limited it (B,), inf
     elsewhere)."""
     v = np.array(velocity, dtype=np.float64)
     dists, directions = tool_box_separation(np.asarray(tip, np.float64), lower, upper, radius, length)
-    allowed = np.maximum(contact_speed, (dists - margin) / braking_time)  # (B,)
+    stopping = braking_time + max(float(age), 0.0)  # s
+    allowed = np.maximum(contact_speed, (dists - margin) / stopping)  # (B,)
     over = directions @ v > allowed  # (B,) boxes approached too fast
     out = project_halfspaces(v, directions, allowed) if over.any() else v
     report = np.where(over, allowed, np.inf)
     if math.isfinite(sliding_speed):
-        caps = max(contact_speed, sliding_speed) + np.maximum(dists - sliding_gap, 0.0) / braking_time  # (B,)
+        caps = max(contact_speed, sliding_speed) + np.maximum(dists - sliding_gap, 0.0) / stopping  # (B,)
         b = int(np.argmin(caps))
         speed = float(np.sqrt(out @ out))
         if speed > caps[b]:

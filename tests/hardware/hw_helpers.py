@@ -31,14 +31,17 @@ class DriverLoop:
     straight to the emulator, every emulator step publishes its state to the robot, and the robot's
     clock is the emulator's time (so freshness and resets run on simulated time)."""
 
-    def __init__(self, config_source: str, control_period: float = 0.05, period: float = 0.01) -> None:
+    def __init__(self, config_source: str, control_period: float = 0.05, period: float = 0.01,
+                 latency: float = 0.0) -> None:
         config = load_robot_config(config_source)
         self.emu = DriverEmulatorCore(config, period=period)
         self.t = 1000.0
         self.sent: list[DriverCommand] = []
         self.deliver = True  # False: the driver stops answering (stale state)
+        self.latency = latency  # s: every state message reaches the robot this late, stamped when measured
+        self._in_flight: list[tuple[float, Any]] = []
         self.robot = HardwareRobot(config, control_period, source=config_source, sink=self.sink,
-                                   clock=lambda: self.t, sleep=self.sleep)
+                                   clock=lambda: self.t, sleep=self.sleep, stamp_clock=lambda: self.t)
         self.publish()
 
     def sink(self, cmd: DriverCommand) -> None:
@@ -55,14 +58,14 @@ class DriverLoop:
     def publish(self) -> None:
         if not self.deliver:
             return
-        js = self.emu.joint_state()
-        self.robot.on_joint_state(js.names, js.position, js.velocity, js.effort, self.t)
-        w = self.emu.wrench()
-        if w is not None:
-            self.robot.on_wrench(w.force, w.torque, self.t, w.frame)
-        tac = self.emu.tactile()
-        if tac is not None:
-            self.robot.on_tactile(tac.values, tac.labels, self.t)
+        self._in_flight.append((self.t, (self.emu.joint_state(), self.emu.wrench(), self.emu.tactile())))
+        while self._in_flight and self._in_flight[0][0] + self.latency <= self.t + 1e-9:
+            stamp, (js, w, tac) = self._in_flight.pop(0)
+            self.robot.on_joint_state(js.names, js.position, js.velocity, js.effort, stamp)
+            if w is not None:
+                self.robot.on_wrench(w.force, w.torque, stamp, w.frame)
+            if tac is not None:
+                self.robot.on_tactile(tac.values, tac.labels, stamp)
 
     def sleep(self, dt: float) -> None:
         for _ in range(max(1, round(dt / self.emu.period))):
