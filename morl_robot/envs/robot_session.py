@@ -322,6 +322,16 @@ class RobotSession:
                       "returns": {n: float(v) for n, v in zip(self.runner.objective_names, rec.returns)},
                       **({"context": context} if context else {})}
 
+    def placement(self, rec: StepRecord) -> tuple[int, str | None, dict[str, tuple[float, ...]]]:
+        """(episode, context name, body offsets) of ``rec``'s episode, for the ``placement`` topic:
+        the static bodies its context moved, m from the scene's nominal — the offsets
+        :meth:`TaskRunner.reset` moved the inner layer's approach boxes by, which the safety
+        monitor's boxes follow ({}: the nominal cell; issue 37)."""
+        env = getattr(self.runner.env, "unwrapped", self.runner.env)
+        context = getattr(getattr(env, "context", None), "name", None)
+        offsets = getattr(getattr(self.runner.robot, "context", None), "body_offset", None) or {}
+        return rec.episode, context, dict(offsets)
+
     def status(self) -> tuple[str, str, dict[str, Any]]:
         """(level, message, values) for ``/diagnostics``."""
         values: dict[str, Any] = dict(self.counters)

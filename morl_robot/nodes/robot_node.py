@@ -105,6 +105,8 @@ class RobotNode(ManagedNode):
             self._task_step_msg = wire.LabelledVector(
                 wire.task_step_labels(runner.objective_names, runner.observation_labels, runner.machine_labels))
             self._pub_episode = own(self.create_publisher(String, "episode", wire.EVENT_QOS))
+            # latched: a monitor that joins late still learns where this episode's context put the cell
+            self._pub_placement = own(self.create_publisher(String, "placement", wire.LATCHED_QOS))
         self._pub_clock = own(self.create_publisher(Clock, "/clock", wire.CLOCK_QOS)) if backend == "sim" else None
         own(self.create_subscription(Float64MultiArray, "command_safe", self._on_command, wire.COMMAND_QOS))
         self._sub_estop = own(self.create_subscription(Bool, "safety/estop", self._on_estop, wire.LATCHED_QOS))
@@ -223,7 +225,8 @@ class RobotNode(ManagedNode):
             self._video.on_record(rec, self.core.estop)
         if self._pub_task is not None and rec.observation is not None and self.core is not None:
             before, after = self.core.episode_events(rec, announce)
-            if before is not None:
+            if before is not None:  # the placement first: the monitor moves its approach boxes before step 0
+                self._pub_placement.publish(String(data=wire.placement_json(*self.core.placement(rec))))
                 self._pub_episode.publish(String(data=json.dumps(before)))
             self._pub_task.publish(self._task_step_msg(self.core.runner.task_step_values(rec)))
             self._views.on_task_step(rec)

@@ -14,10 +14,10 @@ from typing import Any
 from diagnostic_msgs.msg import DiagnosticStatus
 from geometry_msgs.msg import WrenchStamped
 from sensor_msgs.msg import JointState
-from std_msgs.msg import Bool, Float64MultiArray, Header
+from std_msgs.msg import Bool, Float64MultiArray, Header, String
 from std_srvs.srv import Trigger
 
-from morl_robot.errors import ConfigError
+from morl_robot.errors import ConfigError, WireError
 from morl_robot.node_settings import SafetyMonitorSettings
 from morl_robot.nodes import wire
 from morl_robot.nodes.base import (
@@ -83,6 +83,9 @@ class SafetyMonitorNode(ManagedNode):
         # and a command waiting together are handled reading first, as the in-process shield does
         # (observe, then filter).  The state-dependent clamps (approach speed, workspace) then act
         # on the state the command answers, and a lockstep deploy matches its in-process twin.
+        # The episode's placement before everything (latched: a late joiner gets the newest): the
+        # approach boxes where its context put the fixture before the episode's first command.
+        own(self.create_subscription(String, "placement", self._on_placement, wire.LATCHED_QOS))
         own(self.create_subscription(JointState, "joint_states", self._on_joint_state, wire.SENSOR_QOS))
         if spec.has_sensor("wrench"):
             own(self.create_subscription(WrenchStamped, "wrench", self._on_wrench, wire.SENSOR_QOS))
@@ -184,10 +187,38 @@ class SafetyMonitorNode(ManagedNode):
                 return
         if key is not None and wire.step_of_key(key) == 0:
             self.monitor.new_episode()  # step 0: a (simulated) reset has put the robot at rest
+        placed = self.monitor.placement_episode
+        if key is not None and placed is not None and wire.episode_of_key(key) > placed:
+            self.monitor.counters["placement_late"] += 1  # judged with the previous episode's boxes
+            self._bad_input("placement_late", "warning",
+                            f"a command of episode {wire.episode_of_key(key)} before its placement (the newest is of "
+                            f"episode {placed}): judged with the approach boxes of episode {placed}")
         # a lockstep command stands for one control period of simulated time; others for the wall
         # time since the previous command (the monitor caps it at one period)
         elapsed = self.monitor.command_period if key is not None else None
         self._handle(self.monitor.on_command(values, labels, now, elapsed), unsolicited=False, key=key)
+
+    def _on_placement(self, msg: String) -> None:
+        """The robot's episode placement (issue 37): the approach boxes move with the fixture its
+        context moved; anything unreadable leaves them where the YAML puts them, and says so."""
+        if self.monitor is None:
+            return
+        before = self.monitor.describe_placement()
+        try:
+            p = wire.read_placement(msg.data)
+        except WireError as exc:
+            self.monitor.refuse_placement(str(exc))
+        else:
+            try:
+                self.monitor.place(p.body_offset, p.context, p.episode)
+            except ConfigError:
+                pass  # refused: the monitor keeps the YAML's boxes and its placement_error says why
+        now = self.monitor.describe_placement()
+        if self.monitor.placement_error:
+            self._bad_input("placement", "error", f"episode placement refused: {self.monitor.placement_error}; "
+                                                  "the approach boxes stay where the safety YAML puts them")
+        elif now != before:
+            self.get_logger().info(now)
 
     def _on_joint_state(self, msg: JointState) -> None:
         if self.monitor is not None:
@@ -252,9 +283,12 @@ class SafetyMonitorNode(ManagedNode):
                        "last_trip_latency": self._last_trip_latency})
         values.update({f"opt_out/{rule}": why for rule, why in m.opted_out.items()})
         values.update(m.deadline_miss_values())  # missed deadlines by cause, host delays p50/max
+        values.update(m.placement_values())  # where the approach boxes are (the episode's context)
         cause = m.estop_cause
         if cause is not None:
             return "error", f"e-stop: {cause.describe()}", values
+        if m.placement_error:
+            return "warn", m.describe_placement()[:500], values
         if m.holding or any(v.response >= Response.CLAMP for v in active):
             return "warn", "; ".join(v.describe() for v in active)[:500], values
         return "ok", "supervising" if self._active else "inactive", values

@@ -95,6 +95,10 @@ TOPICS: tuple[Topic, ...] = (
           "(a reward-machine task: the machine columns 'env_terminated,label/<proposition>…' before the observation)"),
     Topic("episode", "std_msgs/msg/String", "EVENT_QOS", "robot_node",
           "JSON episode event: {event: start|end, episode, steps, termination, returns{objective: value}}"),
+    Topic("placement", "std_msgs/msg/String", "LATCHED_QOS", "robot_node (with a task)",
+          "JSON, before each episode's start event: where its context put the cell's static bodies, "
+          "{episode, context (name or null), body_offset{body: [dx, dy, dz]}} (m, base frame, from the scene's "
+          "nominal; {}: the nominal cell); the safety monitor moves the approach boxes of those bodies by it"),
     Topic("command", "std_msgs/msg/Float64MultiArray", "COMMAND_QOS", "policy_server",
           "command in robot units (control mode's units), labels = action or command component names "
           "(lockstep: + 'answers_task_step', the key of the task_step answered; in a session: + 'session', "
@@ -241,6 +245,46 @@ def step_key(episode: int, step: int) -> float:
 def step_of_key(key: float) -> int:
     """The step number inside an episode that :func:`step_key` encoded."""
     return int(key) % 2**24
+
+
+def episode_of_key(key: float) -> int:
+    """The episode number that :func:`step_key` encoded."""
+    return int(key) // 2**24
+
+
+@dataclass(frozen=True)
+class Placement:
+    """A ``placement`` announcement (:func:`read_placement`); ``body_offset`` as sent, checked by
+    :meth:`morl_robot.safety.monitor.SafetyMonitor.place`."""
+
+    episode: int | None
+    context: str
+    body_offset: Any
+
+
+def placement_json(episode: int, context: str | None, body_offset: Any) -> str:
+    """The ``placement`` message's text (body offsets in m)."""
+    import json
+
+    return json.dumps({"episode": int(episode), "context": context,
+                       "body_offset": {b: [float(x) for x in v] for b, v in (body_offset or {}).items()}})
+
+
+def read_placement(text: str) -> Placement:
+    """A ``placement`` message's text decoded; :class:`WireError` naming what is wrong."""
+    import json
+
+    try:
+        data = json.loads(text)
+    except ValueError as exc:
+        raise WireError(f"placement is not JSON ({exc}): {text[:80]!r}") from None
+    if not isinstance(data, dict) or "body_offset" not in data:
+        raise WireError(f"placement must be a JSON object with 'body_offset', got {text[:80]!r}")
+    episode = data.get("episode")
+    if episode is not None and (not isinstance(episode, int) or isinstance(episode, bool)):
+        raise WireError(f"placement 'episode' must be an integer, got {episode!r}")
+    context = data.get("context")
+    return Placement(episode, context if isinstance(context, str) else "", data["body_offset"])
 
 
 def split_step_key(values: np.ndarray, labels: Sequence[str]) -> tuple[np.ndarray, tuple[str, ...], float | None]:

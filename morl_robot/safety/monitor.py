@@ -10,16 +10,18 @@ publication is what the latency benchmark times).
 """
 from __future__ import annotations
 
+import json
 import math
 import os
 from collections import Counter, deque
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any, NamedTuple
 
 import numpy as np
 
 from morl_robot.errors import CommandError, ConfigError
+from morl_robot.robots.context import RobotContext
 from morl_robot.robots.spec import (
     CARTESIAN_LABELS,
     ControlMode,
@@ -150,6 +152,12 @@ class SafetyMonitor:
                  now: float = 0.0, action_labels: Sequence[str] | None = None) -> None:
         spec = rules.spec
         self.rules, self.config, self.spec, self.source = rules, rules.config, spec, rules.source
+        # the approach boxes as the YAML measured the cell; place() moves them per episode context
+        self._yaml_rules = rules
+        self._placement: dict[str, tuple[float, float, float]] = {}
+        self.placement_context = ""  # the context the placement came from ("" : none said)
+        self.placement_episode: int | None = None  # the episode it was announced for (None: none yet)
+        self.placement_error = ""  # why the newest announced placement was refused ("" : it was not)
         self.control_mode = ControlMode(control_mode) if control_mode else spec.default_control_mode
         if self.control_mode not in spec.control_modes:
             raise ConfigError(f"control mode '{self.control_mode.value}' is not one of robot '{spec.name}''s "
@@ -724,6 +732,96 @@ class SafetyMonitor:
         self._held_q = None
         self._prev = None
         self._prev_time = None
+
+    # --- placement (issue 37) ---------------------------------------------------------------
+    def place(self, placement: RobotContext | Mapping[str, Any] | None, context: str = "",
+              episode: int | None = None) -> None:
+        """From now on, judge commands in the cell as a context placed it: ``placement`` is a
+        :class:`~morl_robot.robots.context.RobotContext` or its ``body_offset`` ({static body:
+        (dx, dy, dz) m, base frame, from the scene's nominal}, what the robot node announces on
+        ``placement``); None or ``{}``: the cell as the safety YAML measured it.  Only the approach
+        boxes of a moved body move (:meth:`~morl_robot.safety.compiled.CompiledRules.placed`, the
+        one definition); every threshold stays.  A malformed offset, or a body none of the approach
+        boxes belongs to, raises :class:`ConfigError`: the boxes are then the YAML's, and
+        :attr:`placement_error` says why (never the previous episode's placement)."""
+        self.rules, self._placement, self.placement_error = self._yaml_rules, {}, ""
+        self.placement_context, self.placement_episode = context, episode
+        offsets = placement.body_offset if isinstance(placement, RobotContext) else placement
+        try:
+            checked = self._checked_offsets(offsets or {}, context)
+        except ConfigError as exc:
+            self.refuse_placement(str(exc), context, episode)
+            raise
+        self.counters["placements"] += 1
+        self._placement = checked
+        if checked:
+            self.rules = self._yaml_rules.placed(RobotContext(name=context or "announced", body_offset=checked))
+
+    def refuse_placement(self, why: str, context: str = "", episode: int | None = None) -> None:
+        """An announced placement that cannot be read (``why``): the YAML's boxes, and saying so."""
+        self.rules, self._placement = self._yaml_rules, {}
+        self.placement_context, self.placement_episode = context, episode
+        self.placement_error = why
+        self.counters["placement_errors"] += 1
+
+    def _checked_offsets(self, offsets: Any, context: str) -> dict[str, tuple[float, float, float]]:
+        where = f"placement{f' of context {context!r}' if context else ''}"
+        if not isinstance(offsets, Mapping):
+            raise ConfigError(f"{where}: body_offset must map static bodies to [dx, dy, dz] (m), got "
+                              f"{type(offsets).__name__} {str(offsets)[:80]}")
+        approach = self._yaml_rules.approach
+        known = sorted({b for b in approach.bodies if b}) if approach is not None else []
+        out: dict[str, tuple[float, float, float]] = {}
+        for body, off in offsets.items():
+            numbers = isinstance(off, (Sequence, np.ndarray)) and not isinstance(off, str) and all(
+                isinstance(x, (int, float, np.number)) and not isinstance(x, bool) for x in off)
+            vec = tuple(float(x) for x in off) if numbers else ()
+            if not isinstance(body, str) or len(vec) != 3 or not all(math.isfinite(x) for x in vec):
+                raise ConfigError(f"{where}: body_offset.{body} must be 3 finite numbers [dx, dy, dz] (m), got "
+                                  f"{str(off)[:80]}")
+            if approach is not None and body not in known:
+                raise ConfigError(
+                    f"{where}: body '{body}' has none of the approach boxes of {self.source} (they belong to "
+                    f"{', '.join(repr(b) for b in known) or 'no body'}): the robot's cell and the monitor's "
+                    "safety YAML disagree")
+            out[body] = (vec[0], vec[1], vec[2])
+        return out
+
+    @property
+    def placement(self) -> dict[str, tuple[float, float, float]]:
+        """The body offsets (m) the approach boxes are moved by now ({}: the YAML's cell)."""
+        return dict(self._placement)
+
+    def moved_boxes(self) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+        """The approach boxes the placement moved: name → (lower (3,), upper (3,)) m."""
+        now, yaml = self.rules.approach, self._yaml_rules.approach
+        if now is None or yaml is None or now is yaml:
+            return {}
+        return {n: (now.lower[i].copy(), now.upper[i].copy()) for i, n in enumerate(now.names)
+                if not np.array_equal(now.lower[i], yaml.lower[i]) or not np.array_equal(now.upper[i], yaml.upper[i])}
+
+    def describe_placement(self) -> str:
+        """One line: where the approach boxes are and why."""
+        if self.placement_error:
+            return f"approach boxes where the safety YAML puts them, refused {self.placement_error}"
+        moved = self.moved_boxes()
+        if not moved:
+            return "approach boxes where the safety YAML puts them" + (
+                f" (context {self.placement_context} moves none of them)" if self.placement_context else "")
+        shift = ", ".join(f"{b} by ({', '.join(f'{x * 1e3:+.1f}' for x in v)}) mm" for b, v in self._placement.items())
+        return (f"approach boxes {', '.join(moved)} moved with {shift}"
+                + (f" (context {self.placement_context})" if self.placement_context else ""))
+
+    def placement_values(self) -> dict[str, Any]:
+        """``/diagnostics`` values of the placement: ``placement`` (JSON {body: [dx, dy, dz] m}),
+        ``placement_context``, ``placement_episode``, ``placement_error`` and ``approach_moved``
+        (JSON {box: [lower xyz, upper xyz] m} of the boxes it moved)."""
+        return {"placement": json.dumps({b: list(v) for b, v in self._placement.items()}),
+                "placement_context": self.placement_context,
+                "placement_episode": -1 if self.placement_episode is None else self.placement_episode,
+                "placement_error": self.placement_error,
+                "approach_moved": json.dumps({n: [[round(float(x), 9) for x in lo], [round(float(x), 9) for x in hi]]
+                                              for n, (lo, hi) in self.moved_boxes().items()})}
 
     # --- state ------------------------------------------------------------------------------
     @property
