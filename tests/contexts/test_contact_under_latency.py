@@ -46,6 +46,17 @@ def test_under_50ms_plus_20ms_latency_the_scripted_demonstrators_peak_force_stay
     assert all(e["success"] for e in out["per_episode"]) and out["per_episode"][0]["context"] == "lat50j20"
 
 
+def test_no_safety_means_no_approach_limit_where_a_late_command_arrives_either(
+        contexts: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """``--no-safety`` acts without the robot's safety rules, the arrival limit (the safety YAML's
+    approach rule) included: the same seeds meet the fixture as hard as before the limit existed."""
+    rc = main(["evaluate", "scripted", "--task", TASK, "--set", f"task.contexts={contexts}:lat50j20",
+               "--episodes", "3", "--seed", "90000", "--json", "--no-progress", "--no-safety"])
+    assert rc == 0
+    peaks = [e["peak_force"] for e in json.loads(capsys.readouterr().out)["per_episode"]]
+    assert max(peaks) > 30.0, peaks
+
+
 def test_a_late_command_is_limited_at_the_robots_newest_reading_without_a_shield(contexts: Path) -> None:
     """The limit sits at the link's robot end: an actor without the monitor (a bare env.step) gets it
     too; 'stiff' contact control (no approach limit anywhere) does not."""
