@@ -137,3 +137,37 @@ def test_the_sim_graphs_monitor_judges_a_moved_fixture_episode_at_the_moved_boxe
         assert monitor["placement_error"] == "" and int(monitor.get("placement_late", 0)) == 0, monitor
     # the same episode as in process, where the shield judges at the moved boxes
     assert max(report["max_abs_difference"]) < 1e-3, report
+
+
+@pytest.mark.ros
+def test_the_monitor_node_logs_and_shows_a_placement_it_cannot_read(ros_session) -> None:
+    """The node: an announcement it cannot read is logged as an error and shown on ``/diagnostics``
+    (status warn, ``placement_error``) with the YAML's boxes; the next good one is applied."""
+    from std_msgs.msg import String
+
+    from morl_robot.nodes import wire
+    from morl_robot.session.processes import NodeSpec
+
+    s, ns = ros_session, "/arm"
+    s.group.start(NodeSpec("safety_monitor", "safety_monitor", ns, {
+        "robot": "sawyer", "action_labels": "vx,vy,vz", "watchdogs": False, "diagnostics_period": 0.2}))
+    pub = s.probe.publisher(f"{ns}/placement", String, wire.LATCHED_QOS)
+
+    def status() -> dict[str, str]:
+        return s.probe.diagnostics("safety_monitor")
+
+    # latched: it reaches the monitor however late it subscribes
+    pub.publish(String(data=wire.placement_json(3, "typo", {"fixtre": [0.0, 0.0, 0.01]})))
+    s.probe.wait_for(lambda: "body 'fixtre' has none of the approach boxes" in status().get("placement_error", ""),
+                     60, "the refused placement on /diagnostics")
+    assert status()["approach_moved"] == "{}" and status()["placement"] == "{}"
+    pub.publish(String(data=wire.placement_json(4, "raised", RAISED)))
+    s.probe.wait_for(lambda: status().get("placement_episode") == "4", 10, "the next placement")
+    assert status()["placement_error"] == "" and json.loads(status()["placement"]) == RAISED
+    assert "fixture_nx" in json.loads(status()["approach_moved"])
+    pub.publish(String(data="{not json"))
+    s.probe.wait_for(lambda: "not JSON" in status().get("placement_error", ""), 10, "the unreadable placement")
+    assert status()["approach_moved"] == "{}"
+    log = s.logs()
+    assert "episode placement refused: placement of context 'typo': body 'fixtre'" in log, log[-3000:]
+    assert "the approach boxes stay where the safety YAML puts them" in log
