@@ -322,15 +322,22 @@ class RobotSession:
                       "returns": {n: float(v) for n, v in zip(self.runner.objective_names, rec.returns)},
                       **({"context": context} if context else {})}
 
-    def placement(self, rec: StepRecord) -> tuple[int, str | None, dict[str, tuple[float, ...]]]:
-        """(episode, context name, body offsets) of ``rec``'s episode, for the ``placement`` topic:
-        the static bodies its context moved, m from the scene's nominal — the offsets
+    def placement(self, rec: StepRecord) -> tuple[int, str | None, dict[str, tuple[float, ...]],
+                                                  dict[str, list[list[float]]] | None]:
+        """(episode, context name, body offsets, boxes) of ``rec``'s episode, for the ``placement``
+        topic: the static bodies its context moved, m from the scene's nominal — the offsets
         :meth:`TaskRunner.reset` moved the inner layer's approach boxes by, which the safety
-        monitor's boxes follow ({}: the nominal cell; issue 37)."""
+        monitor's boxes follow ({}: the nominal cell; issue 37) — and the inner layer's boxes on a
+        body as placed ({box: [[lower xyz], [upper xyz]]} m; None: no inner approach rule), which
+        the monitor checks its own against."""
         env = getattr(self.runner.env, "unwrapped", self.runner.env)
         context = getattr(getattr(env, "context", None), "name", None)
         offsets = getattr(getattr(self.runner.robot, "context", None), "body_offset", None) or {}
-        return rec.episode, context, dict(offsets)
+        approach = self.runner.inner.rules.approach if self.runner.inner is not None else None
+        boxes = None if approach is None else {
+            n: [[float(x) for x in approach.lower[i]], [float(x) for x in approach.upper[i]]]
+            for i, (n, b) in enumerate(zip(approach.names, approach.bodies or ("",) * len(approach.names))) if b}
+        return rec.episode, context, dict(offsets), boxes
 
     def status(self) -> tuple[str, str, dict[str, Any]]:
         """(level, message, values) for ``/diagnostics``."""

@@ -210,13 +210,15 @@ class SafetyMonitorNode(ManagedNode):
             self.monitor.refuse_placement(str(exc))
         else:
             try:
-                self.monitor.place(p.body_offset, p.context, p.episode)
+                self.monitor.place(p.body_offset, p.context, p.episode, p.approach)
             except ConfigError:
                 pass  # refused: the monitor keeps the YAML's boxes and its placement_error says why
         now = self.monitor.describe_placement()
         if self.monitor.placement_error:
             self._bad_input("placement", "error", f"episode placement refused: {self.monitor.placement_error}; "
                                                   "the approach boxes stay where the safety YAML puts them")
+        elif self.monitor.placement_mismatch:
+            self._bad_input("placement_mismatch", "error", now)
         elif now != before:
             self.get_logger().info(now)
 
@@ -287,7 +289,7 @@ class SafetyMonitorNode(ManagedNode):
         cause = m.estop_cause
         if cause is not None:
             return "error", f"e-stop: {cause.describe()}", values
-        if m.placement_error:
+        if m.placement_error or m.placement_mismatch:
             return "warn", m.describe_placement()[:500], values
         if m.holding or any(v.response >= Response.CLAMP for v in active):
             return "warn", "; ".join(v.describe() for v in active)[:500], values

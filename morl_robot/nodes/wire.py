@@ -98,7 +98,9 @@ TOPICS: tuple[Topic, ...] = (
     Topic("placement", "std_msgs/msg/String", "LATCHED_QOS", "robot_node (with a task)",
           "JSON, before each episode's start event: where its context put the cell's static bodies, "
           "{episode, context (name or null), body_offset{body: [dx, dy, dz]}} (m, base frame, from the scene's "
-          "nominal; {}: the nominal cell); the safety monitor moves the approach boxes of those bodies by it"),
+          "nominal; {}: the nominal cell), approach{box: [[lower xyz], [upper xyz]]} (m: the robot's inner layer's "
+          "boxes on a body, as placed); the safety monitor moves the approach boxes of those bodies by it and "
+          "checks them against the robot's"),
     Topic("command", "std_msgs/msg/Float64MultiArray", "COMMAND_QOS", "policy_server",
           "command in robot units (control mode's units), labels = action or command component names "
           "(lockstep: + 'answers_task_step', the key of the task_step answered; in a session: + 'session', "
@@ -260,14 +262,17 @@ class Placement:
     episode: int | None
     context: str
     body_offset: Any
+    approach: Any = None  # the robot node's inner layer's boxes on a body, as placed (None: not sent)
 
 
-def placement_json(episode: int, context: str | None, body_offset: Any) -> str:
-    """The ``placement`` message's text (body offsets in m)."""
+def placement_json(episode: int, context: str | None, body_offset: Any, approach: Any = None) -> str:
+    """The ``placement`` message's text (body offsets in m; ``approach``: the inner layer's placed
+    boxes {box: [[lower xyz], [upper xyz]]} m, or None)."""
     import json
 
     return json.dumps({"episode": int(episode), "context": context,
-                       "body_offset": {b: [float(x) for x in v] for b, v in (body_offset or {}).items()}})
+                       "body_offset": {b: [float(x) for x in v] for b, v in (body_offset or {}).items()},
+                       **({"approach": approach} if approach is not None else {})})
 
 
 def read_placement(text: str) -> Placement:
@@ -284,7 +289,7 @@ def read_placement(text: str) -> Placement:
     if episode is not None and (not isinstance(episode, int) or isinstance(episode, bool)):
         raise WireError(f"placement 'episode' must be an integer, got {episode!r}")
     context = data.get("context")
-    return Placement(episode, context if isinstance(context, str) else "", data["body_offset"])
+    return Placement(episode, context if isinstance(context, str) else "", data["body_offset"], data.get("approach"))
 
 
 def split_step_key(values: np.ndarray, labels: Sequence[str]) -> tuple[np.ndarray, tuple[str, ...], float | None]:

@@ -158,6 +158,7 @@ class SafetyMonitor:
         self.placement_context = ""  # the context the placement came from ("" : none said)
         self.placement_episode: int | None = None  # the episode it was announced for (None: none yet)
         self.placement_error = ""  # why the newest announced placement was refused ("" : it was not)
+        self.placement_mismatch = ""  # how the robot node's inner layer's boxes differ from these ("" : agree)
         self.control_mode = ControlMode(control_mode) if control_mode else spec.default_control_mode
         if self.control_mode not in spec.control_modes:
             raise ConfigError(f"control mode '{self.control_mode.value}' is not one of robot '{spec.name}''s "
@@ -735,7 +736,7 @@ class SafetyMonitor:
 
     # --- placement (issue 37) ---------------------------------------------------------------
     def place(self, placement: RobotContext | Mapping[str, Any] | None, context: str = "",
-              episode: int | None = None) -> None:
+              episode: int | None = None, robot_boxes: Any = None) -> None:
         """From now on, judge commands in the cell as a context placed it: ``placement`` is a
         :class:`~morl_robot.robots.context.RobotContext` or its ``body_offset`` ({static body:
         (dx, dy, dz) m, base frame, from the scene's nominal}, what the robot node announces on
@@ -743,8 +744,14 @@ class SafetyMonitor:
         boxes of a moved body move (:meth:`~morl_robot.safety.compiled.CompiledRules.placed`, the
         one definition); every threshold stays.  A malformed offset, or a body none of the approach
         boxes belongs to, raises :class:`ConfigError`: the boxes are then the YAML's, and
-        :attr:`placement_error` says why (never the previous episode's placement)."""
+        :attr:`placement_error` says why (never the previous episode's placement).
+
+        ``robot_boxes``: the approach boxes the robot node's inner layer judges this episode at
+        ({box: [[lower xyz], [upper xyz]]} m, its bodied boxes), the same offsets on its safety
+        YAML; where they differ from this monitor's (a YAML already placed for a context and placed
+        again, or two different YAMLs), :attr:`placement_mismatch` says how (these boxes stay)."""
         self.rules, self._placement, self.placement_error = self._yaml_rules, {}, ""
+        self.placement_mismatch = ""
         self.placement_context, self.placement_episode = context, episode
         offsets = placement.body_offset if isinstance(placement, RobotContext) else placement
         try:
@@ -756,10 +763,36 @@ class SafetyMonitor:
         self._placement = checked
         if checked:
             self.rules = self._yaml_rules.placed(RobotContext(name=context or "announced", body_offset=checked))
+        if robot_boxes is not None:
+            self.placement_mismatch = self._disagreement(robot_boxes)
+            self.counters["placement_mismatches"] += bool(self.placement_mismatch)
+
+    def _disagreement(self, robot_boxes: Any) -> str:
+        """How the robot's announced boxes differ from this monitor's bodied boxes ("" : they agree)."""
+        approach = self.rules.approach
+        ours = {n: (approach.lower[i], approach.upper[i]) for i, (n, b) in
+                enumerate(zip(approach.names, approach.bodies or ("",) * len(approach.names))) if b} \
+            if approach is not None else {}
+        if not isinstance(robot_boxes, Mapping):
+            return f"the robot's boxes are not a mapping: {str(robot_boxes)[:80]}"
+        for name in sorted(set(ours) | set(robot_boxes)):
+            if name not in ours:
+                return f"the robot node's inner layer has approach box '{name}' on a body, this monitor ({self.source}) none"
+            if name not in robot_boxes:
+                return f"this monitor ({self.source}) has approach box '{name}' on a body, the robot node's inner layer none"
+            try:
+                lo, hi = (np.asarray(x, dtype=np.float64).reshape(3) for x in robot_boxes[name])
+            except (TypeError, ValueError):
+                return f"the robot's box '{name}' is not [[lower xyz], [upper xyz]]: {str(robot_boxes[name])[:80]}"
+            if not (np.allclose(lo, ours[name][0], rtol=0, atol=1e-6) and np.allclose(hi, ours[name][1], rtol=0, atol=1e-6)):
+                return (f"approach box '{name}': the robot node's inner layer at {_box(lo, hi)}, this monitor "
+                        f"({self.source}) at {_box(*ours[name])} (a safety YAML placed for a context and placed "
+                        "again, or not the same YAML)")
+        return ""
 
     def refuse_placement(self, why: str, context: str = "", episode: int | None = None) -> None:
         """An announced placement that cannot be read (``why``): the YAML's boxes, and saying so."""
-        self.rules, self._placement = self._yaml_rules, {}
+        self.rules, self._placement, self.placement_mismatch = self._yaml_rules, {}, ""
         self.placement_context, self.placement_episode = context, episode
         self.placement_error = why
         self.counters["placement_errors"] += 1
@@ -805,21 +838,22 @@ class SafetyMonitor:
         if self.placement_error:
             return f"approach boxes where the safety YAML puts them, refused {self.placement_error}"
         moved = self.moved_boxes()
+        differs = f"; disagrees with the robot node: {self.placement_mismatch}" if self.placement_mismatch else ""
         if not moved:
             return "approach boxes where the safety YAML puts them" + (
-                f" (context {self.placement_context} moves none of them)" if self.placement_context else "")
+                f" (context {self.placement_context} moves none of them)" if self.placement_context else "") + differs
         shift = ", ".join(f"{b} by ({', '.join(f'{x * 1e3:+.1f}' for x in v)}) mm" for b, v in self._placement.items())
         return (f"approach boxes {', '.join(moved)} moved with {shift}"
-                + (f" (context {self.placement_context})" if self.placement_context else ""))
+                + (f" (context {self.placement_context})" if self.placement_context else "") + differs)
 
     def placement_values(self) -> dict[str, Any]:
         """``/diagnostics`` values of the placement: ``placement`` (JSON {body: [dx, dy, dz] m}),
-        ``placement_context``, ``placement_episode``, ``placement_error`` and ``approach_moved``
+        ``placement_context``, ``placement_episode``, ``placement_error``, ``placement_mismatch`` and ``approach_moved``
         (JSON {box: [lower xyz, upper xyz] m} of the boxes it moved)."""
         return {"placement": json.dumps({b: list(v) for b, v in self._placement.items()}),
                 "placement_context": self.placement_context,
                 "placement_episode": -1 if self.placement_episode is None else self.placement_episode,
-                "placement_error": self.placement_error,
+                "placement_error": self.placement_error, "placement_mismatch": self.placement_mismatch,
                 "approach_moved": json.dumps({n: [[round(float(x), 9) for x in lo], [round(float(x), 9) for x in hi]]
                                               for n, (lo, hi) in self.moved_boxes().items()})}
 
@@ -870,6 +904,10 @@ class SafetyMonitor:
         """Settings weaker than the robot's limits or the default responses, each opted out with
         its reason (:mod:`morl_robot.safety.weakening`; the node logs them at start-up)."""
         return weakenings(self.config, self.spec)
+
+
+def _box(lower: np.ndarray, upper: np.ndarray) -> str:
+    return f"[{', '.join(f'{x:.4f}' for x in lower)}]..[{', '.join(f'{x:.4f}' for x in upper)}] m"
 
 
 def build_monitor(robot_or_config: str | os.PathLike[str], control_mode: str | None = None, watchdogs: bool = True,

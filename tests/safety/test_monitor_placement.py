@@ -15,6 +15,7 @@ from test_safety_monitor import XYZ, released
 
 from morl_robot.contexts.schema import context_by_reference
 from morl_robot.errors import ConfigError
+from morl_robot.safety.monitor import SafetyMonitor
 
 #: The fixture raised 11 cm and moved 3 cm along x: its wall box fixture_nx then lies 1 cm below the
 #: peg tip at the home pose (0.65, 0, 0.02), where the nominal fixture is 12 cm below it.
@@ -59,6 +60,36 @@ def test_only_the_approach_boxes_move_every_threshold_stays() -> None:
     np.testing.assert_allclose(m.rules.approach.lower[1] - yaml_rules.approach.lower[1], [0.03, 0.0, 0.11])
 
 
+def test_it_checks_its_boxes_against_the_robot_inner_layers_and_says_where_they_differ() -> None:
+    """The robot node announces the boxes its inner layer judges the episode at; a monitor whose YAML
+    was already placed for a context (the driver-emulator path's safety.yaml) and is placed again,
+    or that reads another YAML, says so (the placement is never applied twice silently)."""
+    m = released(watchdogs=False)
+    yaml_rules = m.rules
+    placed = yaml_rules.placed(context_by_reference("sawyer_peg_in_hole:inside_mix").robot_context(0)).approach
+
+    def boxes(rule) -> dict[str, list[list[float]]]:
+        return {n: [list(rule.lower[i]), list(rule.upper[i])] for i, (n, b) in enumerate(zip(rule.names, rule.bodies))
+                if b}
+
+    offset = {"fixture": [0.002, -0.002, 0.0]}
+    m.place(offset, "inside_mix", 1, robot_boxes=boxes(placed))  # the robot's inner layer placed the same
+    assert m.placement_mismatch == "" and m.counters["placement_mismatches"] == 0
+    # a monitor whose YAML is already placed for inside_mix (as deploy writes it for the emulator) ...
+    m = SafetyMonitor(yaml_rules.placed(context_by_reference("sawyer_peg_in_hole:inside_mix").robot_context(0)),
+                      watchdogs=False, action_labels=XYZ)
+    m.place(offset, "inside_mix", 2, robot_boxes=boxes(placed))  # ... and placed again
+    assert "approach box 'fixture_base': the robot node's inner layer at [0.5920, -0.0620, -0.1600]" in \
+        m.placement_mismatch, m.placement_mismatch
+    assert "placed again" in m.describe_placement() and m.placement_values()["placement_mismatch"]
+    assert m.counters["placement_mismatches"] == 1
+    m.place({}, "", 3, robot_boxes=boxes(placed))  # the emulator path: no offsets, both YAMLs placed: agree
+    assert m.placement_mismatch == ""
+    fewer = {n: b for n, b in boxes(placed).items() if n != "fixture_ny"}
+    m.place({}, "", 4, robot_boxes=fewer)
+    assert "has approach box 'fixture_ny' on a body, the robot node's inner layer none" in m.placement_mismatch
+
+
 @pytest.mark.parametrize("announced, says", [
     ({"fixtre": [0.03, 0.0, 0.11]}, "body 'fixtre' has none of the approach boxes"),
     ({"fixture": [0.03, 0.0]}, "body_offset.fixture must be 3 finite numbers"),
@@ -86,9 +117,10 @@ def test_the_placement_message_round_trips_and_names_what_is_wrong() -> None:
     from morl_robot.errors import WireError
     from morl_robot.nodes import wire
 
-    text = wire.placement_json(4, "train#17", {"fixture": (0.001, -0.002, 0.0)})
+    text = wire.placement_json(4, "train#17", {"fixture": (0.001, -0.002, 0.0)}, {"box": [[0, 0, 0], [1, 1, 1]]})
     p = wire.read_placement(text)
     assert (p.episode, p.context, p.body_offset) == (4, "train#17", {"fixture": [0.001, -0.002, 0.0]})
+    assert p.approach == {"box": [[0, 0, 0], [1, 1, 1]]} and wire.read_placement(wire.placement_json(1, "", {})).approach is None
     assert wire.read_placement(wire.placement_json(5, None, {})).context == ""
     for bad, says in (("{", "not JSON"), ('{"episode": 1}', "with 'body_offset'"),
                       ('{"episode": "1", "body_offset": {}}', "'episode' must be an integer")):
@@ -123,6 +155,7 @@ def test_the_sim_graphs_monitor_judges_a_moved_fixture_episode_at_the_moved_boxe
     assert (f"approach boxes {', '.join(fixture_boxes)} moved with fixture by (+2.0, -2.0, +0.0) mm "
             "(context inside_mix)") in log, log[-3000:]
     assert "placement refused" not in log and "before its placement" not in log, log[-3000:]
+    assert "disagrees with the robot node" not in log, log[-3000:]  # its inner layer's boxes are these
     # its diagnostics say so too (the report keeps the newest status the deploy saw: a 1 Hz status
     # may predate the first placement in so short a run)
     monitor = report["safety_monitor"]
@@ -134,7 +167,8 @@ def test_the_sim_graphs_monitor_judges_a_moved_fixture_episode_at_the_moved_boxe
         for i, name in enumerate(moved.names):
             if name in boxes:
                 assert boxes[name] == [pytest.approx(list(moved.lower[i])), pytest.approx(list(moved.upper[i]))]
-        assert monitor["placement_error"] == "" and int(monitor.get("placement_late", 0)) == 0, monitor
+        assert monitor["placement_error"] == "" and monitor["placement_mismatch"] == "", monitor
+        assert int(monitor.get("placement_late", 0)) == 0, monitor
     # the same episode as in process, where the shield judges at the moved boxes
     assert max(report["max_abs_difference"]) < 1e-3, report
 
