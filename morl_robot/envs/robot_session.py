@@ -333,7 +333,8 @@ class RobotSession:
         env = getattr(self.runner.env, "unwrapped", self.runner.env)
         context = getattr(getattr(env, "context", None), "name", None)
         offsets = getattr(getattr(self.runner.robot, "context", None), "body_offset", None) or {}
-        approach = self.runner.inner.rules.approach if self.runner.inner is not None else None
+        inner = getattr(self.runner, "inner", None)
+        approach = inner.rules.approach if inner is not None else None
         boxes = None if approach is None else {
             n: [[float(x) for x in approach.lower[i]], [float(x) for x in approach.upper[i]]]
             for i, (n, b) in enumerate(zip(approach.names, approach.bodies or ("",) * len(approach.names))) if b}
