@@ -187,6 +187,14 @@ def _recalibrate_for_context(cfg: Any, robot: str, out: Path) -> None:
               f"({', '.join(f'{k} {v[:3]}' for k, v in landmarks.items())}) in {path}", file=sys.stderr)
 
 
+
+def _status_after(probe: Any, part: str) -> dict[str, str]:
+    """The node's first ``/diagnostics`` status after now (within 2 s), else the newest seen."""
+    try:
+        return probe.next_diagnostics(part, timeout=2.0)
+    except TimeoutError:
+        return probe.diagnostics(part)
+
 def run(args: argparse.Namespace) -> int:
     from std_msgs.msg import Bool, String
 
@@ -331,8 +339,9 @@ def run(args: argparse.Namespace) -> int:
 
         finished = runner.wait(done, tick)
         finished_at = time.monotonic()  # the monitor latches an e-stop when the nodes stop: not the episodes'
-        server_status = runner.probe.diagnostics("policy")
-        safety_status = runner.probe.diagnostics("safety")
+        # statuses published after the last episode (a node reports at 1 Hz: the newest one seen may
+        # predate the run's end, or in a short run its configuration), the newest seen if none comes
+        server_status, safety_status = (_status_after(runner.probe, part) for part in ("policy", "safety"))
     finally:
         runner.stop()
         if args.record:
