@@ -60,6 +60,14 @@ class RobotNode(ManagedNode):
             f"command labels {list(runner.action_labels or runner.command_labels)}"
         )
 
+    def _status(self) -> tuple[str, str, dict[str, Any]]:
+        """The session's status, on the hardware backend with the driver link's (``driver/…``: messages
+        accepted, out of order, rejected, stream ages, ``reading_age``)."""
+        level, message, values = self.core.status()
+        if self._link is not None:
+            values.update({f"driver/{k}": v for k, v in self._link.status().items()})
+        return level, message, values
+
     def _attach_hardware(self, robot: Robot) -> None:
         """Connect a hardware robot to its driver topics and wait for the first state."""
         from morl_robot.nodes.hardware_link import HardwareLink
@@ -118,7 +126,7 @@ class RobotNode(ManagedNode):
             # a force gauge's push on a body (the safety test's fingertip press)
             own(self.create_subscription(WrenchStamped, "~/external_wrench", self._on_external_wrench,
                                          wire.COMMAND_QOS))
-        own(DiagnosticsPublisher(self, f"{self.get_name()}: robot", self.core.status, hardware_id=robot.spec.name))
+        own(DiagnosticsPublisher(self, f"{self.get_name()}: robot", self._status, hardware_id=robot.spec.name))
         self._views = RobotViews(self, runner, self.settings.scene_rate,  # scene, view/… (only while subscribed)
                                  self.settings.view_rate)
         self._video = None

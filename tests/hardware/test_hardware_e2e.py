@@ -180,6 +180,8 @@ def test_a_faulty_link_never_makes_the_state_go_back_in_time(ros_session, host_f
     st = robot.status()
     assert st["joint_state/out_of_order"] > 5  # reordered messages did arrive, and were discarded
     assert st["joint_state/accepted"] > 50
+    # a reading's age (RobotState.age) from the driver's stamps on the node's ROS clock: at least the link's latency
+    assert 0.02 <= robot.read_state().age < 0.5 and st["reading_age"] >= 0.02
     # stamps advance at the driver's 50 Hz, minus drops
     assert len(set(stamps)) > 50
 
@@ -210,6 +212,8 @@ def test_robot_node_runs_the_peg_task_on_the_emulated_sawyer_driver(ros_session)
     assert last.episode == first.episode and last.step >= 10
     assert last.stamp > first.stamp  # driver time moves on
     assert last.observation[2] - first.observation[2] > 0.03  # the peg went up (≈ 0.1 m if never faulted)
+    status = s.probe.next_diagnostics("robot_node", "robot", timeout=5.0)  # the driver link's counters too
+    assert int(status["driver/joint_state/accepted"]) > 50 and 0.0 <= float(status["driver/reading_age"]) < 0.5
 
 
 def test_shadow_hand_trajectory_commands_and_tactile_array(ros_session, host_factory, tmp_path):
