@@ -68,4 +68,6 @@ def test_the_live_monitor_limits_a_flood_per_unit_time(ros_session):
     s.probe.wait_for(lambda: len(safe) >= 10 and time.monotonic() - safe[-1][0] > 1.0, 30, "the flood answered")
     vz = np.array([wire.read_labelled(m)[0][2] for _, m in safe])
     assert sum(1 for a, b in pairwise(vz) if abs(b - a) >= 0.4 - 1e-9) == 0  # no full reversal
-    assert np.abs(np.diff(vz)).max() < 0.2  # each answer follows the previous by well under a period
+    # each answer follows the previous by at most rate × one period (4 m/s² × 50 ms): exactly that when the
+    # monitor's thread stalled a period between two answers (seen once in a full local run at load ~3)
+    assert np.abs(np.diff(vz)).max() <= 0.2 + 1e-9
