@@ -187,13 +187,13 @@ def _recalibrate_for_context(cfg: Any, robot: str, out: Path) -> None:
               f"({', '.join(f'{k} {v[:3]}' for k, v in landmarks.items())}) in {path}", file=sys.stderr)
 
 
-
 def _status_after(probe: Any, part: str) -> dict[str, str]:
     """The node's first ``/diagnostics`` status after now (within 2 s), else the newest seen."""
     try:
         return probe.next_diagnostics(part, timeout=2.0)
     except TimeoutError:
         return probe.diagnostics(part)
+
 
 def run(args: argparse.Namespace) -> int:
     from std_msgs.msg import Bool, String

@@ -335,9 +335,7 @@ class RobotSession:
         offsets = getattr(getattr(self.runner.robot, "context", None), "body_offset", None) or {}
         inner = getattr(self.runner, "inner", None)
         approach = inner.rules.approach if inner is not None else None
-        boxes = None if approach is None else {
-            n: [[float(x) for x in approach.lower[i]], [float(x) for x in approach.upper[i]]]
-            for i, (n, b) in enumerate(zip(approach.names, approach.bodies or ("",) * len(approach.names))) if b}
+        boxes = None if approach is None else {n: [lo.tolist(), hi.tolist()] for n, (lo, hi) in approach.bodied_boxes().items()}
         return rec.episode, context, dict(offsets), boxes
 
     def status(self) -> tuple[str, str, dict[str, Any]]:

@@ -398,7 +398,7 @@ class HardwareRobot(Robot):
     def _age(self, now: float, stamp: float) -> float:
         """s since the oldest joint of the newest state was measured: by the driver's stamps on
         :attr:`stamp_clock` (a clock offset between driver and host reads as age: the safe side,
-        slower approaches; ``joint_state/age`` in :meth:`status` shows it), else since receipt."""
+        slower approaches; ``reading_age`` in :meth:`status` shows it), else since receipt."""
         if self._stamped and self.stamp_clock is not None:
             return max(self.stamp_clock() - stamp, 0.0)
         return max(now - float(self._jrecv.min()), 0.0)

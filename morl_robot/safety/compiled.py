@@ -99,6 +99,12 @@ class ApproachRule:
             return self
         return dataclasses.replace(self, lower=self.lower + shift, upper=self.upper + shift)
 
+    def bodied_boxes(self) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+        """The boxes that belong to a static body (config ``body``: those a context can move):
+        name → (lower (3,), upper (3,)) m, as this rule places them."""
+        bodies = self.bodies or ("",) * len(self.names)
+        return {n: (self.lower[i], self.upper[i]) for i, (n, b) in enumerate(zip(self.names, bodies)) if b}
+
     def limit(self, velocity: np.ndarray, tip: np.ndarray, age: float = 0.0) -> tuple[np.ndarray, np.ndarray]:
         """(limited linear velocity (3,), allowed approach speed per obstacle (B,), inf: not limited);
         ``age``: s since the reading ``tip`` was measured (:func:`approach_limit`)."""

@@ -769,10 +769,7 @@ class SafetyMonitor:
 
     def _disagreement(self, robot_boxes: Any) -> str:
         """How the robot's announced boxes differ from this monitor's bodied boxes ("" : they agree)."""
-        approach = self.rules.approach
-        ours = {n: (approach.lower[i], approach.upper[i]) for i, (n, b) in
-                enumerate(zip(approach.names, approach.bodies or ("",) * len(approach.names))) if b} \
-            if approach is not None else {}
+        ours = self.rules.approach.bodied_boxes() if self.rules.approach is not None else {}
         if not isinstance(robot_boxes, Mapping):
             return f"the robot's boxes are not a mapping: {str(robot_boxes)[:80]}"
         for name in sorted(set(ours) | set(robot_boxes)):
